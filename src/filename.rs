@@ -1,0 +1,130 @@
+//! The only place that builds and parses the names of a database's files.
+//!
+//! | file | name | role |
+//! |---|---|---|
+//! | write-ahead log | `NNNNNN.log` | one per memtable; replayed on open |
+//! | SSTable | `NNNNNN.sst` | immutable sorted table |
+//! | manifest | `MANIFEST-NNNNNN` | log of `VersionEdit`s |
+//! | current pointer | `CURRENT` | names the live manifest, newline-terminated |
+//! | lock | `LOCK` | held with an exclusive `flock` while a `Db` is open |
+//! | temporary | `NNNNNN.tmp` | being written; removed on open |
+//!
+//! `NNNNNN` is a decimal file number, zero-padded to at least 6 digits. File
+//! numbers come from one counter per database and are never reused.
+
+use std::path::{Path, PathBuf};
+
+/// The kind of a database file, with its number where it has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileType {
+    /// `NNNNNN.log`
+    Wal(u64),
+    /// `NNNNNN.sst`
+    Table(u64),
+    /// `MANIFEST-NNNNNN`
+    Manifest(u64),
+    /// `CURRENT`
+    Current,
+    /// `LOCK`
+    Lock,
+    /// `NNNNNN.tmp`
+    Temp(u64),
+}
+
+/// `dir/NNNNNN.log`
+pub fn wal_path(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:06}.log"))
+}
+
+/// `dir/NNNNNN.sst`
+pub fn table_path(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:06}.sst"))
+}
+
+/// `dir/MANIFEST-NNNNNN`
+pub fn manifest_path(dir: &Path, number: u64) -> PathBuf {
+    dir.join(manifest_name(number))
+}
+
+/// `MANIFEST-NNNNNN`, the name written into `CURRENT`.
+pub fn manifest_name(number: u64) -> String {
+    format!("MANIFEST-{number:06}")
+}
+
+/// `dir/CURRENT`
+pub fn current_path(dir: &Path) -> PathBuf {
+    dir.join("CURRENT")
+}
+
+/// `dir/LOCK`
+pub fn lock_path(dir: &Path) -> PathBuf {
+    dir.join("LOCK")
+}
+
+/// `dir/NNNNNN.tmp`
+pub fn temp_path(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:06}.tmp"))
+}
+
+/// Classifies a file name (not a path); `None` for names siftdb never
+/// writes.
+pub fn parse_file_name(name: &str) -> Option<FileType> {
+    fn number(s: &str) -> Option<u64> {
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        s.parse().ok()
+    }
+    match name {
+        "CURRENT" => return Some(FileType::Current),
+        "LOCK" => return Some(FileType::Lock),
+        _ => {}
+    }
+    if let Some(n) = name.strip_prefix("MANIFEST-") {
+        return number(n).map(FileType::Manifest);
+    }
+    let (stem, ext) = name.rsplit_once('.')?;
+    let n = number(stem)?;
+    match ext {
+        "log" => Some(FileType::Wal(n)),
+        "sst" => Some(FileType::Table(n)),
+        "tmp" => Some(FileType::Temp(n)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        let d = Path::new("/db");
+        for (p, t) in [
+            (wal_path(d, 7), FileType::Wal(7)),
+            (table_path(d, 1_234_567), FileType::Table(1_234_567)),
+            (manifest_path(d, 3), FileType::Manifest(3)),
+            (current_path(d), FileType::Current),
+            (lock_path(d), FileType::Lock),
+            (temp_path(d, 9), FileType::Temp(9)),
+        ] {
+            let name = p.file_name().unwrap().to_str().unwrap();
+            assert_eq!(parse_file_name(name), Some(t), "{name}");
+        }
+        assert_eq!(
+            wal_path(d, 7).to_str().unwrap(),
+            "/db/000007.log",
+            "six-digit padding"
+        );
+        for bad in [
+            "x.log",
+            "12.txt",
+            "MANIFEST-",
+            "MANIFEST-1a",
+            ".sst",
+            "+1.sst",
+        ] {
+            assert_eq!(parse_file_name(bad), None, "{bad}");
+        }
+    }
+}

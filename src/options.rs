@@ -1,0 +1,92 @@
+//! Tuning knobs: [`Options`] for a database, fixed at open.
+
+/// How a database is opened and how it lays out data. Set fields directly:
+///
+/// ```
+/// let mut o = siftdb::Options::default();
+/// o.write_buffer_size = 1 << 20;
+/// o.bits_per_key = 12;
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Options {
+    /// Bytes of keys and values (plus per-entry overhead) a memtable holds
+    /// before it is frozen and flushed to a level-0 SSTable. Larger means
+    /// fewer, bigger SSTables and more memory. Defaults to 64 MiB.
+    pub write_buffer_size: usize,
+    /// Bloom filter bits per distinct user key in each SSTable; the filter's
+    /// false-positive rate is about `0.6185^bits_per_key` with the best
+    /// number of hashes (Bloom 1970; Kirsch and Mitzenmacher 2006). 0 builds
+    /// no filters: every lookup that passes a file's key-range check reads
+    /// one of its data blocks. Defaults to 10 (about 0.82%).
+    pub bits_per_key: u32,
+    /// Number of hash probes per key; `None` uses `round(bits_per_key ·
+    /// ln 2)` clamped to 1..=30, which minimises the false-positive rate.
+    /// Set only to study the k trade-off. Defaults to `None`.
+    pub bloom_hashes: Option<u32>,
+    /// Target uncompressed size of an SSTable data block, in bytes. Smaller
+    /// blocks cost less to read per lookup but make the index bigger.
+    /// Defaults to 4 KiB.
+    pub block_size: usize,
+    /// Entries between restart points in a data block. Defaults to 16.
+    pub block_restart_interval: usize,
+    /// If true, every write waits for `fdatasync` of the WAL, so it survives
+    /// power loss; if false, a write is handed to the operating system
+    /// before it returns, so it survives a process crash but not a machine
+    /// crash. Defaults to false.
+    pub sync: bool,
+    /// Create the database if the directory holds none. Defaults to true.
+    pub create_if_missing: bool,
+    /// Refuse to open a database that already exists. Defaults to false.
+    pub error_if_exists: bool,
+    /// Frozen memtables allowed to wait for flushing before writers block.
+    /// Defaults to 2.
+    pub max_immutable_memtables: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            write_buffer_size: 64 << 20,
+            bits_per_key: 10,
+            bloom_hashes: None,
+            block_size: 4 << 10,
+            block_restart_interval: 16,
+            sync: false,
+            create_if_missing: true,
+            error_if_exists: false,
+            max_immutable_memtables: 2,
+        }
+    }
+}
+
+impl Options {
+    /// Checks the fields for values the engine cannot run with.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] naming the field.
+    pub fn validate(&self) -> crate::Result<()> {
+        let bad = |m: &str| Err(crate::Error::InvalidArgument(m.to_string()));
+        if self.write_buffer_size < 1024 {
+            return bad("write_buffer_size must be at least 1024 bytes");
+        }
+        if self.block_size < 64 || self.block_size > (64 << 20) {
+            return bad("block_size must be between 64 bytes and 64 MiB");
+        }
+        if self.block_restart_interval == 0 {
+            return bad("block_restart_interval must be at least 1");
+        }
+        if self.bits_per_key > 64 {
+            return bad("bits_per_key must be at most 64");
+        }
+        if let Some(k) = self.bloom_hashes {
+            if !(1..=30).contains(&k) {
+                return bad("bloom_hashes must be between 1 and 30");
+            }
+        }
+        if self.max_immutable_memtables == 0 {
+            return bad("max_immutable_memtables must be at least 1");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,4 @@
+//! Small building blocks shared by every format: integer coding and checksums.
+
+pub mod coding;
+pub mod crc;
