@@ -259,7 +259,7 @@ mod tests {
 
     #[test]
     fn order_is_user_key_then_newest_first() {
-        let mut keys = vec![
+        let mut keys = [
             ik("b", 1, ValueType::Value),
             ik("a", 1, ValueType::Value),
             ik("a", 5, ValueType::Deletion),

@@ -1,0 +1,164 @@
+//! Per-SSTable filters that let a point lookup skip a table without reading
+//! any of its data blocks.
+//!
+//! A filter summarises the set of *user keys* in one SSTable (never internal
+//! keys: every version of a user key maps to the same filter entry, so a
+//! lookup at any sequence number probes the same bits). It answers
+//! [`FilterPolicy::may_match`] with "definitely absent" (`false`) or "maybe
+//! present" (`true`).
+//!
+//! # Hash once per lookup
+//!
+//! The key hash is fixed crate-wide: [`hash_key`] (xxh3, 128 bits). A point
+//! lookup hashes its user key once and hands the same [`KeyHash`] to the
+//! filter of every SSTable it consults, so probing *t* tables costs one hash
+//! plus *t* cheap probes. A policy therefore never hashes keys itself; it
+//! derives its probe positions from the [`KeyHash`].
+//!
+//! # Self-describing, versioned by name
+//!
+//! The policy's [`FilterPolicy::name`] is stored in the SSTable's properties.
+//! A reader that does not recognise the name (or finds a filter it cannot
+//! parse) treats the filter as absent and answers "may match", which is
+//! always safe. The name must therefore change whenever the encoding does.
+
+pub mod bloom;
+
+use std::sync::Arc;
+
+pub use bloom::{bloom_stats, theoretical_fpr, BloomFilterPolicy, BloomStats, BLOOM_POLICY_NAME};
+
+/// The 128-bit hash of a user key, computed once per key by [`hash_key`].
+///
+/// Policies split it as they need; the Bloom filter uses the low 64 bits as
+/// `h1` and the high 64 bits as `h2` (see [`bloom`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KeyHash(pub u128);
+
+impl KeyHash {
+    /// The low 64 bits.
+    pub fn low(self) -> u64 {
+        self.0 as u64
+    }
+
+    /// The high 64 bits.
+    pub fn high(self) -> u64 {
+        (self.0 >> 64) as u64
+    }
+}
+
+/// Hashes a user key with xxh3-128 (seed 0), the one key hash of siftdb.
+///
+/// Changing this function changes the meaning of every stored filter: it
+/// must never change without also changing every policy's name.
+pub fn hash_key(user_key: &[u8]) -> KeyHash {
+    KeyHash(xxhash_rust::xxh3::xxh3_128(user_key))
+}
+
+/// The sizing parameters a policy used for one filter, recorded in the
+/// SSTable's properties for tools (`kvctl`) and experiments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FilterShape {
+    /// Bits the policy allots per distinct key (0 if not applicable).
+    pub bits_per_key: u32,
+    /// Hash probes per key, `k` (0 if not applicable).
+    pub num_hashes: u32,
+    /// Size of the filter's bit array, `m`, in bits.
+    pub bits: u64,
+}
+
+/// Builds and probes the filter stored in each SSTable.
+///
+/// Implementations must be deterministic and pure: the same hashes always
+/// produce the same bytes, and `may_match` must return `true` for every hash
+/// that was passed to `create_filter` (no false negatives). They must never
+/// panic on any `filter` bytes, since those come from disk.
+pub trait FilterPolicy: Send + Sync + std::fmt::Debug {
+    /// The name stored in SSTable properties. Must change whenever the
+    /// encoding or the meaning of the filter bytes changes.
+    fn name(&self) -> &'static str;
+
+    /// Builds a filter over `hashes`, one per distinct user key (callers do
+    /// not pass duplicates, but a policy must tolerate them).
+    fn create_filter(&self, hashes: &[KeyHash]) -> Vec<u8>;
+
+    /// `false` only if the key with `hash` was certainly not among the keys
+    /// `filter` was built from. Malformed or unknown filters answer `true`.
+    fn may_match(&self, filter: &[u8], hash: KeyHash) -> bool;
+
+    /// The parameters behind `filter` (a filter this policy built), for the
+    /// SSTable properties. The default reports only the filter's size.
+    fn shape(&self, filter: &[u8]) -> FilterShape {
+        FilterShape {
+            bits_per_key: 0,
+            num_hashes: 0,
+            bits: filter.len() as u64 * 8,
+        }
+    }
+}
+
+/// The policy that reads filters written under `name`, or `None` if this
+/// build does not know the name (the filter must then be ignored).
+///
+/// Reading needs no sizing parameters: a Bloom filter stores its `k` and
+/// its length gives `m`.
+pub fn policy_for_name(name: &str) -> Option<Arc<dyn FilterPolicy>> {
+    if name == BLOOM_POLICY_NAME {
+        Some(Arc::new(BloomFilterPolicy::new(10)))
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_key_is_xxh3_128_of_the_user_key() {
+        // Reference value of XXH3_128bits("") with seed 0 from the xxHash
+        // project's test vectors.
+        assert_eq!(
+            hash_key(b""),
+            KeyHash(0x99aa_06d3_0147_98d8_6001_c324_468d_497f)
+        );
+        let h = hash_key(b"siftdb");
+        assert_eq!(h.0, xxhash_rust::xxh3::xxh3_128(b"siftdb"));
+        assert_eq!(h.low(), h.0 as u64);
+        assert_eq!(h.high(), (h.0 >> 64) as u64);
+    }
+
+    #[test]
+    fn policy_lookup_by_name() {
+        let p = policy_for_name(BLOOM_POLICY_NAME).unwrap();
+        assert_eq!(p.name(), "siftdb.bloom.xxh3.v1");
+        assert!(policy_for_name("leveldb.BuiltinBloomFilter2").is_none());
+        assert!(policy_for_name("").is_none());
+    }
+
+    #[test]
+    fn default_shape_reports_bits() {
+        #[derive(Debug)]
+        struct AllPass;
+        impl FilterPolicy for AllPass {
+            fn name(&self) -> &'static str {
+                "test.allpass"
+            }
+            fn create_filter(&self, _: &[KeyHash]) -> Vec<u8> {
+                vec![0; 3]
+            }
+            fn may_match(&self, _: &[u8], _: KeyHash) -> bool {
+                true
+            }
+        }
+        let f = AllPass.create_filter(&[]);
+        assert_eq!(
+            AllPass.shape(&f),
+            FilterShape {
+                bits_per_key: 0,
+                num_hashes: 0,
+                bits: 24
+            }
+        );
+    }
+}

@@ -1,0 +1,282 @@
+//! Range iteration: [`MergingIterator`] merges the sorted entry streams of
+//! memtables and SSTables, and [`DbIterator`] turns the merged internal
+//! entries into the live user key/value pairs a reader may see.
+//!
+//! Both are double-ended. Every source is itself a double-ended iterator
+//! over one shared window of entries, so a source's entries are consumed
+//! exactly once whichever end takes them; [`DbIterator`] remembers the last
+//! user key each end settled and stops an end when it reaches the other's
+//! key, so interleaved `next` and `next_back` never yield a key twice and
+//! never split the versions of one key between the two ends.
+
+use crate::key::{compare_internal_keys, ParsedInternalKey, SequenceNumber, ValueType};
+use crate::{Error, Result};
+
+/// One entry: encoded internal key and value.
+pub(crate) type Entry = (Vec<u8>, Vec<u8>);
+
+/// A sorted stream of internal entries readable from both ends.
+pub(crate) type EntrySource = Box<dyn DoubleEndedIterator<Item = Result<Entry>> + Send>;
+
+/// A source with one entry of look-ahead at each end.
+struct PeekableSource {
+    inner: EntrySource,
+    front: Option<Entry>,
+    back: Option<Entry>,
+}
+
+impl PeekableSource {
+    /// The smallest unconsumed entry. When the inner iterator is used up,
+    /// the entry parked at the back is the only one left, so it moves to
+    /// the front.
+    fn peek_front(&mut self) -> Result<Option<&Entry>> {
+        if self.front.is_none() {
+            match self.inner.next() {
+                Some(r) => self.front = Some(r?),
+                None => self.front = self.back.take(),
+            }
+        }
+        Ok(self.front.as_ref())
+    }
+
+    /// The largest unconsumed entry (mirror of `peek_front`).
+    fn peek_back(&mut self) -> Result<Option<&Entry>> {
+        if self.back.is_none() {
+            match self.inner.next_back() {
+                Some(r) => self.back = Some(r?),
+                None => self.back = self.front.take(),
+            }
+        }
+        Ok(self.back.as_ref())
+    }
+}
+
+/// Merges sources into one stream in internal-key order (forward) or its
+/// reverse (backward). Sources never share an internal key (sequence
+/// numbers are unique), so the merge needs no tie-break.
+///
+/// Each step compares the head of every source: O(number of sources) per
+/// entry, which for the tens of sources an LSM tree has is cheaper in
+/// practice than keeping two heaps consistent under double-ended use.
+pub(crate) struct MergingIterator {
+    sources: Vec<PeekableSource>,
+}
+
+impl MergingIterator {
+    /// Merges `sources`; each must be sorted in internal-key order.
+    pub(crate) fn new(sources: Vec<EntrySource>) -> Self {
+        MergingIterator {
+            sources: sources
+                .into_iter()
+                .map(|inner| PeekableSource {
+                    inner,
+                    front: None,
+                    back: None,
+                })
+                .collect(),
+        }
+    }
+
+    /// Index of the source whose head is best: smallest when `forward`,
+    /// else largest.
+    fn best(&mut self, forward: bool) -> Result<Option<usize>> {
+        for s in &mut self.sources {
+            if forward {
+                s.peek_front()?;
+            } else {
+                s.peek_back()?;
+            }
+        }
+        let mut best: Option<(usize, &Entry)> = None;
+        for (i, s) in self.sources.iter().enumerate() {
+            let Some(head) = (if forward { &s.front } else { &s.back }) else {
+                continue;
+            };
+            let better = best.is_none_or(|(_, b)| {
+                let ord = compare_internal_keys(&head.0, &b.0);
+                if forward {
+                    ord.is_lt()
+                } else {
+                    ord.is_gt()
+                }
+            });
+            if better {
+                best = Some((i, head));
+            }
+        }
+        Ok(best.map(|(i, _)| i))
+    }
+
+    /// The largest unconsumed entry, without consuming it.
+    pub(crate) fn peek_back(&mut self) -> Result<Option<&Entry>> {
+        Ok(match self.best(false)? {
+            Some(i) => self.sources[i].back.as_ref(),
+            None => None,
+        })
+    }
+
+    /// Consumes and returns the smallest unconsumed entry.
+    pub(crate) fn next_front(&mut self) -> Result<Option<Entry>> {
+        Ok(match self.best(true)? {
+            Some(i) => self.sources[i].front.take(),
+            None => None,
+        })
+    }
+
+    /// Consumes and returns the largest unconsumed entry.
+    pub(crate) fn next_back(&mut self) -> Result<Option<Entry>> {
+        Ok(match self.best(false)? {
+            Some(i) => self.sources[i].back.take(),
+            None => None,
+        })
+    }
+}
+
+fn parse(ik: &[u8]) -> Result<ParsedInternalKey<'_>> {
+    ParsedInternalKey::parse(ik)
+        .ok_or_else(|| Error::corruption("<iterator>", 0, "entry with a malformed internal key"))
+}
+
+/// Iterator over live user key/value pairs in key order, as of one sequence
+/// number: the newest version of each key with sequence `<=` that number
+/// wins, and keys whose winning version is a tombstone are skipped.
+///
+/// Items are `Result<(key, value)>`; after an error the iterator ends.
+/// Double-ended: `.rev()` walks backwards, and `next`/`next_back` may be
+/// interleaved. The iterator holds the memtables and SSTables it reads, so
+/// it sees a fixed view however long it lives; hold it briefly, because the
+/// files it references cannot be deleted until it is dropped.
+pub struct DbIterator {
+    merge: MergingIterator,
+    seq: SequenceNumber,
+    /// Last user key the front end settled (yielded or found deleted).
+    front_key: Option<Vec<u8>>,
+    /// Last user key the back end settled.
+    back_key: Option<Vec<u8>>,
+    done: bool,
+    /// Keeps memtables and tables alive for the iterator's lifetime.
+    _pin: Box<dyn std::any::Any + Send + Sync>,
+}
+
+impl DbIterator {
+    pub(crate) fn new(
+        sources: Vec<EntrySource>,
+        seq: SequenceNumber,
+        pin: Box<dyn std::any::Any + Send + Sync>,
+    ) -> Self {
+        DbIterator {
+            merge: MergingIterator::new(sources),
+            seq,
+            front_key: None,
+            back_key: None,
+            done: false,
+            _pin: pin,
+        }
+    }
+
+    fn step_front(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        loop {
+            let Some((ik, value)) = self.merge.next_front()? else {
+                return Ok(None);
+            };
+            let p = parse(&ik)?;
+            if p.seq > self.seq || self.front_key.as_deref() == Some(p.user_key) {
+                continue; // too new for this view, or an older version
+            }
+            if self.back_key.as_deref().is_some_and(|b| p.user_key >= b) {
+                return Ok(None);
+            }
+            let user_key = p.user_key.to_vec();
+            let vt = p.value_type;
+            self.front_key = Some(user_key.clone());
+            if vt == ValueType::Value {
+                return Ok(Some((user_key, value)));
+            }
+        }
+    }
+
+    fn step_back(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        loop {
+            let Some((ik, value)) = self.merge.next_back()? else {
+                return Ok(None);
+            };
+            let p = parse(&ik)?;
+            if self.front_key.as_deref().is_some_and(|f| p.user_key <= f) {
+                return Ok(None);
+            }
+            let user_key = p.user_key.to_vec();
+            // Going backwards, versions arrive oldest first: keep the newest
+            // one this view may see.
+            let mut winner = (p.seq <= self.seq).then_some((p.value_type, value));
+            loop {
+                let same_key = match self.merge.peek_back()? {
+                    Some((next, _)) => parse(next)?.user_key == user_key.as_slice(),
+                    None => false,
+                };
+                if !same_key {
+                    break;
+                }
+                let Some((ik, value)) = self.merge.next_back()? else {
+                    break;
+                };
+                let p = parse(&ik)?;
+                if p.seq <= self.seq {
+                    winner = Some((p.value_type, value));
+                }
+            }
+            self.back_key = Some(user_key.clone());
+            if let Some((ValueType::Value, value)) = winner {
+                return Ok(Some((user_key, value)));
+            }
+        }
+    }
+
+    fn finish(
+        &mut self,
+        r: Result<Option<(Vec<u8>, Vec<u8>)>>,
+    ) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+        match r {
+            Ok(Some(kv)) => Some(Ok(kv)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl Iterator for DbIterator {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let r = self.step_front();
+        self.finish(r)
+    }
+}
+
+impl DoubleEndedIterator for DbIterator {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let r = self.step_back();
+        self.finish(r)
+    }
+}
+
+impl std::fmt::Debug for DbIterator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbIterator")
+            .field("seq", &self.seq)
+            .field("sources", &self.merge.sources.len())
+            .field("done", &self.done)
+            .finish()
+    }
+}

@@ -1,0 +1,878 @@
+//! Record framing shared by the write-ahead log and the manifest.
+//!
+//! # Format
+//!
+//! A log file is a sequence of records laid back to back from offset 0, with
+//! no file header, no padding and no block structure. Each record is a
+//! 12-byte header followed by its payload. All integers are little-endian;
+//! the checksums are CRC-32 (IEEE, [`crate::util::crc::crc32`]).
+//!
+//! ```text
+//! record offset
+//! +0                +4                +8                    +12
+//! +-----------------+-----------------+---------------------+----------------------+
+//! | len: u32 LE     | len_crc: u32 LE | payload_crc: u32 LE | payload: len bytes   |
+//! +-----------------+-----------------+---------------------+----------------------+
+//!   len         = number of payload bytes (0 ..= u32::MAX)
+//!   len_crc     = crc32 of the 4 `len` bytes exactly as stored
+//!   payload_crc = crc32 of the payload
+//! the next record starts at offset + 12 + len
+//! ```
+//!
+//! The length carries its own checksum so that a reader never trusts a
+//! damaged length: without it, one flipped bit in `len` would make the
+//! reader skip or swallow good records and misreport where the damage is.
+//!
+//! Worked example (pinned by the `golden_record_bytes` test): the payload
+//! `"abc"` is framed as the 15 bytes
+//!
+//! ```text
+//! 03 00 00 00   f2 70 f1 33   c2 41 24 35   61 62 63
+//! len = 3       crc32(03 00 00 00)          "abc"
+//!                             crc32("abc") = 0x352441c2
+//! ```
+//!
+//! # Writing and durability
+//!
+//! [`LogWriter::append`] hands header and payload to the kernel in one
+//! `write_all` with no user-space buffer, so once it returns a process crash
+//! cannot lose the record; [`LogWriter::sync`] (`fdatasync`) makes it
+//! survive a power loss. [`LogWriter::create`] also syncs the parent
+//! directory, so a log whose records were synced cannot vanish as a whole.
+//! After a failed write or sync the writer refuses further use: the file may
+//! end in a partial record, and the page-cache state after a failed
+//! `fsync` is unknown.
+//!
+//! # Reading and torn tails
+//!
+//! A crash can leave the last record incomplete (a *torn tail*). The reader
+//! tells a torn tail from damage in the interior of the log, which is
+//! reported as [`Error::Corruption`], by applying these rules at the start
+//! of each record, in order:
+//!
+//! 1. Fewer than 12 bytes left: torn tail (a header cut off by a crash).
+//! 2. `len_crc` mismatch: torn tail if every byte from here to the end of
+//!    the file is zero (space the file system zero-filled after a power
+//!    loss); otherwise corruption at this offset.
+//! 3. `len` exceeds the bytes left after the header: torn tail (the write
+//!    was cut off).
+//! 4. `payload_crc` mismatch: torn tail if nothing but zero bytes follows
+//!    the record (in particular, if it ends exactly at the end of the
+//!    file); otherwise corruption at this offset.
+//!
+//! Reading stops at a torn tail. [`LogContents::valid_len`] is then the
+//! offset of the torn record (the file length if there is none): the log
+//! minus its torn tail is exactly its first `valid_len` bytes. A writer must
+//! never append after a torn tail, or the records it appends become
+//! unreachable on the next read: start a new log, or cut the tail off first
+//! with [`truncate_to`] (which [`LogWriter::open_truncated`] does).
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, IoContext, Result};
+use crate::util::crc::crc32;
+
+/// Bytes of the header in front of every payload.
+pub const HEADER_LEN: usize = 12;
+
+/// Longest payload a record can carry, in bytes (`u32::MAX`).
+pub const MAX_PAYLOAD_LEN: u64 = u32::MAX as u64;
+
+/// Appends framed records to a log file.
+///
+/// Not internally synchronized: wrap it in a lock to share it.
+#[derive(Debug)]
+pub struct LogWriter {
+    file: File,
+    path: PathBuf,
+    /// Bytes in the file, i.e. where the next record starts.
+    offset: u64,
+    /// Scratch space for header + payload, reused across appends.
+    buf: Vec<u8>,
+    /// Set after a failed write or sync; every later call fails with it.
+    failed: Option<String>,
+}
+
+impl LogWriter {
+    /// Creates a new, empty log at `path`, then syncs `path`'s parent
+    /// directory so the file's existence is durable.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if `path` already exists (a log is never overwritten),
+    /// or if creating the file or syncing the directory fails.
+    pub fn create(path: &Path) -> Result<LogWriter> {
+        let file = OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(path)
+            .context(|| format!("create log {}", path.display()))?;
+        sync_dir(parent_dir(path))?;
+        Ok(LogWriter::from_file(file, path, 0))
+    }
+
+    /// Opens an existing log for appending after cutting it to its first
+    /// `valid_len` bytes, as [`truncate_to`] does. `valid_len` must come from
+    /// [`read_log`] (or [`LogReader::valid_len`]) on this same file, so that
+    /// the new records follow the last complete one.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the file is shorter than `valid_len`;
+    /// [`Error::Io`] if opening, truncating or syncing fails.
+    pub fn open_truncated(path: &Path, valid_len: u64) -> Result<LogWriter> {
+        let file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .context(|| format!("open log {}", path.display()))?;
+        truncate_file(&file, path, valid_len)?;
+        Ok(LogWriter::from_file(file, path, valid_len))
+    }
+
+    fn from_file(file: File, path: &Path, offset: u64) -> LogWriter {
+        LogWriter {
+            file,
+            path: path.to_path_buf(),
+            offset,
+            buf: Vec::new(),
+            failed: None,
+        }
+    }
+
+    /// Appends one record holding `payload` and returns the record's offset
+    /// (where its header starts) in bytes from the start of the file.
+    ///
+    /// Header and payload go to the file in a single `write_all`, without
+    /// user-space buffering: once this returns, a process crash cannot lose
+    /// the record, but a power loss can until [`LogWriter::sync`] returns.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `payload` is longer than
+    /// [`MAX_PAYLOAD_LEN`] (nothing is written); [`Error::Io`] if the write
+    /// fails, after which the file may end in a partial record and this
+    /// writer fails every later call.
+    pub fn append(&mut self, payload: &[u8]) -> Result<u64> {
+        self.check_usable()?;
+        let header = encode_header(payload)?;
+        self.buf.clear();
+        self.buf.reserve(HEADER_LEN + payload.len());
+        self.buf.extend_from_slice(&header);
+        self.buf.extend_from_slice(payload);
+        if let Err(e) = self.file.write_all(&self.buf) {
+            let context = format!("append to log {} at {}", self.path.display(), self.offset);
+            self.failed = Some(format!("{context}: {e}"));
+            return Err(Error::io(context, e));
+        }
+        // Do not keep a multi-megabyte scratch buffer alive after one big
+        // record.
+        if self.buf.capacity() > 1 << 20 {
+            self.buf = Vec::new();
+        }
+        let at = self.offset;
+        self.offset += (HEADER_LEN + payload.len()) as u64;
+        Ok(at)
+    }
+
+    /// Makes every appended record durable (`fdatasync`, which also persists
+    /// the file length).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the sync fails, after which this writer fails every
+    /// later call (what reached the disk is unknown).
+    pub fn sync(&mut self) -> Result<()> {
+        self.check_usable()?;
+        if let Err(e) = self.file.sync_data() {
+            let context = format!("sync log {}", self.path.display());
+            self.failed = Some(format!("{context}: {e}"));
+            return Err(Error::io(context, e));
+        }
+        Ok(())
+    }
+
+    /// Bytes in the file: the offset the next record will get.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The log's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        match &self.failed {
+            None => Ok(()),
+            Some(why) => Err(Error::io(
+                format!("log {} is unusable", self.path.display()),
+                std::io::Error::other(format!("an earlier operation failed: {why}")),
+            )),
+        }
+    }
+}
+
+/// Checks a payload length against the 32-bit length field.
+fn payload_len(len: usize) -> Result<u32> {
+    u32::try_from(len).map_err(|_| {
+        Error::InvalidArgument(format!(
+            "log record payload of {len} bytes exceeds the maximum of {MAX_PAYLOAD_LEN}"
+        ))
+    })
+}
+
+/// The 12-byte header for `payload`.
+fn encode_header(payload: &[u8]) -> Result<[u8; HEADER_LEN]> {
+    let len = payload_len(payload.len())?.to_le_bytes();
+    let mut h = [0u8; HEADER_LEN];
+    h[0..4].copy_from_slice(&len);
+    h[4..8].copy_from_slice(&crc32(&len).to_le_bytes());
+    h[8..12].copy_from_slice(&crc32(payload).to_le_bytes());
+    Ok(h)
+}
+
+/// One complete record read from a log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogRecord {
+    /// Offset of the record's header, in bytes from the start of the file.
+    pub offset: u64,
+    /// The payload, checksum verified.
+    pub payload: Vec<u8>,
+}
+
+/// Where and why reading stopped at an incomplete final record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornTail {
+    /// Offset of the torn record's header, in bytes; equals
+    /// [`LogContents::valid_len`].
+    pub offset: u64,
+    /// Which rule applied, for logs and kvctl.
+    pub reason: String,
+}
+
+/// Everything [`read_log`] found in a log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogContents {
+    /// Every complete record, in file order.
+    pub records: Vec<LogRecord>,
+    /// Set if the log ends in an incomplete record.
+    pub torn_tail: Option<TornTail>,
+    /// Bytes of complete records: the torn record's offset, or the file
+    /// length if there is no torn tail.
+    pub valid_len: u64,
+}
+
+/// Reads a whole log into memory and returns its complete records, applying
+/// the torn-tail rules of the module docs.
+///
+/// # Errors
+/// [`Error::Io`] if the file cannot be read; [`Error::Corruption`] (naming
+/// `path` and the bad record's offset) for damage before the end of the log.
+pub fn read_log(path: &Path) -> Result<LogContents> {
+    let mut reader = LogReader::open(path)?;
+    let mut records = Vec::new();
+    while let Some(r) = reader.next_record()? {
+        records.push(r);
+    }
+    Ok(LogContents {
+        records,
+        torn_tail: reader.torn_tail().cloned(),
+        valid_len: reader.valid_len(),
+    })
+}
+
+/// Cuts the log at `path` to its first `valid_len` bytes (normally
+/// [`LogContents::valid_len`], to drop a torn tail) and syncs it, so that
+/// records appended afterwards directly follow the last complete one.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] if the file is shorter than `valid_len`
+/// (extending it would add zeros, not remove a tail); [`Error::Io`] if
+/// opening, truncating or syncing fails.
+pub fn truncate_to(path: &Path, valid_len: u64) -> Result<()> {
+    let file = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .context(|| format!("open log {}", path.display()))?;
+    truncate_file(&file, path, valid_len)
+}
+
+fn truncate_file(file: &File, path: &Path, valid_len: u64) -> Result<()> {
+    let len = file
+        .metadata()
+        .context(|| format!("stat log {}", path.display()))?
+        .len();
+    if len < valid_len {
+        return Err(Error::InvalidArgument(format!(
+            "cannot truncate {} ({len} bytes) to a longer length {valid_len}",
+            path.display()
+        )));
+    }
+    if len > valid_len {
+        file.set_len(valid_len)
+            .context(|| format!("truncate log {} to {valid_len}", path.display()))?;
+    }
+    file.sync_all()
+        .context(|| format!("sync log {}", path.display()))
+}
+
+/// `fsync`s the directory `dir`, making the creation, removal and renaming
+/// of files in it durable. A no-op on non-Unix platforms, where directories
+/// cannot be opened as files.
+///
+/// # Errors
+/// [`Error::Io`] if the directory cannot be opened or synced.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .context(|| format!("sync directory {}", dir.display()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(())
+    }
+}
+
+/// The directory holding `path` (`.` for a bare file name).
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// Reads records one at a time from a log held in memory.
+///
+/// [`LogReader::next_record`] returns `Ok(None)` at the end of the log or
+/// at a torn tail ([`LogReader::torn_tail`] tells which), and after it has
+/// returned an error. The iterator form yields the same records and stops
+/// after the first error.
+#[derive(Debug)]
+pub struct LogReader {
+    path: PathBuf,
+    data: Vec<u8>,
+    /// Start of the next record; never exceeds `data.len()`.
+    pos: usize,
+    torn_tail: Option<TornTail>,
+    done: bool,
+}
+
+impl LogReader {
+    /// Reads the whole file at `path` into memory (logs are at most tens of
+    /// MiB) and positions the reader at its first record.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the file cannot be read.
+    pub fn open(path: &Path) -> Result<LogReader> {
+        let data = std::fs::read(path).context(|| format!("read log {}", path.display()))?;
+        Ok(LogReader::from_bytes(path.to_path_buf(), data))
+    }
+
+    /// A reader over log bytes already in memory; `path` only names the file
+    /// in errors.
+    pub fn from_bytes(path: PathBuf, data: Vec<u8>) -> LogReader {
+        LogReader {
+            path,
+            data,
+            pos: 0,
+            torn_tail: None,
+            done: false,
+        }
+    }
+
+    /// The next complete record, or `None` at the end of the log or at a
+    /// torn tail.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] at the offset of a damaged record that is not a
+    /// torn tail (rules 2 and 4 of the module docs).
+    pub fn next_record(&mut self) -> Result<Option<LogRecord>> {
+        if self.done {
+            return Ok(None);
+        }
+        let start = self.pos;
+        let rest = self.data.get(start..).unwrap_or_default();
+        if rest.is_empty() {
+            self.done = true;
+            return Ok(None);
+        }
+        // Rule 1: a header cut off.
+        let Some((header, body)) = rest.split_first_chunk::<HEADER_LEN>() else {
+            return Ok(self.torn(format!(
+                "header cut off: {} of {HEADER_LEN} bytes present",
+                rest.len()
+            )));
+        };
+        let len_bytes = [header[0], header[1], header[2], header[3]];
+        let len = u32::from_le_bytes(len_bytes);
+        let len_crc = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
+        let payload_crc = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
+
+        // Rule 2: a length that fails its checksum.
+        let actual = crc32(&len_bytes);
+        if actual != len_crc {
+            if all_zero(rest) {
+                return Ok(self.torn(format!(
+                    "zero-filled tail of {} bytes after a crash",
+                    rest.len()
+                )));
+            }
+            return Err(self.corrupt(
+                start,
+                format!(
+                    "length checksum mismatch: stored {len_crc:#010x}, computed {actual:#010x}"
+                ),
+            ));
+        }
+
+        // Rule 3: a record cut off. A length that does not fit in usize
+        // cannot fit in memory either.
+        let Some(payload) = usize::try_from(len).ok().and_then(|n| body.get(..n)) else {
+            return Ok(self.torn(format!(
+                "record cut off: {len} payload bytes declared, {} present",
+                body.len()
+            )));
+        };
+
+        // Rule 4: a payload that fails its checksum.
+        let actual = crc32(payload);
+        if actual != payload_crc {
+            let after = body.get(payload.len()..).unwrap_or_default();
+            if all_zero(after) {
+                return Ok(self.torn(format!(
+                    "last record's payload checksum mismatch (stored {payload_crc:#010x}, \
+                     computed {actual:#010x}): write cut off"
+                )));
+            }
+            return Err(self.corrupt(
+                start,
+                format!(
+                    "payload checksum mismatch in a {len}-byte record: stored \
+                     {payload_crc:#010x}, computed {actual:#010x}"
+                ),
+            ));
+        }
+
+        let record = LogRecord {
+            offset: start as u64,
+            payload: payload.to_vec(),
+        };
+        self.pos = start + HEADER_LEN + payload.len();
+        Ok(Some(record))
+    }
+
+    /// The torn tail, once [`LogReader::next_record`] has stopped at one.
+    pub fn torn_tail(&self) -> Option<&TornTail> {
+        self.torn_tail.as_ref()
+    }
+
+    /// Bytes of complete records read so far; after the reader has returned
+    /// `None`, the offset of the torn tail or the file length.
+    pub fn valid_len(&self) -> u64 {
+        self.pos as u64
+    }
+
+    /// The file the records come from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn torn(&mut self, reason: String) -> Option<LogRecord> {
+        self.done = true;
+        self.torn_tail = Some(TornTail {
+            offset: self.pos as u64,
+            reason,
+        });
+        None
+    }
+
+    fn corrupt(&mut self, offset: usize, detail: String) -> Error {
+        self.done = true;
+        Error::corruption(&self.path, offset as u64, detail)
+    }
+}
+
+impl Iterator for LogReader {
+    type Item = Result<LogRecord>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_record().transpose()
+    }
+}
+
+fn all_zero(bytes: &[u8]) -> bool {
+    bytes.iter().all(|&b| b == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn frame(payload: &[u8]) -> Vec<u8> {
+        let mut v = encode_header(payload).unwrap().to_vec();
+        v.extend_from_slice(payload);
+        v
+    }
+
+    fn parse(bytes: &[u8]) -> Result<LogContents> {
+        let mut r = LogReader::from_bytes(PathBuf::from("test.log"), bytes.to_vec());
+        let mut records = Vec::new();
+        while let Some(rec) = r.next_record()? {
+            records.push(rec);
+        }
+        Ok(LogContents {
+            records,
+            torn_tail: r.torn_tail().cloned(),
+            valid_len: r.valid_len(),
+        })
+    }
+
+    fn payloads(c: &LogContents) -> Vec<&[u8]> {
+        c.records.iter().map(|r| r.payload.as_slice()).collect()
+    }
+
+    /// Three records, "abc" at 0, "" at 15, "hello" at 27; 44 bytes.
+    fn three() -> Vec<u8> {
+        [frame(b"abc"), frame(b""), frame(b"hello")].concat()
+    }
+
+    fn corruption_offset(e: Error) -> u64 {
+        match e {
+            Error::Corruption { offset, .. } => offset,
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn golden_record_bytes() {
+        assert_eq!(
+            frame(b"abc"),
+            [
+                0x03, 0x00, 0x00, 0x00, // len
+                0xf2, 0x70, 0xf1, 0x33, // crc32(03 00 00 00)
+                0xc2, 0x41, 0x24, 0x35, // crc32("abc")
+                b'a', b'b', b'c',
+            ]
+        );
+        // Empty payload: crc32("") = 0.
+        assert_eq!(frame(b""), [0, 0, 0, 0, 0x1c, 0xdf, 0x44, 0x21, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn writer_and_reader_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000001.log");
+        let mut w = LogWriter::create(&path).unwrap();
+        assert_eq!(w.path(), path);
+        assert_eq!(w.append(b"abc").unwrap(), 0);
+        assert_eq!(w.append(b"").unwrap(), 15);
+        assert_eq!(w.append(b"hello").unwrap(), 27);
+        w.sync().unwrap();
+        assert_eq!(w.offset(), 44);
+        assert_eq!(std::fs::read(&path).unwrap(), three());
+
+        let c = read_log(&path).unwrap();
+        assert_eq!(
+            c.records,
+            vec![
+                LogRecord {
+                    offset: 0,
+                    payload: b"abc".to_vec()
+                },
+                LogRecord {
+                    offset: 15,
+                    payload: vec![]
+                },
+                LogRecord {
+                    offset: 27,
+                    payload: b"hello".to_vec()
+                },
+            ]
+        );
+        assert_eq!(c.torn_tail, None);
+        assert_eq!(c.valid_len, 44);
+
+        let from_iter: Vec<LogRecord> = LogReader::open(&path)
+            .unwrap()
+            .collect::<Result<_>>()
+            .unwrap();
+        assert_eq!(from_iter, c.records);
+    }
+
+    #[test]
+    fn append_is_visible_without_sync() {
+        // No user-space buffering: another reader sees the record at once.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("1.log");
+        let mut w = LogWriter::create(&path).unwrap();
+        w.append(b"x").unwrap();
+        assert_eq!(payloads(&read_log(&path).unwrap()), [b"x"]);
+    }
+
+    #[test]
+    fn create_refuses_to_overwrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("1.log");
+        std::fs::write(&path, b"keep").unwrap();
+        let err = LogWriter::create(&path).unwrap_err();
+        assert!(matches!(err, Error::Io { ref source, .. }
+            if source.kind() == std::io::ErrorKind::AlreadyExists));
+        assert_eq!(std::fs::read(&path).unwrap(), b"keep");
+    }
+
+    #[test]
+    fn oversized_payload_is_invalid_argument() {
+        assert!(payload_len(u32::MAX as usize).is_ok());
+        #[cfg(target_pointer_width = "64")]
+        assert!(matches!(
+            payload_len(u32::MAX as usize + 1),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+
+    #[test]
+    fn empty_log_has_no_records_and_no_tail() {
+        let c = parse(&[]).unwrap();
+        assert!(c.records.is_empty());
+        assert_eq!(c.torn_tail, None);
+        assert_eq!(c.valid_len, 0);
+    }
+
+    #[test]
+    fn every_truncation_keeps_the_complete_prefix() {
+        let full = three();
+        let boundaries = [0usize, 15, 27, 44];
+        for cut in 0..=full.len() {
+            let c = parse(&full[..cut]).unwrap();
+            let complete = boundaries.iter().filter(|&&b| b <= cut).count() - 1;
+            let last = boundaries[complete];
+            assert_eq!(c.records.len(), complete, "cut {cut}");
+            assert_eq!(c.valid_len, last as u64, "cut {cut}");
+            match c.torn_tail {
+                None => assert_eq!(cut, last, "cut {cut}"),
+                Some(t) => {
+                    assert_ne!(cut, last, "cut {cut}");
+                    assert_eq!(t.offset, last as u64, "cut {cut}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rule1_short_header_is_torn() {
+        let mut b = three();
+        b.extend_from_slice(&frame(b"zz")[..11]);
+        let c = parse(&b).unwrap();
+        assert_eq!(payloads(&c), [&b"abc"[..], b"", b"hello"]);
+        let t = c.torn_tail.unwrap();
+        assert_eq!(t.offset, 44);
+        assert!(
+            t.reason.contains("header cut off: 11 of 12"),
+            "{}",
+            t.reason
+        );
+        assert_eq!(c.valid_len, 44);
+    }
+
+    #[test]
+    fn rule2_zero_filled_tail_is_torn() {
+        let mut b = three();
+        b.extend_from_slice(&[0; 4096]);
+        let c = parse(&b).unwrap();
+        assert_eq!(c.records.len(), 3);
+        let t = c.torn_tail.unwrap();
+        assert_eq!(t.offset, 44);
+        assert!(t.reason.contains("zero-filled"), "{}", t.reason);
+        assert_eq!(c.valid_len, 44);
+    }
+
+    #[test]
+    fn rule2_bad_length_followed_by_data_is_corruption() {
+        // Flip a bit in the length of the interior record "" at 15.
+        let mut b = three();
+        b[15] ^= 0x01;
+        assert_eq!(corruption_offset(parse(&b).unwrap_err()), 15);
+
+        // A zeroed header with non-zero bytes after it is not a tail either.
+        let mut b = three();
+        b[15..27].fill(0);
+        assert_eq!(corruption_offset(parse(&b).unwrap_err()), 15);
+        let mut b = three();
+        b[0..12].fill(0);
+        assert_eq!(corruption_offset(parse(&b).unwrap_err()), 0);
+
+        // Bad len_crc in the last record: its own bytes are not all zero.
+        let mut b = three();
+        b[27 + 5] ^= 0x80;
+        let e = parse(&b).unwrap_err();
+        assert_eq!(corruption_offset(e), 27);
+    }
+
+    #[test]
+    fn rule3_length_past_end_is_torn() {
+        let mut b = three();
+        b.truncate(27 + 12 + 2);
+        let c = parse(&b).unwrap();
+        assert_eq!(c.records.len(), 2);
+        let t = c.torn_tail.unwrap();
+        assert_eq!(t.offset, 27);
+        assert!(
+            t.reason.contains("5 payload bytes declared, 2 present"),
+            "{}",
+            t.reason
+        );
+        assert_eq!(c.valid_len, 27);
+
+        // A valid header declaring 4 GiB - 1 bytes in a tiny file: torn,
+        // and nothing of that size is allocated.
+        let mut h = vec![0u8; 12];
+        let len = u32::MAX.to_le_bytes();
+        h[0..4].copy_from_slice(&len);
+        h[4..8].copy_from_slice(&crc32(&len).to_le_bytes());
+        h.push(7);
+        let c = parse(&h).unwrap();
+        assert!(c.records.is_empty());
+        assert_eq!(c.torn_tail.unwrap().offset, 0);
+    }
+
+    #[test]
+    fn rule4_bad_payload_at_end_is_torn() {
+        let mut b = three();
+        let last = b.len() - 1;
+        b[last] ^= 0x20;
+        let c = parse(&b).unwrap();
+        assert_eq!(payloads(&c), [&b"abc"[..], b""]);
+        let t = c.torn_tail.unwrap();
+        assert_eq!(t.offset, 27);
+        assert!(t.reason.contains("payload checksum"), "{}", t.reason);
+        assert_eq!(c.valid_len, 27);
+    }
+
+    #[test]
+    fn rule4_bad_payload_followed_only_by_zeros_is_torn() {
+        // Header reached the disk, payload pages and the space after them
+        // came back zero-filled.
+        let mut b = three();
+        b[27 + 12..].fill(0);
+        b.extend_from_slice(&[0; 100]);
+        let c = parse(&b).unwrap();
+        assert_eq!(c.records.len(), 2);
+        assert_eq!(c.torn_tail.unwrap().offset, 27);
+        assert_eq!(c.valid_len, 27);
+    }
+
+    #[test]
+    fn rule4_bad_payload_in_interior_is_corruption() {
+        let mut b = three();
+        b[13] ^= 0x01; // "abc" -> "acc"
+        let e = parse(&b).unwrap_err();
+        assert!(e.to_string().contains("payload checksum mismatch"), "{e}");
+        assert_eq!(corruption_offset(e), 0);
+
+        // Bad payload of the last real record followed by garbage.
+        let mut b = three();
+        b[40] ^= 0x01;
+        b.push(1);
+        assert_eq!(corruption_offset(parse(&b).unwrap_err()), 27);
+    }
+
+    #[test]
+    fn reader_stops_after_an_error() {
+        let mut b = three();
+        b[13] ^= 0x01;
+        let mut r = LogReader::from_bytes(PathBuf::from("x.log"), b);
+        assert!(r.next().unwrap().is_err());
+        assert!(r.next().is_none());
+        assert_eq!(r.valid_len(), 0);
+        assert_eq!(r.path(), Path::new("x.log"));
+    }
+
+    #[test]
+    fn corruption_names_file_and_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("7.log");
+        let mut b = three();
+        b[20] ^= 0xff;
+        std::fs::write(&path, &b).unwrap();
+        match read_log(&path).unwrap_err() {
+            Error::Corruption { file, offset, .. } => {
+                assert_eq!(file, path);
+                assert_eq!(offset, 15);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn truncate_to_drops_tail_and_rejects_growth() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("1.log");
+        let mut b = three();
+        b.extend_from_slice(&frame(b"torn")[..14]);
+        std::fs::write(&path, &b).unwrap();
+        let c = read_log(&path).unwrap();
+        assert_eq!(c.valid_len, 44);
+        truncate_to(&path, c.valid_len).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), three());
+        assert!(matches!(
+            truncate_to(&path, 45),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 44);
+    }
+
+    #[test]
+    fn open_truncated_appends_after_the_last_complete_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("1.log");
+        let mut b = three();
+        b.extend_from_slice(&[0xaa; 5]);
+        std::fs::write(&path, &b).unwrap();
+        let c = read_log(&path).unwrap();
+        let mut w = LogWriter::open_truncated(&path, c.valid_len).unwrap();
+        assert_eq!(w.offset(), 44);
+        assert_eq!(w.append(b"new").unwrap(), 44);
+        w.sync().unwrap();
+        let c = read_log(&path).unwrap();
+        assert_eq!(payloads(&c), [&b"abc"[..], b"", b"hello", b"new"]);
+        assert_eq!(c.torn_tail, None);
+        assert!(LogWriter::open_truncated(&path, 1000).is_err());
+    }
+
+    #[test]
+    fn missing_log_is_io_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = read_log(&dir.path().join("nope.log")).unwrap_err();
+        assert!(matches!(err, Error::Io { ref source, .. }
+            if source.kind() == std::io::ErrorKind::NotFound));
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            if let Ok(c) = parse(&bytes) {
+                prop_assert!(c.valid_len as usize <= bytes.len());
+                let mut next = 0u64;
+                for r in &c.records {
+                    prop_assert_eq!(r.offset, next);
+                    next += (HEADER_LEN + r.payload.len()) as u64;
+                }
+                prop_assert_eq!(next, c.valid_len);
+                prop_assert_eq!(c.torn_tail.is_none(), c.valid_len as usize == bytes.len());
+            }
+        }
+
+        #[test]
+        fn framed_records_round_trip(
+            recs in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 0..8),
+        ) {
+            let bytes: Vec<u8> = recs.iter().flat_map(|p| frame(p)).collect();
+            let c = parse(&bytes).unwrap();
+            prop_assert_eq!(c.records.iter().map(|r| r.payload.clone()).collect::<Vec<_>>(), recs);
+            prop_assert_eq!(c.torn_tail, None);
+            prop_assert_eq!(c.valid_len as usize, bytes.len());
+        }
+    }
+}

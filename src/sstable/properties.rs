@@ -1,0 +1,360 @@
+//! [`TableProperties`]: statistics and metadata stored in each SSTable's
+//! properties block.
+//!
+//! The block uses the data-block format (see [`crate::sstable::format`])
+//! with property names as keys, in bytewise sorted order:
+//!
+//! | name | value |
+//! |---|---|
+//! | `siftdb.filter.bits` | varint: filter bit-array size `m` (0 if no filter) |
+//! | `siftdb.filter.bits_per_key` | varint: configured bits per key (0 if none) |
+//! | `siftdb.filter.num_hashes` | varint: probes per key `k` (0 if none) |
+//! | `siftdb.filter.policy` | raw UTF-8: [`crate::filter::FilterPolicy::name`], empty if none |
+//! | `siftdb.format_version` | varint: equals the footer's version |
+//! | `siftdb.largest_seq` | varint |
+//! | `siftdb.largest_user_key` | raw bytes |
+//! | `siftdb.num_data_blocks` | varint |
+//! | `siftdb.num_distinct_keys` | varint: distinct user keys |
+//! | `siftdb.num_entries` | varint: internal entries, tombstones included |
+//! | `siftdb.num_tombstones` | varint |
+//! | `siftdb.raw_key_bytes` | varint: sum of encoded internal-key lengths |
+//! | `siftdb.raw_value_bytes` | varint: sum of value lengths |
+//! | `siftdb.smallest_seq` | varint |
+//! | `siftdb.smallest_user_key` | raw bytes |
+//!
+//! Every name above is required in format version 1. Readers ignore names
+//! they do not know, so later versions may add properties; names must
+//! strictly increase, so a duplicate is corruption.
+
+use crate::error::{Error, Result};
+use crate::key::SequenceNumber;
+use crate::sstable::block::Block;
+use crate::sstable::block_builder::BlockBuilder;
+use crate::util::coding::{put_varint, Decoder};
+
+const FILTER_BITS: &str = "siftdb.filter.bits";
+const FILTER_BITS_PER_KEY: &str = "siftdb.filter.bits_per_key";
+const FILTER_NUM_HASHES: &str = "siftdb.filter.num_hashes";
+const FILTER_POLICY: &str = "siftdb.filter.policy";
+const FORMAT_VERSION: &str = "siftdb.format_version";
+const LARGEST_SEQ: &str = "siftdb.largest_seq";
+const LARGEST_USER_KEY: &str = "siftdb.largest_user_key";
+const NUM_DATA_BLOCKS: &str = "siftdb.num_data_blocks";
+const NUM_DISTINCT_KEYS: &str = "siftdb.num_distinct_keys";
+const NUM_ENTRIES: &str = "siftdb.num_entries";
+const NUM_TOMBSTONES: &str = "siftdb.num_tombstones";
+const RAW_KEY_BYTES: &str = "siftdb.raw_key_bytes";
+const RAW_VALUE_BYTES: &str = "siftdb.raw_value_bytes";
+const SMALLEST_SEQ: &str = "siftdb.smallest_seq";
+const SMALLEST_USER_KEY: &str = "siftdb.smallest_user_key";
+
+/// Restart interval of the properties block (names share the `siftdb.`
+/// prefix, so prefix compression pays).
+const PROPERTIES_RESTART_INTERVAL: usize = 16;
+
+/// Statistics and metadata of one SSTable, written by
+/// [`crate::sstable::TableBuilder`] and read at [`crate::sstable::Table::open`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TableProperties {
+    /// Internal entries (every version and tombstone).
+    pub num_entries: u64,
+    /// Distinct user keys; also the number of keys in the filter.
+    pub num_distinct_keys: u64,
+    /// Entries of type [`crate::ValueType::Deletion`].
+    pub num_tombstones: u64,
+    /// Data blocks; equals the number of index entries.
+    pub num_data_blocks: u64,
+    /// Sum of the encoded internal-key lengths (user key + 8), in bytes,
+    /// before prefix compression.
+    pub raw_key_bytes: u64,
+    /// Sum of the value lengths, in bytes.
+    pub raw_value_bytes: u64,
+    /// The smallest user key in the table.
+    pub smallest_user_key: Vec<u8>,
+    /// The largest user key in the table.
+    pub largest_user_key: Vec<u8>,
+    /// The smallest sequence number of any entry.
+    pub smallest_seq: SequenceNumber,
+    /// The largest sequence number of any entry.
+    pub largest_seq: SequenceNumber,
+    /// Name of the filter policy that built the filter block; empty if the
+    /// table has no filter.
+    pub filter_policy: String,
+    /// The policy's bits per key (0 if no filter).
+    pub filter_bits_per_key: u32,
+    /// The filter's probes per key `k` (0 if no filter).
+    pub filter_num_hashes: u32,
+    /// The filter's bit-array size `m`, in bits (0 if no filter).
+    pub filter_bits: u64,
+    /// The table's format version.
+    pub format_version: u32,
+}
+
+impl TableProperties {
+    /// Encodes the properties as block contents (no trailer), names in
+    /// sorted order.
+    pub fn encode(&self) -> Vec<u8> {
+        let v = |x: u64| {
+            let mut b = Vec::with_capacity(10);
+            put_varint(&mut b, x);
+            b
+        };
+        let entries: [(&str, Vec<u8>); 15] = [
+            (FILTER_BITS, v(self.filter_bits)),
+            (FILTER_BITS_PER_KEY, v(self.filter_bits_per_key.into())),
+            (FILTER_NUM_HASHES, v(self.filter_num_hashes.into())),
+            (FILTER_POLICY, self.filter_policy.as_bytes().to_vec()),
+            (FORMAT_VERSION, v(self.format_version.into())),
+            (LARGEST_SEQ, v(self.largest_seq.0)),
+            (LARGEST_USER_KEY, self.largest_user_key.clone()),
+            (NUM_DATA_BLOCKS, v(self.num_data_blocks)),
+            (NUM_DISTINCT_KEYS, v(self.num_distinct_keys)),
+            (NUM_ENTRIES, v(self.num_entries)),
+            (NUM_TOMBSTONES, v(self.num_tombstones)),
+            (RAW_KEY_BYTES, v(self.raw_key_bytes)),
+            (RAW_VALUE_BYTES, v(self.raw_value_bytes)),
+            (SMALLEST_SEQ, v(self.smallest_seq.0)),
+            (SMALLEST_USER_KEY, self.smallest_user_key.clone()),
+        ];
+        let mut b = BlockBuilder::new(PROPERTIES_RESTART_INTERVAL);
+        for (name, value) in &entries {
+            debug_assert!(b.is_empty() || b.last_key() < name.as_bytes());
+            b.add(name.as_bytes(), value);
+        }
+        b.finish().to_vec()
+    }
+
+    /// Decodes the properties from a properties block.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if an entry is malformed, names are not
+    /// strictly increasing, a value does not decode (varints must fill
+    /// their value exactly, sequence numbers must fit in 56 bits, the
+    /// policy name must be UTF-8), or a required property is missing.
+    pub fn decode(block: &Block<'_>, file: &std::path::Path) -> Result<TableProperties> {
+        let at = block.file_offset();
+        let corrupt = |detail: String| Error::corruption(file, at, detail);
+        let mut prev: Option<Vec<u8>> = None;
+        let mut p = Partial::default();
+        for entry in block.iter() {
+            let (name, value) = entry?;
+            if prev
+                .as_ref()
+                .is_some_and(|p| p.as_slice() >= name.as_slice())
+            {
+                return Err(corrupt(format!(
+                    "properties out of order at {}",
+                    crate::escape::escape_bytes(&name)
+                )));
+            }
+            let name_str = std::str::from_utf8(&name).unwrap_or("");
+            let varint = || -> Result<u64> {
+                let mut d = Decoder::new(value);
+                match d.varint() {
+                    Ok(x) if d.is_empty() => Ok(x),
+                    _ => Err(corrupt(format!(
+                        "property {name_str} is not a single varint"
+                    ))),
+                }
+            };
+            let varint32 = || -> Result<u32> {
+                u32::try_from(varint()?)
+                    .map_err(|_| corrupt(format!("property {name_str} exceeds u32")))
+            };
+            let seq = || -> Result<SequenceNumber> {
+                let s = varint()?;
+                if s > SequenceNumber::MAX.0 {
+                    return Err(corrupt(format!("property {name_str} exceeds 2^56 - 1")));
+                }
+                Ok(SequenceNumber(s))
+            };
+            match name_str {
+                FILTER_BITS => p.filter_bits = Some(varint()?),
+                FILTER_BITS_PER_KEY => p.filter_bits_per_key = Some(varint32()?),
+                FILTER_NUM_HASHES => p.filter_num_hashes = Some(varint32()?),
+                FILTER_POLICY => {
+                    let s = std::str::from_utf8(value)
+                        .map_err(|_| corrupt("filter policy name is not UTF-8".into()))?;
+                    p.filter_policy = Some(s.to_string());
+                }
+                FORMAT_VERSION => p.format_version = Some(varint32()?),
+                LARGEST_SEQ => p.largest_seq = Some(seq()?),
+                LARGEST_USER_KEY => p.largest_user_key = Some(value.to_vec()),
+                NUM_DATA_BLOCKS => p.num_data_blocks = Some(varint()?),
+                NUM_DISTINCT_KEYS => p.num_distinct_keys = Some(varint()?),
+                NUM_ENTRIES => p.num_entries = Some(varint()?),
+                NUM_TOMBSTONES => p.num_tombstones = Some(varint()?),
+                RAW_KEY_BYTES => p.raw_key_bytes = Some(varint()?),
+                RAW_VALUE_BYTES => p.raw_value_bytes = Some(varint()?),
+                SMALLEST_SEQ => p.smallest_seq = Some(seq()?),
+                SMALLEST_USER_KEY => p.smallest_user_key = Some(value.to_vec()),
+                _ => {} // Unknown: written by a newer build; ignore.
+            }
+            prev = Some(name);
+        }
+        fn req<T>(v: Option<T>, name: &str, file: &std::path::Path, at: u64) -> Result<T> {
+            v.ok_or_else(|| Error::corruption(file, at, format!("missing property {name}")))
+        }
+        Ok(TableProperties {
+            num_entries: req(p.num_entries, NUM_ENTRIES, file, at)?,
+            num_distinct_keys: req(p.num_distinct_keys, NUM_DISTINCT_KEYS, file, at)?,
+            num_tombstones: req(p.num_tombstones, NUM_TOMBSTONES, file, at)?,
+            num_data_blocks: req(p.num_data_blocks, NUM_DATA_BLOCKS, file, at)?,
+            raw_key_bytes: req(p.raw_key_bytes, RAW_KEY_BYTES, file, at)?,
+            raw_value_bytes: req(p.raw_value_bytes, RAW_VALUE_BYTES, file, at)?,
+            smallest_user_key: req(p.smallest_user_key, SMALLEST_USER_KEY, file, at)?,
+            largest_user_key: req(p.largest_user_key, LARGEST_USER_KEY, file, at)?,
+            smallest_seq: req(p.smallest_seq, SMALLEST_SEQ, file, at)?,
+            largest_seq: req(p.largest_seq, LARGEST_SEQ, file, at)?,
+            filter_policy: req(p.filter_policy, FILTER_POLICY, file, at)?,
+            filter_bits_per_key: req(p.filter_bits_per_key, FILTER_BITS_PER_KEY, file, at)?,
+            filter_num_hashes: req(p.filter_num_hashes, FILTER_NUM_HASHES, file, at)?,
+            filter_bits: req(p.filter_bits, FILTER_BITS, file, at)?,
+            format_version: req(p.format_version, FORMAT_VERSION, file, at)?,
+        })
+    }
+}
+
+/// Properties seen so far while decoding.
+#[derive(Default)]
+struct Partial {
+    num_entries: Option<u64>,
+    num_distinct_keys: Option<u64>,
+    num_tombstones: Option<u64>,
+    num_data_blocks: Option<u64>,
+    raw_key_bytes: Option<u64>,
+    raw_value_bytes: Option<u64>,
+    smallest_user_key: Option<Vec<u8>>,
+    largest_user_key: Option<Vec<u8>>,
+    smallest_seq: Option<SequenceNumber>,
+    largest_seq: Option<SequenceNumber>,
+    filter_policy: Option<String>,
+    filter_bits_per_key: Option<u32>,
+    filter_num_hashes: Option<u32>,
+    filter_bits: Option<u64>,
+    format_version: Option<u32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn sample() -> TableProperties {
+        TableProperties {
+            num_entries: 2000,
+            num_distinct_keys: 1500,
+            num_tombstones: 12,
+            num_data_blocks: 40,
+            raw_key_bytes: 28_000,
+            raw_value_bytes: 300_000,
+            smallest_user_key: b"a".to_vec(),
+            largest_user_key: b"zz\xff".to_vec(),
+            smallest_seq: SequenceNumber(5),
+            largest_seq: SequenceNumber::MAX,
+            filter_policy: "siftdb.bloom.xxh3.v1".into(),
+            filter_bits_per_key: 10,
+            filter_num_hashes: 7,
+            filter_bits: 15_000,
+            format_version: 1,
+        }
+    }
+
+    fn decode(bytes: &[u8]) -> Result<TableProperties> {
+        let b = Block::new(bytes, Path::new("t.sst"), 0)?;
+        TableProperties::decode(&b, Path::new("t.sst"))
+    }
+
+    fn with_entries(entries: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut b = BlockBuilder::new(1);
+        for (k, v) in entries {
+            b.add(k.as_bytes(), v);
+        }
+        b.finish().to_vec()
+    }
+
+    /// The entries of `sample()` as (name, value) pairs.
+    fn sample_entries() -> Vec<(Vec<u8>, Vec<u8>)> {
+        let enc = sample().encode();
+        let b = Block::new(&enc, Path::new("t.sst"), 0).unwrap();
+        b.iter()
+            .map(|r| r.map(|(k, v)| (k, v.to_vec())))
+            .collect::<Result<_>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn names_are_sorted_and_round_trip() {
+        let entries = sample_entries();
+        assert_eq!(entries.len(), 15);
+        assert!(entries.windows(2).all(|w| w[0].0 < w[1].0));
+        assert_eq!(entries[0].0, b"siftdb.filter.bits");
+        assert_eq!(entries[0].1, [0x98, 0x75]); // 15000 as a varint
+        assert_eq!(
+            entries[3],
+            (
+                b"siftdb.filter.policy".to_vec(),
+                b"siftdb.bloom.xxh3.v1".to_vec()
+            )
+        );
+        assert_eq!(decode(&sample().encode()).unwrap(), sample());
+        let empty = TableProperties::default();
+        assert_eq!(decode(&empty.encode()).unwrap(), empty);
+    }
+
+    #[test]
+    fn unknown_names_are_ignored_and_missing_ones_are_corruption() {
+        let mut entries = sample_entries();
+        entries.insert(0, (b"aaa.future".to_vec(), b"??".to_vec()));
+        entries.push((b"zzz.future".to_vec(), vec![0xff; 3]));
+        let refs: Vec<(&str, &[u8])> = entries
+            .iter()
+            .map(|(k, v)| (std::str::from_utf8(k).unwrap(), v.as_slice()))
+            .collect();
+        assert_eq!(decode(&with_entries(&refs)).unwrap(), sample());
+
+        let missing: Vec<(&str, &[u8])> = refs
+            .iter()
+            .copied()
+            .filter(|(k, _)| *k != "siftdb.num_entries")
+            .collect();
+        let e = decode(&with_entries(&missing)).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("missing property siftdb.num_entries"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_values_are_corruption() {
+        let entries = sample_entries();
+        let replace = |name: &str, value: &[u8]| {
+            let refs: Vec<(&str, &[u8])> = entries
+                .iter()
+                .map(|(k, v)| {
+                    let k = std::str::from_utf8(k).unwrap();
+                    (k, if k == name { value } else { v.as_slice() })
+                })
+                .collect();
+            decode(&with_entries(&refs)).unwrap_err()
+        };
+        assert!(replace("siftdb.num_entries", &[0x80]).is_corruption());
+        assert!(replace("siftdb.num_entries", &[1, 2]).is_corruption());
+        assert!(
+            replace("siftdb.filter.num_hashes", &[0xff, 0xff, 0xff, 0xff, 0x1f]).is_corruption()
+        );
+        assert!(replace(
+            "siftdb.largest_seq",
+            &[0xff; 8].iter().copied().chain([1]).collect::<Vec<_>>()
+        )
+        .is_corruption());
+        assert!(replace("siftdb.filter.policy", &[0xff]).is_corruption());
+        // Duplicate name.
+        let dup = with_entries(&[("siftdb.a", b""), ("siftdb.a", b"")]);
+        assert!(decode(&dup)
+            .unwrap_err()
+            .to_string()
+            .contains("out of order"));
+    }
+}

@@ -1,0 +1,578 @@
+//! [`TableBuilder`]: writes a sorted run of internal entries to a new
+//! SSTable file (format in [`crate::sstable::format`]).
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::{Error, IoContext, Result};
+use crate::escape::escape_bytes;
+use crate::filter::{hash_key, BloomFilterPolicy, FilterPolicy, KeyHash};
+use crate::key::{
+    compare_internal_keys, user_key_of, InternalKey, ParsedInternalKey, SequenceNumber, ValueType,
+    MAX_KEY_LEN, MAX_VALUE_LEN,
+};
+use crate::sstable::block_builder::{BlockBuilder, MAX_BLOCK_LEN};
+use crate::sstable::format::{
+    block_trailer, BlockHandle, Footer, FORMAT_VERSION, MAX_ENCODED_HANDLE_LEN,
+};
+use crate::sstable::properties::TableProperties;
+
+/// Size of the write buffer in front of the file, in bytes.
+const WRITE_BUFFER_LEN: usize = 64 << 10;
+
+/// How a table is laid out.
+#[derive(Debug, Clone)]
+pub struct TableOptions {
+    /// Target size of a data block's contents, in bytes: a block is cut as
+    /// soon as its encoded size reaches this, so blocks are at most one
+    /// entry larger. Smaller blocks make point reads cheaper and the index
+    /// larger. Must be at least 1.
+    pub block_size: usize,
+    /// Entries between restart points in data blocks; must be at least 1.
+    pub restart_interval: usize,
+    /// The filter built over the table's distinct user keys, or `None` for
+    /// no filter block.
+    pub filter_policy: Option<Arc<dyn FilterPolicy>>,
+}
+
+impl TableOptions {
+    /// The table layout selected by database options: `block_size`,
+    /// `block_restart_interval`, and a [`BloomFilterPolicy`] with
+    /// `bits_per_key` (and `bloom_hashes` if set), or no filter when
+    /// `bits_per_key` is 0.
+    pub fn from_db_options(o: &crate::Options) -> Self {
+        let filter_policy: Option<Arc<dyn FilterPolicy>> = match (o.bits_per_key, o.bloom_hashes) {
+            (0, _) => None,
+            (b, None) => Some(Arc::new(BloomFilterPolicy::new(b))),
+            (b, Some(k)) => Some(Arc::new(BloomFilterPolicy::with_hashes(b, k))),
+        };
+        TableOptions {
+            block_size: o.block_size,
+            restart_interval: o.block_restart_interval,
+            filter_policy,
+        }
+    }
+}
+
+impl Default for TableOptions {
+    /// As [`TableOptions::from_db_options`] with default
+    /// [`crate::Options`]: 4 KiB blocks, restart interval 16, a 10
+    /// bits/key Bloom filter.
+    fn default() -> Self {
+        Self::from_db_options(&crate::Options::default())
+    }
+}
+
+/// What [`TableBuilder::finish`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableSummary {
+    /// Size of the finished file, in bytes.
+    pub file_size: u64,
+    /// The first internal key added.
+    pub smallest: InternalKey,
+    /// The last internal key added.
+    pub largest: InternalKey,
+    /// The properties written to the table.
+    pub properties: TableProperties,
+}
+
+/// Writes one SSTable.
+///
+/// Call [`add`](Self::add) for every entry in internal-key order, then
+/// [`finish`](Self::finish). [`abandon`](Self::abandon) (or dropping the
+/// builder unfinished) deletes the partial file.
+///
+/// Durability: `finish` syncs the file's contents; making the new file's
+/// directory entry durable (fsync of the directory) before recording the
+/// table in the manifest is the caller's job.
+pub struct TableBuilder {
+    out: Output,
+    opts: TableOptions,
+    data_block: BlockBuilder,
+    index_block: BlockBuilder,
+    /// The last internal key added, and its parsed trailer.
+    last_key: Vec<u8>,
+    last_trailer: (SequenceNumber, ValueType),
+    smallest: Option<InternalKey>,
+    /// One hash per distinct user key, collected only with a filter policy.
+    hashes: Vec<KeyHash>,
+    props: TableProperties,
+    /// Set once `finish` succeeded; otherwise `Drop` deletes the file.
+    finished: bool,
+}
+
+impl std::fmt::Debug for TableBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableBuilder")
+            .field("path", &self.out.path)
+            .field("offset", &self.out.offset)
+            .field("num_entries", &self.props.num_entries)
+            .field("poisoned", &self.out.poisoned)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TableBuilder {
+    /// Creates (or truncates) the file at `path` and returns a builder
+    /// writing to it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `block_size` or `restart_interval` is
+    /// 0; [`Error::Io`] if the file cannot be created.
+    pub fn new(path: &Path, opts: TableOptions) -> Result<TableBuilder> {
+        if opts.block_size == 0 || opts.restart_interval == 0 {
+            return Err(Error::InvalidArgument(
+                "table block_size and restart_interval must be at least 1".into(),
+            ));
+        }
+        let file = File::create(path).context(|| format!("create {}", path.display()))?;
+        Ok(TableBuilder {
+            out: Output {
+                path: path.to_path_buf(),
+                file: BufWriter::with_capacity(WRITE_BUFFER_LEN, file),
+                offset: 0,
+                poisoned: false,
+            },
+            data_block: BlockBuilder::new(opts.restart_interval),
+            index_block: BlockBuilder::new(1),
+            opts,
+            last_key: Vec::new(),
+            last_trailer: (SequenceNumber::ZERO, ValueType::Value),
+            smallest: None,
+            hashes: Vec::new(),
+            props: TableProperties {
+                format_version: FORMAT_VERSION,
+                ..TableProperties::default()
+            },
+            finished: false,
+        })
+    }
+
+    /// The file being written.
+    pub fn path(&self) -> &Path {
+        &self.out.path
+    }
+
+    /// Entries added so far.
+    pub fn num_entries(&self) -> u64 {
+        self.props.num_entries
+    }
+
+    /// Bytes of the file so far: blocks written (or buffered) plus the
+    /// current unfinished data block. The final size adds the filter,
+    /// properties, index and footer.
+    pub fn estimated_size(&self) -> u64 {
+        self.out.offset + self.data_block.estimated_size() as u64
+    }
+
+    /// Appends an entry. `internal_key` is an encoded [`InternalKey`]; a
+    /// tombstone ([`ValueType::Deletion`]) must have an empty value and is
+    /// stored like any other entry (its user key goes in the filter).
+    ///
+    /// REQUIRES: keys strictly increase in internal-key order (several
+    /// versions of one user key come newest first).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`], with nothing written, if the key does
+    /// not parse, is not greater than the previous key, or is too long, if
+    /// the value is too long or a tombstone's value is not empty, or if
+    /// the builder failed earlier. [`Error::Io`] if writing a finished
+    /// block fails; the builder is then unusable.
+    pub fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
+        self.check_usable()?;
+        let Some(parsed) = ParsedInternalKey::parse(internal_key) else {
+            return Err(Error::InvalidArgument(format!(
+                "not an encoded internal key: {}",
+                escape_bytes(internal_key)
+            )));
+        };
+        if parsed.user_key.len() > MAX_KEY_LEN {
+            return Err(Error::InvalidArgument(format!(
+                "user key of {} bytes exceeds {MAX_KEY_LEN}",
+                parsed.user_key.len()
+            )));
+        }
+        if value.len() as u64 > MAX_VALUE_LEN {
+            return Err(Error::InvalidArgument(format!(
+                "value of {} bytes exceeds {MAX_VALUE_LEN}",
+                value.len()
+            )));
+        }
+        if parsed.value_type == ValueType::Deletion && !value.is_empty() {
+            return Err(Error::InvalidArgument(
+                "a tombstone must have an empty value".into(),
+            ));
+        }
+        let first = self.props.num_entries == 0;
+        if !first
+            && compare_internal_keys(internal_key, &self.last_key) != std::cmp::Ordering::Greater
+        {
+            return Err(Error::InvalidArgument(format!(
+                "table keys out of order: {:?} after {:?}",
+                escape_bytes(internal_key),
+                escape_bytes(&self.last_key)
+            )));
+        }
+        // Upper bound on the bytes this entry adds: no shared prefix and a
+        // new restart point.
+        let entry_len = BlockBuilder::entry_len(0, internal_key.len(), value.len()) + 4;
+        if entry_len + 8 > MAX_BLOCK_LEN {
+            return Err(Error::InvalidArgument(format!(
+                "entry of {entry_len} bytes does not fit in a block"
+            )));
+        }
+        if !self.data_block.is_empty()
+            && self.data_block.estimated_size() as u64 + entry_len > MAX_BLOCK_LEN
+        {
+            self.flush_data_block()?;
+        }
+
+        let new_user_key = first || user_key_of(&self.last_key) != parsed.user_key;
+        if new_user_key {
+            self.props.num_distinct_keys += 1;
+            if self.opts.filter_policy.is_some() {
+                self.hashes.push(hash_key(parsed.user_key));
+            }
+        }
+        let p = &mut self.props;
+        if first {
+            self.smallest = Some(InternalKey::new(
+                parsed.user_key,
+                parsed.seq,
+                parsed.value_type,
+            ));
+            p.smallest_user_key = parsed.user_key.to_vec();
+            p.smallest_seq = parsed.seq;
+            p.largest_seq = parsed.seq;
+        }
+        p.num_entries += 1;
+        if parsed.value_type == ValueType::Deletion {
+            p.num_tombstones += 1;
+        }
+        p.raw_key_bytes += internal_key.len() as u64;
+        p.raw_value_bytes += value.len() as u64;
+        p.smallest_seq = p.smallest_seq.min(parsed.seq);
+        p.largest_seq = p.largest_seq.max(parsed.seq);
+        self.last_trailer = (parsed.seq, parsed.value_type);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(internal_key);
+
+        self.data_block.add(internal_key, value);
+        if self.data_block.estimated_size() >= self.opts.block_size {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the filter, properties and index blocks and the footer, then
+    /// syncs the file (`sync_all`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if no entry was added or the builder
+    /// failed earlier; [`Error::Io`] if a write or the sync fails. On any
+    /// error the partial file is deleted.
+    pub fn finish(mut self) -> Result<TableSummary> {
+        self.check_usable()?;
+        if self.props.num_entries == 0 {
+            return Err(Error::InvalidArgument(
+                "cannot finish a table with no entries".into(),
+            ));
+        }
+        if !self.data_block.is_empty() {
+            self.flush_data_block()?;
+        }
+
+        let filter = match self.opts.filter_policy.clone() {
+            Some(policy) => {
+                let filter = policy.create_filter(&self.hashes);
+                let shape = policy.shape(&filter);
+                self.props.filter_policy = policy.name().to_string();
+                self.props.filter_bits_per_key = shape.bits_per_key;
+                self.props.filter_num_hashes = shape.num_hashes;
+                self.props.filter_bits = shape.bits;
+                self.out.write_block(&filter)?
+            }
+            None => BlockHandle::default(),
+        };
+
+        self.props.largest_user_key = user_key_of(&self.last_key).to_vec();
+        let properties = self.out.write_block(&self.props.encode())?;
+
+        let index = self.out.write_block(self.index_block.finish())?;
+
+        let footer = Footer {
+            index,
+            filter,
+            properties,
+            format_version: FORMAT_VERSION,
+        };
+        self.out.write_all(&footer.encode())?;
+        self.out.sync()?;
+        self.finished = true;
+
+        let (seq, vt) = self.last_trailer;
+        Ok(TableSummary {
+            file_size: self.out.offset,
+            smallest: self
+                .smallest
+                .take()
+                .unwrap_or_else(|| InternalKey::new(b"", SequenceNumber::ZERO, ValueType::Value)),
+            largest: InternalKey::new(user_key_of(&self.last_key), seq, vt),
+            properties: std::mem::take(&mut self.props),
+        })
+    }
+
+    /// Stops building and deletes the partial file (best effort: a failure
+    /// to delete is ignored, since the file is garbage either way).
+    pub fn abandon(self) {
+        drop(self);
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        if self.out.poisoned {
+            return Err(Error::InvalidArgument(format!(
+                "table builder for {} failed earlier and must be abandoned",
+                self.out.path.display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Writes the current data block, adds its index entry and resets it.
+    fn flush_data_block(&mut self) -> Result<()> {
+        let handle = self.out.write_block(self.data_block.finish())?;
+        self.data_block.reset();
+        let mut encoded = Vec::with_capacity(MAX_ENCODED_HANDLE_LEN);
+        handle.encode_to(&mut encoded);
+        self.index_block.add(&self.last_key, &encoded);
+        self.props.num_data_blocks += 1;
+        Ok(())
+    }
+}
+
+/// The file being written and the write position.
+struct Output {
+    path: PathBuf,
+    file: BufWriter<File>,
+    /// Bytes handed to `file` so far (written or buffered).
+    offset: u64,
+    /// Set once an I/O error leaves the file in an unknown state.
+    poisoned: bool,
+}
+
+impl Output {
+    /// Writes `contents` and its CRC trailer, returning its handle.
+    fn write_block(&mut self, contents: &[u8]) -> Result<BlockHandle> {
+        let handle = BlockHandle::new(self.offset, contents.len() as u64);
+        self.write_all(contents)?;
+        self.write_all(&block_trailer(contents))?;
+        Ok(handle)
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
+        let path = &self.path;
+        let r = self
+            .file
+            .write_all(bytes)
+            .context(|| format!("write {}", path.display()));
+        self.poisoned |= r.is_err();
+        r?;
+        self.offset += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Flushes the buffer and syncs data and metadata (`sync_all`).
+    fn sync(&mut self) -> Result<()> {
+        let path = &self.path;
+        let r = self
+            .file
+            .flush()
+            .and_then(|()| self.file.get_ref().sync_all())
+            .context(|| format!("sync {}", path.display()));
+        self.poisoned |= r.is_err();
+        r
+    }
+}
+
+impl Drop for TableBuilder {
+    /// Deletes the file unless `finish` succeeded.
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = std::fs::remove_file(&self.out.path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sstable::table::Table;
+
+    fn ik(k: &str, s: u64, vt: ValueType) -> Vec<u8> {
+        InternalKey::new(k.as_bytes(), SequenceNumber(s), vt).into_encoded()
+    }
+
+    fn opts(block_size: usize) -> TableOptions {
+        TableOptions {
+            block_size,
+            restart_interval: 4,
+            filter_policy: Some(Arc::new(BloomFilterPolicy::new(10))),
+        }
+    }
+
+    #[test]
+    fn rejects_bad_keys_without_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000001.sst");
+        let mut b = TableBuilder::new(&path, opts(4096)).unwrap();
+        b.add(&ik("b", 5, ValueType::Value), b"v").unwrap();
+        let inv = |r: Result<()>| matches!(r, Err(Error::InvalidArgument(_)));
+        // Equal key, smaller user key, older-then-newer version.
+        assert!(inv(b.add(&ik("b", 5, ValueType::Value), b"v")));
+        assert!(inv(b.add(&ik("a", 9, ValueType::Value), b"v")));
+        assert!(inv(b.add(&ik("b", 6, ValueType::Value), b"v")));
+        // A tombstone with a value, a key shorter than a trailer, an
+        // over-long user key.
+        assert!(inv(b.add(&ik("c", 1, ValueType::Deletion), b"not empty")));
+        assert!(inv(b.add(b"short", b"v")));
+        assert!(inv(b.add(
+            &ik(&"x".repeat(MAX_KEY_LEN + 1), 1, ValueType::Value),
+            b""
+        )));
+        // Same seq, Deletion sorts after Value (lower trailer): allowed.
+        b.add(&ik("b", 5, ValueType::Deletion), b"").unwrap();
+        b.add(&ik("c", 1, ValueType::Deletion), b"").unwrap();
+        assert_eq!(b.num_entries(), 3);
+        let s = b.finish().unwrap();
+        assert_eq!(s.properties.num_entries, 3);
+        assert_eq!(s.properties.num_distinct_keys, 2);
+        assert_eq!(s.properties.num_tombstones, 2);
+        assert_eq!(
+            s.smallest,
+            InternalKey::new(b"b", SequenceNumber(5), ValueType::Value)
+        );
+        assert_eq!(
+            s.largest,
+            InternalKey::new(b"c", SequenceNumber(1), ValueType::Deletion)
+        );
+        assert_eq!(s.file_size, std::fs::metadata(&path).unwrap().len());
+    }
+
+    #[test]
+    fn options_are_validated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("1.sst");
+        let mut o = opts(0);
+        assert!(matches!(
+            TableBuilder::new(&path, o.clone()),
+            Err(Error::InvalidArgument(_))
+        ));
+        o.block_size = 10;
+        o.restart_interval = 0;
+        assert!(matches!(
+            TableBuilder::new(&path, o),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn empty_finish_is_invalid_and_abandon_deletes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000002.sst");
+        let b = TableBuilder::new(&path, opts(4096)).unwrap();
+        assert!(path.exists());
+        assert!(matches!(b.finish(), Err(Error::InvalidArgument(_))));
+        assert!(!path.exists());
+
+        let mut b = TableBuilder::new(&path, opts(64)).unwrap();
+        for i in 0..100 {
+            b.add(&ik(&format!("k{i:03}"), 1, ValueType::Value), &[1; 50])
+                .unwrap();
+        }
+        assert!(b.estimated_size() > 100 * 50);
+        b.abandon();
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn properties_and_layout() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000003.sst");
+        let mut b = TableBuilder::new(&path, opts(256)).unwrap();
+        let mut last_size = 0;
+        for i in 0..100u64 {
+            b.add(
+                &ik(&format!("key{i:03}"), 1000 - i, ValueType::Value),
+                &[i as u8; 20],
+            )
+            .unwrap();
+            assert!(b.estimated_size() > last_size);
+            last_size = b.estimated_size();
+        }
+        let s = b.finish().unwrap();
+        let p = &s.properties;
+        assert_eq!(p.num_entries, 100);
+        assert_eq!(p.num_distinct_keys, 100);
+        assert_eq!(p.num_tombstones, 0);
+        assert_eq!(p.raw_key_bytes, 100 * (6 + 8));
+        assert_eq!(p.raw_value_bytes, 100 * 20);
+        assert_eq!(p.smallest_user_key, b"key000");
+        assert_eq!(p.largest_user_key, b"key099");
+        assert_eq!(p.smallest_seq, SequenceNumber(901));
+        assert_eq!(p.largest_seq, SequenceNumber(1000));
+        assert_eq!(p.filter_policy, "siftdb.bloom.xxh3.v1");
+        assert_eq!(
+            (p.filter_bits_per_key, p.filter_num_hashes, p.filter_bits),
+            (10, 7, 1000)
+        );
+        assert_eq!(p.format_version, 1);
+        // Each entry is ~3 + 14 + 20 bytes (less with sharing): a 256-byte
+        // block holds 7-8 entries.
+        assert!(
+            (12..=16).contains(&p.num_data_blocks),
+            "{}",
+            p.num_data_blocks
+        );
+
+        let t = Table::open(&path, 3).unwrap();
+        assert_eq!(t.properties(), p);
+        assert_eq!(t.index().len() as u64, p.num_data_blocks);
+        assert_eq!(t.file_size(), s.file_size);
+        // Filter block: 1000 bits + k byte.
+        assert_eq!(t.filter_bytes().unwrap().len(), 126);
+        assert_eq!(t.footer().filter.size, 126);
+    }
+
+    #[test]
+    fn no_filter_policy_means_null_filter_handle() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000004.sst");
+        let mut o = opts(4096);
+        o.filter_policy = None;
+        let mut b = TableBuilder::new(&path, o).unwrap();
+        b.add(&ik("a", 1, ValueType::Value), b"1").unwrap();
+        let s = b.finish().unwrap();
+        assert_eq!(s.properties.filter_policy, "");
+        assert_eq!(s.properties.filter_bits, 0);
+        let t = Table::open(&path, 4).unwrap();
+        assert!(t.footer().filter.is_null());
+        assert!(t.filter_bytes().is_none());
+    }
+
+    #[test]
+    fn from_db_options() {
+        let mut o = crate::Options::default();
+        let t = TableOptions::from_db_options(&o);
+        assert_eq!((t.block_size, t.restart_interval), (4096, 16));
+        let f = t.filter_policy.unwrap();
+        assert_eq!(f.shape(&f.create_filter(&[])).num_hashes, 7);
+        o.bloom_hashes = Some(3);
+        let f = TableOptions::from_db_options(&o).filter_policy.unwrap();
+        assert_eq!(f.shape(&f.create_filter(&[])).num_hashes, 3);
+        o.bits_per_key = 0;
+        assert!(TableOptions::from_db_options(&o).filter_policy.is_none());
+    }
+}

@@ -1,0 +1,135 @@
+//! [`Stats`]: counters a database keeps from the moment it is opened.
+//!
+//! The read counters are exact (each `get` adds its own counts once, at the
+//! end), because the read-amplification benchmark divides them by the
+//! number of lookups.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A snapshot of a database's counters and shape. Counters count events
+/// since `Db::open`; the per-level figures describe the current version.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Point lookups (`get`) served.
+    pub gets: u64,
+    /// Lookups answered by a memtable (active or immutable), value or
+    /// tombstone, without touching an SSTable.
+    pub memtable_hits: u64,
+    /// SSTables skipped because the key lies outside their key range.
+    pub range_skips: u64,
+    /// SSTable Bloom filters consulted.
+    pub filter_probes: u64,
+    /// Filter answers "definitely absent": SSTables skipped without any
+    /// block read.
+    pub filter_negatives: u64,
+    /// Filter answers "maybe" for a file that holds no version of the key
+    /// visible to the read (a false positive, which cost a data-block read).
+    pub filter_false_positives: u64,
+    /// SSTable data blocks read by point lookups (each is a checksum-verified
+    /// read of one block from the mapped file).
+    pub data_block_reads: u64,
+    /// Memtables flushed to level-0 SSTables.
+    pub flushes: u64,
+    /// Bytes written by users (keys plus values of every put and delete).
+    pub user_bytes_written: u64,
+    /// Bytes of SSTables written by flushes.
+    pub table_bytes_written: u64,
+    /// One entry per level, level 0 first.
+    pub levels: Vec<LevelStats>,
+}
+
+/// The shape of one level of the current version.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LevelStats {
+    /// Level number (0 = newest, overlapping files).
+    pub level: usize,
+    /// SSTables in the level.
+    pub files: usize,
+    /// Bytes of those SSTables on disk.
+    pub bytes: u64,
+    /// Entries (all versions, tombstones included).
+    pub entries: u64,
+    /// Distinct user keys, summed over files.
+    pub distinct_keys: u64,
+    /// Tombstone entries.
+    pub tombstones: u64,
+    /// Bloom filter bits, summed over files.
+    pub filter_bits: u64,
+}
+
+impl LevelStats {
+    /// Filter bits per distinct key in this level (0 with no keys).
+    pub fn bits_per_key(&self) -> f64 {
+        if self.distinct_keys == 0 {
+            0.0
+        } else {
+            self.filter_bits as f64 / self.distinct_keys as f64
+        }
+    }
+}
+
+/// The live atomic counters behind [`Stats`].
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub gets: AtomicU64,
+    pub memtable_hits: AtomicU64,
+    pub range_skips: AtomicU64,
+    pub filter_probes: AtomicU64,
+    pub filter_negatives: AtomicU64,
+    pub filter_false_positives: AtomicU64,
+    pub data_block_reads: AtomicU64,
+    pub flushes: AtomicU64,
+    pub user_bytes_written: AtomicU64,
+    pub table_bytes_written: AtomicU64,
+}
+
+/// Counts of one lookup, added to [`Counters`] in one go.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct GetCounts {
+    pub memtable_hit: bool,
+    pub range_skips: u64,
+    pub filter_probes: u64,
+    pub filter_negatives: u64,
+    pub filter_false_positives: u64,
+    pub data_block_reads: u64,
+}
+
+impl Counters {
+    pub(crate) fn add_get(&self, c: &GetCounts) {
+        let r = Ordering::Relaxed;
+        self.gets.fetch_add(1, r);
+        if c.memtable_hit {
+            self.memtable_hits.fetch_add(1, r);
+        }
+        for (counter, v) in [
+            (&self.range_skips, c.range_skips),
+            (&self.filter_probes, c.filter_probes),
+            (&self.filter_negatives, c.filter_negatives),
+            (&self.filter_false_positives, c.filter_false_positives),
+            (&self.data_block_reads, c.data_block_reads),
+        ] {
+            if v != 0 {
+                counter.fetch_add(v, r);
+            }
+        }
+    }
+
+    pub(crate) fn snapshot(&self, levels: Vec<LevelStats>) -> Stats {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Stats {
+            gets: l(&self.gets),
+            memtable_hits: l(&self.memtable_hits),
+            range_skips: l(&self.range_skips),
+            filter_probes: l(&self.filter_probes),
+            filter_negatives: l(&self.filter_negatives),
+            filter_false_positives: l(&self.filter_false_positives),
+            data_block_reads: l(&self.data_block_reads),
+            flushes: l(&self.flushes),
+            user_bytes_written: l(&self.user_bytes_written),
+            table_bytes_written: l(&self.table_bytes_written),
+            levels,
+        }
+    }
+}

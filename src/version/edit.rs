@@ -1,0 +1,659 @@
+//! [`VersionEdit`]: one change to the shape of the tree, as the manifest
+//! records it, and [`FileMetaData`], what the manifest knows about one
+//! SSTable.
+//!
+//! # Format
+//!
+//! An encoded edit is a sequence of fields, each a varint tag followed by
+//! that tag's values. Varints are unsigned LEB128 and length-prefixed byte
+//! strings are a varint length then the bytes ([`crate::util::coding`]).
+//! There is no count and no terminator: the edit ends where its log record
+//! ends.
+//!
+//! | tag | field | values after the tag | occurs |
+//! |---|---|---|---|
+//! | 0 | reserved, never written | (zero bytes must not decode) | never |
+//! | 1 | `format_version` | varint, fits `u32` | at most once; written first |
+//! | 2 | `log_number` | varint | at most once |
+//! | 3 | `next_file_number` | varint | at most once |
+//! | 4 | `last_sequence` | varint, at most 2^56 − 1 | at most once |
+//! | 5 | deleted file | varint level (< 64), varint file number | any number |
+//! | 6 | new file | varint level (< 64), varint file number, varint file size in bytes, length-prefixed smallest internal key, length-prefixed largest internal key, varint entry count, varint tombstone count | any number |
+//!
+//! Tags are frozen on disk: a retired tag is never reused, and a new field
+//! gets the next unused number. A reader rejects an unknown tag, so a newer
+//! field must come with a newer `format_version`.
+//!
+//! [`VersionEdit::encode`] writes tags 1–4 (those present) in tag order,
+//! then every deleted file, then every new file, each list in its `Vec`
+//! order. [`VersionEdit::decode`] accepts the fields in any order, but
+//! rejects a repeated tag 1–4, a level of 64 or more, a key that is not an
+//! internal key, a smallest key that sorts after the largest, a tombstone
+//! count above the entry count, and a sequence number beyond
+//! [`SequenceNumber::MAX`].
+//!
+//! Worked example (pinned by the `golden_bytes` test): the edit
+//! `{ format_version: 1, log_number: 5, next_file_number: 7, last_sequence:
+//! 300, deleted (level 1, file 4), new (level 0, file 6, 1000 bytes, "a"@1
+//! put ..= "b"@2 delete, 2 entries, 1 tombstone) }` encodes as
+//!
+//! ```text
+//! 01 01                 format_version 1
+//! 02 05                 log_number 5
+//! 03 07                 next_file_number 7
+//! 04 ac 02              last_sequence 300
+//! 05 01 04              deleted file: level 1, number 4
+//! 06 00 06 e8 07        new file: level 0, number 6, size 1000
+//!    09 61 01 01 00 00 00 00 00 00   smallest "a"@1 put   (trailer 0x101)
+//!    09 62 00 02 00 00 00 00 00 00   largest  "b"@2 delete (trailer 0x200)
+//!    02 01              2 entries, 1 tombstone
+//! ```
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::key::{InternalKey, SequenceNumber};
+use crate::util::coding::{put_length_prefixed, put_varint, DecodeError, Decoder};
+
+/// Levels in an edit must be below this. The tree itself may use fewer; the
+/// version set checks its own limit.
+pub const MAX_LEVELS: u32 = 64;
+
+// Field tags. Frozen on disk: never renumber or reuse one. 0 is reserved.
+const TAG_FORMAT_VERSION: u64 = 1;
+const TAG_LOG_NUMBER: u64 = 2;
+const TAG_NEXT_FILE_NUMBER: u64 = 3;
+const TAG_LAST_SEQUENCE: u64 = 4;
+const TAG_DELETED_FILE: u64 = 5;
+const TAG_NEW_FILE: u64 = 6;
+
+/// What the manifest records about one SSTable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileMetaData {
+    /// File number: the table lives in `NNNNNN.sst`.
+    pub number: u64,
+    /// Size of the table file, in bytes.
+    pub file_size: u64,
+    /// Smallest internal key in the table.
+    pub smallest: InternalKey,
+    /// Largest internal key in the table; never sorts before `smallest`.
+    pub largest: InternalKey,
+    /// Entries in the table, tombstones included.
+    pub num_entries: u64,
+    /// Tombstones among `num_entries`.
+    pub num_tombstones: u64,
+}
+
+/// One change to the tree: files added and removed and counters advanced.
+/// The first edit of a manifest is a snapshot of the whole state; each later
+/// one applies on top of the ones before it.
+///
+/// `None` and empty lists mean "unchanged".
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VersionEdit {
+    /// On-disk format version of the database (the manifest's first record
+    /// carries it).
+    pub format_version: Option<u32>,
+    /// WALs numbered at least this are live; older ones are fully flushed
+    /// and may be deleted.
+    pub log_number: Option<u64>,
+    /// The next file number to hand out; every file number in use is below
+    /// it.
+    pub next_file_number: Option<u64>,
+    /// The largest sequence number any write in the tree may carry.
+    pub last_sequence: Option<SequenceNumber>,
+    /// Files removed, as `(level, file number)`.
+    pub deleted_files: Vec<(u32, u64)>,
+    /// Files added, as `(level, metadata)`.
+    pub new_files: Vec<(u32, FileMetaData)>,
+}
+
+impl VersionEdit {
+    /// An edit that changes nothing.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Encodes the edit as described in the module docs. An empty edit
+    /// encodes to zero bytes.
+    ///
+    /// Does not check the edit: call [`VersionEdit::validate`] first, or
+    /// the bytes may not decode.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        if let Some(v) = self.format_version {
+            put_varint(&mut out, TAG_FORMAT_VERSION);
+            put_varint(&mut out, u64::from(v));
+        }
+        if let Some(n) = self.log_number {
+            put_varint(&mut out, TAG_LOG_NUMBER);
+            put_varint(&mut out, n);
+        }
+        if let Some(n) = self.next_file_number {
+            put_varint(&mut out, TAG_NEXT_FILE_NUMBER);
+            put_varint(&mut out, n);
+        }
+        if let Some(s) = self.last_sequence {
+            put_varint(&mut out, TAG_LAST_SEQUENCE);
+            put_varint(&mut out, s.get());
+        }
+        for &(level, number) in &self.deleted_files {
+            put_varint(&mut out, TAG_DELETED_FILE);
+            put_varint(&mut out, u64::from(level));
+            put_varint(&mut out, number);
+        }
+        for (level, f) in &self.new_files {
+            put_varint(&mut out, TAG_NEW_FILE);
+            put_varint(&mut out, u64::from(*level));
+            put_varint(&mut out, f.number);
+            put_varint(&mut out, f.file_size);
+            put_length_prefixed(&mut out, f.smallest.encoded());
+            put_length_prefixed(&mut out, f.largest.encoded());
+            put_varint(&mut out, f.num_entries);
+            put_varint(&mut out, f.num_tombstones);
+        }
+        out
+    }
+
+    /// Checks what decoding would check (levels below [`MAX_LEVELS`],
+    /// `last_sequence` at most [`SequenceNumber::MAX`], each new file's
+    /// `smallest <= largest` and `num_tombstones <= num_entries`), so that
+    /// an edit is never written that cannot be read back.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the first problem.
+    pub fn validate(&self) -> Result<()> {
+        self.check()
+            .map_err(|d| Error::InvalidArgument(format!("version edit: {d}")))
+    }
+
+    fn check(&self) -> std::result::Result<(), String> {
+        if let Some(s) = self.last_sequence {
+            check_sequence(s)?;
+        }
+        for &(level, _) in &self.deleted_files {
+            check_level(level)?;
+        }
+        for (level, f) in &self.new_files {
+            check_level(*level)?;
+            check_file(f)?;
+        }
+        Ok(())
+    }
+
+    /// Decodes an edit encoded as in the module docs. `file` and
+    /// `record_offset` (the offset of the log record holding `bytes`) only
+    /// locate errors.
+    ///
+    /// Never panics, and allocates only for keys present in `bytes`.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] at `record_offset` in `file`, whose detail gives
+    /// the byte offset within `bytes` and what was wrong: truncated or
+    /// over-long fields, an unknown tag, a repeated tag 1–4, or a value that
+    /// breaks a rule of the module docs.
+    pub fn decode(bytes: &[u8], file: &Path, record_offset: u64) -> Result<VersionEdit> {
+        decode_fields(bytes).map_err(|e| {
+            Error::corruption(
+                file,
+                record_offset,
+                format!("version edit, byte {}: {}", e.offset, e.detail),
+            )
+        })
+    }
+
+    /// The format version of an encoded edit whose first field is tag 1,
+    /// read without decoding the rest. Lets a reader report a too-new
+    /// format rather than the unknown tags that format may bring.
+    pub fn peek_format_version(bytes: &[u8]) -> Option<u32> {
+        let mut d = Decoder::new(bytes);
+        match d.varint() {
+            Ok(TAG_FORMAT_VERSION) => d.varint32().ok(),
+            _ => None,
+        }
+    }
+}
+
+/// A decoding failure inside an edit.
+struct EditError {
+    offset: usize,
+    detail: String,
+}
+
+impl From<DecodeError> for EditError {
+    fn from(e: DecodeError) -> Self {
+        EditError {
+            offset: e.offset,
+            detail: e.reason.to_string(),
+        }
+    }
+}
+
+fn decode_fields(bytes: &[u8]) -> std::result::Result<VersionEdit, EditError> {
+    let mut d = Decoder::new(bytes);
+    let mut edit = VersionEdit::default();
+    while !d.is_empty() {
+        let at = d.position();
+        let fail = |detail: String| EditError { offset: at, detail };
+        let tag = d.varint()?;
+        match tag {
+            TAG_FORMAT_VERSION => {
+                let v = d.varint32()?;
+                set_once(&mut edit.format_version, v, "format_version").map_err(fail)?;
+            }
+            TAG_LOG_NUMBER => {
+                let n = d.varint()?;
+                set_once(&mut edit.log_number, n, "log_number").map_err(fail)?;
+            }
+            TAG_NEXT_FILE_NUMBER => {
+                let n = d.varint()?;
+                set_once(&mut edit.next_file_number, n, "next_file_number").map_err(fail)?;
+            }
+            TAG_LAST_SEQUENCE => {
+                let s = SequenceNumber(d.varint()?);
+                check_sequence(s).map_err(fail)?;
+                set_once(&mut edit.last_sequence, s, "last_sequence").map_err(fail)?;
+            }
+            TAG_DELETED_FILE => {
+                let level = d.varint32()?;
+                check_level(level).map_err(fail)?;
+                let number = d.varint()?;
+                edit.deleted_files.push((level, number));
+            }
+            TAG_NEW_FILE => {
+                let level = d.varint32()?;
+                check_level(level).map_err(fail)?;
+                let number = d.varint()?;
+                let file_size = d.varint()?;
+                let smallest = internal_key(&mut d, "smallest")?;
+                let largest = internal_key(&mut d, "largest")?;
+                let num_entries = d.varint()?;
+                let num_tombstones = d.varint()?;
+                let f = FileMetaData {
+                    number,
+                    file_size,
+                    smallest,
+                    largest,
+                    num_entries,
+                    num_tombstones,
+                };
+                check_file(&f).map_err(fail)?;
+                edit.new_files.push((level, f));
+            }
+            other => return Err(fail(format!("unknown tag {other}"))),
+        }
+    }
+    Ok(edit)
+}
+
+fn set_once<T>(slot: &mut Option<T>, v: T, name: &str) -> std::result::Result<(), String> {
+    if slot.is_some() {
+        return Err(format!("{name} appears twice"));
+    }
+    *slot = Some(v);
+    Ok(())
+}
+
+fn internal_key(d: &mut Decoder<'_>, which: &str) -> std::result::Result<InternalKey, EditError> {
+    let at = d.position();
+    let raw = d.length_prefixed()?;
+    InternalKey::from_encoded(raw.to_vec()).ok_or_else(|| EditError {
+        offset: at,
+        detail: format!(
+            "{which} key is not an internal key ({} bytes: shorter than the 8-byte trailer or \
+             an unknown value type)",
+            raw.len()
+        ),
+    })
+}
+
+fn check_level(level: u32) -> std::result::Result<(), String> {
+    if level >= MAX_LEVELS {
+        return Err(format!("level {level} is not below {MAX_LEVELS}"));
+    }
+    Ok(())
+}
+
+fn check_sequence(s: SequenceNumber) -> std::result::Result<(), String> {
+    if s > SequenceNumber::MAX {
+        return Err(format!("last_sequence {s} exceeds {}", SequenceNumber::MAX));
+    }
+    Ok(())
+}
+
+fn check_file(f: &FileMetaData) -> std::result::Result<(), String> {
+    if f.smallest > f.largest {
+        return Err(format!(
+            "file {}: smallest key {:?} sorts after largest key {:?}",
+            f.number, f.smallest, f.largest
+        ));
+    }
+    if f.num_tombstones > f.num_entries {
+        return Err(format!(
+            "file {}: {} tombstones exceed {} entries",
+            f.number, f.num_tombstones, f.num_entries
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::ValueType;
+    use proptest::prelude::*;
+
+    fn ik(k: &str, s: u64, vt: ValueType) -> InternalKey {
+        InternalKey::new(k.as_bytes(), SequenceNumber(s), vt)
+    }
+
+    fn example() -> VersionEdit {
+        VersionEdit {
+            format_version: Some(1),
+            log_number: Some(5),
+            next_file_number: Some(7),
+            last_sequence: Some(SequenceNumber(300)),
+            deleted_files: vec![(1, 4)],
+            new_files: vec![(
+                0,
+                FileMetaData {
+                    number: 6,
+                    file_size: 1000,
+                    smallest: ik("a", 1, ValueType::Value),
+                    largest: ik("b", 2, ValueType::Deletion),
+                    num_entries: 2,
+                    num_tombstones: 1,
+                },
+            )],
+        }
+    }
+
+    #[rustfmt::skip]
+    const EXAMPLE_BYTES: &[u8] = &[
+        0x01, 0x01,
+        0x02, 0x05,
+        0x03, 0x07,
+        0x04, 0xac, 0x02,
+        0x05, 0x01, 0x04,
+        0x06, 0x00, 0x06, 0xe8, 0x07,
+        0x09, b'a', 0x01, 0x01, 0, 0, 0, 0, 0, 0,
+        0x09, b'b', 0x00, 0x02, 0, 0, 0, 0, 0, 0,
+        0x02, 0x01,
+    ];
+
+    fn dec(bytes: &[u8]) -> Result<VersionEdit> {
+        VersionEdit::decode(bytes, Path::new("MANIFEST-000001"), 42)
+    }
+
+    fn detail(e: Error) -> String {
+        match e {
+            Error::Corruption {
+                file,
+                offset,
+                detail,
+            } => {
+                assert_eq!(file, Path::new("MANIFEST-000001"));
+                assert_eq!(offset, 42);
+                detail
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn golden_bytes() {
+        assert_eq!(example().encode(), EXAMPLE_BYTES);
+        assert_eq!(dec(EXAMPLE_BYTES).unwrap(), example());
+    }
+
+    #[test]
+    fn empty_edit_is_zero_bytes() {
+        assert_eq!(VersionEdit::new().encode(), Vec::<u8>::new());
+        assert_eq!(dec(&[]).unwrap(), VersionEdit::new());
+    }
+
+    #[test]
+    fn fields_in_any_order_decode() {
+        // deleted file, then log_number, then format_version.
+        let e = dec(&[0x05, 0x02, 0x09, 0x02, 0x0a, 0x01, 0x01]).unwrap();
+        assert_eq!(
+            e,
+            VersionEdit {
+                format_version: Some(1),
+                log_number: Some(10),
+                deleted_files: vec![(2, 9)],
+                ..VersionEdit::default()
+            }
+        );
+    }
+
+    #[test]
+    fn round_trips_extremes() {
+        let e = VersionEdit {
+            format_version: Some(u32::MAX),
+            log_number: Some(u64::MAX),
+            next_file_number: Some(0),
+            last_sequence: Some(SequenceNumber::MAX),
+            deleted_files: vec![(63, u64::MAX), (0, 0)],
+            new_files: vec![
+                (
+                    63,
+                    FileMetaData {
+                        number: u64::MAX,
+                        file_size: u64::MAX,
+                        smallest: ik("", 0, ValueType::Deletion),
+                        largest: ik("", 0, ValueType::Deletion),
+                        num_entries: u64::MAX,
+                        num_tombstones: u64::MAX,
+                    },
+                ),
+                (
+                    1,
+                    FileMetaData {
+                        number: 3,
+                        file_size: 0,
+                        smallest: ik("k", 9, ValueType::Value),
+                        largest: InternalKey::new(
+                            &[0xff; 300],
+                            SequenceNumber(1),
+                            ValueType::Value,
+                        ),
+                        num_entries: 0,
+                        num_tombstones: 0,
+                    },
+                ),
+            ],
+        };
+        e.validate().unwrap();
+        assert_eq!(dec(&e.encode()).unwrap(), e);
+    }
+
+    #[test]
+    fn unknown_and_reserved_tags_are_rejected() {
+        let d = detail(dec(&[0x02, 0x05, 0x07, 0x01]).unwrap_err());
+        assert_eq!(d, "version edit, byte 2: unknown tag 7");
+        let d = detail(dec(&[0x00]).unwrap_err());
+        assert_eq!(d, "version edit, byte 0: unknown tag 0");
+    }
+
+    #[test]
+    fn repeated_singleton_is_rejected() {
+        let d = detail(dec(&[0x02, 0x05, 0x02, 0x06]).unwrap_err());
+        assert_eq!(d, "version edit, byte 2: log_number appears twice");
+    }
+
+    #[test]
+    fn truncated_fields_are_rejected() {
+        // Every cut strictly inside the new-file field (which starts at 12)
+        // fails; cuts between fields yield a shorter, valid edit.
+        for cut in 13..EXAMPLE_BYTES.len() {
+            assert!(dec(&EXAMPLE_BYTES[..cut]).is_err(), "cut {cut}");
+        }
+        for cut in [0, 2, 4, 6, 9, 12] {
+            assert!(dec(&EXAMPLE_BYTES[..cut]).is_ok(), "cut {cut}");
+        }
+        assert!(detail(dec(&[0x02]).unwrap_err()).contains("truncated varint"));
+    }
+
+    #[test]
+    fn level_limit() {
+        assert!(dec(&[0x05, 0x3f, 0x01]).is_ok());
+        let d = detail(dec(&[0x05, 0x40, 0x01]).unwrap_err());
+        assert_eq!(d, "version edit, byte 0: level 64 is not below 64");
+        // A level that does not even fit u32.
+        assert!(dec(&[0x05, 0x80, 0x80, 0x80, 0x80, 0x10, 0x01]).is_err());
+        let mut e = example();
+        e.deleted_files.push((64, 1));
+        assert!(matches!(e.validate(), Err(Error::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn sequence_limit() {
+        let mut e = VersionEdit {
+            last_sequence: Some(SequenceNumber::MAX),
+            ..VersionEdit::default()
+        };
+        assert!(dec(&e.encode()).is_ok());
+        e.last_sequence = Some(SequenceNumber(SequenceNumber::MAX.0 + 1));
+        assert!(e.validate().is_err());
+        assert!(detail(dec(&e.encode()).unwrap_err()).contains("exceeds"));
+    }
+
+    #[test]
+    fn bad_keys_are_rejected() {
+        // Smallest key of 7 bytes: too short for a trailer.
+        let mut b = EXAMPLE_BYTES[..17].to_vec();
+        b.extend_from_slice(&[0x07, 0, 0, 0, 0, 0, 0, 0]);
+        let d = detail(dec(&b).unwrap_err());
+        assert!(
+            d.starts_with("version edit, byte 17: smallest key is not"),
+            "{d}"
+        );
+
+        // Unknown value type 5 in the largest key's trailer.
+        let mut b = EXAMPLE_BYTES.to_vec();
+        b[29] = 0x05;
+        let d = detail(dec(&b).unwrap_err());
+        assert!(
+            d.starts_with("version edit, byte 27: largest key is not"),
+            "{d}"
+        );
+
+        // A key length pointing past the end.
+        let mut b = EXAMPLE_BYTES[..17].to_vec();
+        b.push(0x7f);
+        assert!(dec(&b).is_err());
+    }
+
+    #[test]
+    fn inverted_range_and_excess_tombstones_are_rejected() {
+        let mut e = example();
+        let f = &mut e.new_files[0].1;
+        std::mem::swap(&mut f.smallest, &mut f.largest);
+        assert!(e.validate().is_err());
+        let d = detail(dec(&e.encode()).unwrap_err());
+        assert!(d.contains("sorts after largest"), "{d}");
+
+        let mut e = example();
+        e.new_files[0].1.num_tombstones = 3;
+        assert!(e.validate().is_err());
+        let d = detail(dec(&e.encode()).unwrap_err());
+        assert_eq!(
+            d,
+            "version edit, byte 12: file 6: 3 tombstones exceed 2 entries"
+        );
+    }
+
+    #[test]
+    fn peek_format_version_reads_only_a_leading_tag_1() {
+        assert_eq!(VersionEdit::peek_format_version(EXAMPLE_BYTES), Some(1));
+        assert_eq!(
+            VersionEdit::peek_format_version(&[0x01, 0x02, 0x63]),
+            Some(2)
+        );
+        assert_eq!(
+            VersionEdit::peek_format_version(&[0x02, 0x05, 0x01, 0x01]),
+            None
+        );
+        assert_eq!(VersionEdit::peek_format_version(&[0x01]), None);
+        assert_eq!(VersionEdit::peek_format_version(&[]), None);
+    }
+
+    fn arb_key() -> impl Strategy<Value = InternalKey> {
+        (
+            proptest::collection::vec(any::<u8>(), 0..12),
+            0..=SequenceNumber::MAX.0,
+            any::<bool>(),
+        )
+            .prop_map(|(k, s, v)| {
+                let vt = if v {
+                    ValueType::Value
+                } else {
+                    ValueType::Deletion
+                };
+                InternalKey::new(&k, SequenceNumber(s), vt)
+            })
+    }
+
+    fn arb_file() -> impl Strategy<Value = FileMetaData> {
+        (
+            any::<u64>(),
+            any::<u64>(),
+            arb_key(),
+            arb_key(),
+            any::<u64>(),
+            any::<u64>(),
+        )
+            .prop_map(|(number, file_size, a, b, x, y)| FileMetaData {
+                number,
+                file_size,
+                smallest: a.clone().min(b.clone()),
+                largest: a.max(b),
+                num_entries: x.max(y),
+                num_tombstones: x.min(y),
+            })
+    }
+
+    fn arb_edit() -> impl Strategy<Value = VersionEdit> {
+        (
+            proptest::option::of(any::<u32>()),
+            proptest::option::of(any::<u64>()),
+            proptest::option::of(any::<u64>()),
+            proptest::option::of((0..=SequenceNumber::MAX.0).prop_map(SequenceNumber)),
+            proptest::collection::vec((0..MAX_LEVELS, any::<u64>()), 0..4),
+            proptest::collection::vec((0..MAX_LEVELS, arb_file()), 0..4),
+        )
+            .prop_map(|(fv, log, next, seq, del, new)| VersionEdit {
+                format_version: fv,
+                log_number: log,
+                next_file_number: next,
+                last_sequence: seq,
+                deleted_files: del,
+                new_files: new,
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_edits_round_trip(e in arb_edit()) {
+            prop_assert!(e.validate().is_ok());
+            prop_assert_eq!(dec(&e.encode()).unwrap(), e);
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..128)) {
+            if let Ok(e) = dec(&bytes) {
+                // Whatever decodes is a valid edit that round-trips.
+                prop_assert!(e.validate().is_ok());
+                prop_assert_eq!(dec(&e.encode()).unwrap(), e);
+            }
+        }
+
+        #[test]
+        fn mutated_golden_bytes_never_panic(i in 0..EXAMPLE_BYTES.len(), x in any::<u8>()) {
+            let mut b = EXAMPLE_BYTES.to_vec();
+            b[i] = x;
+            let _ = dec(&b);
+        }
+    }
+}

@@ -1,0 +1,642 @@
+//! The manifest (`MANIFEST-NNNNNN`), the log of [`VersionEdit`]s that
+//! describes which files make up the database, and `CURRENT`, which names
+//! the live manifest.
+//!
+//! # Format
+//!
+//! A manifest is a log in the framing of [`crate::log`] (12-byte header:
+//! `len`, `crc32(len)`, `crc32(payload)`, then the payload). Each record's
+//! payload is one encoded [`VersionEdit`] ([`crate::version::edit`]). The
+//! first record is a snapshot of the whole state and always carries
+//! `format_version` (currently [`FORMAT_VERSION`]); each later record is
+//! an edit applied on top of the ones before.
+//!
+//! Worked example (pinned by the `golden_manifest_bytes` test): a manifest
+//! whose snapshot is `{ format_version: 1, log_number: 5, next_file_number:
+//! 7 }` is the 18 bytes
+//!
+//! ```text
+//! 06 00 00 00   c0 80 2f 04   b6 97 75 5e   01 01 02 05 03 07
+//! len = 6       crc32(len)    crc32(payload) payload: tags 1, 2, 3
+//! ```
+//!
+//! `CURRENT` holds exactly the manifest's file name and a newline, e.g.
+//! `MANIFEST-000012\n` (16 bytes for a six-digit number); anything else is
+//! corruption.
+//!
+//! # Durability
+//!
+//! [`Manifest::create`] writes and syncs the new manifest, syncs the
+//! directory, writes `CURRENT`'s new content to `NNNNNN.tmp` and syncs it,
+//! renames it over `CURRENT`, and syncs the directory again. A crash at any
+//! point leaves `CURRENT` naming either the old manifest or the new,
+//! complete one. [`Manifest::log_edit`] returns only once the edit is
+//! synced, so a caller may then delete the files the edit obsoletes.
+//!
+//! On replay, a torn final record is an edit whose `log_edit` never
+//! returned, so nothing depended on it: [`replay`] drops it and reports it.
+//! Damage anywhere else is [`Error::Corruption`].
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, IoContext, Result};
+use crate::escape::escape_bytes;
+use crate::filename::{current_path, manifest_name, manifest_path, temp_path};
+use crate::log::{read_log, LogWriter, TornTail};
+use crate::version::edit::VersionEdit;
+
+pub use crate::log::sync_dir;
+
+/// The on-disk format version this build writes and the newest it reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Longest `CURRENT` this build accepts: `MANIFEST-` plus 20 digits (the
+/// digits of `u64::MAX`) plus the newline.
+const MAX_CURRENT_LEN: u64 = 30;
+
+/// An open manifest that edits are appended to.
+///
+/// Not internally synchronized: the engine serializes edits.
+#[derive(Debug)]
+pub struct Manifest {
+    number: u64,
+    writer: LogWriter,
+}
+
+impl Manifest {
+    /// Creates `dir/MANIFEST-<number>` holding `snapshot` as its first
+    /// record, then points `CURRENT` at it, in the crash-safe order of the
+    /// module docs.
+    ///
+    /// The snapshot is written with `format_version` set to
+    /// [`FORMAT_VERSION`] (filled in if it is `None`).
+    ///
+    /// If this fails, `CURRENT` names either the old manifest or, if only
+    /// the final directory sync failed, possibly the new one; a leftover
+    /// `MANIFEST-<number>` or `<number>.tmp` is garbage for the caller to
+    /// remove.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `snapshot` fails
+    /// [`VersionEdit::validate`] or carries a format version other than
+    /// [`FORMAT_VERSION`]; [`Error::Io`] if the manifest already exists or
+    /// any write, sync or rename fails.
+    pub fn create(dir: &Path, number: u64, snapshot: &VersionEdit) -> Result<Manifest> {
+        match snapshot.format_version {
+            None | Some(FORMAT_VERSION) => {}
+            Some(v) => {
+                return Err(Error::InvalidArgument(format!(
+                    "cannot write format version {v}; this build writes {FORMAT_VERSION}"
+                )))
+            }
+        }
+        snapshot.validate()?;
+        let mut first = snapshot.clone();
+        first.format_version = Some(FORMAT_VERSION);
+
+        // LogWriter::create also syncs `dir`, so the manifest's directory
+        // entry is durable before CURRENT can name it.
+        let mut writer = LogWriter::create(&manifest_path(dir, number))?;
+        writer.append(&first.encode())?;
+        writer.sync()?;
+        set_current(dir, number)?;
+        Ok(Manifest { number, writer })
+    }
+
+    /// Appends `edit` and syncs it before returning, so the caller may then
+    /// delete files the edit removes.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `edit` fails [`VersionEdit::validate`]
+    /// or carries a format version other than [`FORMAT_VERSION`] (nothing is
+    /// written); [`Error::Io`] if the write or sync fails. After an I/O
+    /// error the manifest refuses further edits and the caller must treat
+    /// the edit as possibly applied (stop writing, reopen to recover).
+    pub fn log_edit(&mut self, edit: &VersionEdit) -> Result<()> {
+        if let Some(v) = edit.format_version {
+            if v != FORMAT_VERSION {
+                return Err(Error::InvalidArgument(format!(
+                    "cannot write format version {v}; this build writes {FORMAT_VERSION}"
+                )));
+            }
+        }
+        edit.validate()?;
+        self.writer.append(&edit.encode())?;
+        self.writer.sync()
+    }
+
+    /// The manifest's file number.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// The manifest's path.
+    pub fn path(&self) -> &Path {
+        self.writer.path()
+    }
+
+    /// Bytes written to the manifest so far, so the engine can decide when
+    /// to start a new one.
+    pub fn size(&self) -> u64 {
+        self.writer.offset()
+    }
+}
+
+/// Points `dir/CURRENT` at `MANIFEST-<number>` atomically: temp file,
+/// sync, rename, directory sync.
+fn set_current(dir: &Path, number: u64) -> Result<()> {
+    let tmp = temp_path(dir, number);
+    let content = format!("{}\n", manifest_name(number));
+    let written = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&tmp)
+        .and_then(|mut f| {
+            f.write_all(content.as_bytes())?;
+            f.sync_all()
+        })
+        .context(|| format!("write {}", tmp.display()));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    let current = current_path(dir);
+    if let Err(e) = std::fs::rename(&tmp, &current) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io(
+            format!("rename {} to {}", tmp.display(), current.display()),
+            e,
+        ));
+    }
+    sync_dir(dir)
+}
+
+/// The manifest number named by `dir/CURRENT`, or `None` if `CURRENT` does
+/// not exist (a new database).
+///
+/// # Errors
+/// [`Error::Corruption`] naming `CURRENT` unless it holds exactly
+/// `MANIFEST-NNNNNN\n` as [`manifest_name`] writes it (canonical zero
+/// padding, one trailing newline); [`Error::Io`] if it cannot be read.
+pub fn read_current(dir: &Path) -> Result<Option<u64>> {
+    let path = current_path(dir);
+    let file = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(format!("open {}", path.display()), e)),
+    };
+    let mut buf = Vec::new();
+    file.take(MAX_CURRENT_LEN + 1)
+        .read_to_end(&mut buf)
+        .context(|| format!("read {}", path.display()))?;
+    parse_current(&buf).map(Some).ok_or_else(|| {
+        Error::corruption(
+            &path,
+            0,
+            format!(
+                "expected `MANIFEST-NNNNNN\\n`, found \"{}\"{}",
+                escape_bytes(&buf[..buf.len().min(MAX_CURRENT_LEN as usize)]),
+                if buf.len() as u64 > MAX_CURRENT_LEN {
+                    "..."
+                } else {
+                    ""
+                }
+            ),
+        )
+    })
+}
+
+/// The number in a canonical `CURRENT` content, or `None`.
+fn parse_current(content: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(content).ok()?;
+    let digits = text.strip_prefix("MANIFEST-")?.strip_suffix('\n')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let number: u64 = digits.parse().ok()?;
+    // Reject names that would not map back to this file (e.g. "MANIFEST-7").
+    (manifest_name(number) == text[..text.len() - 1]).then_some(number)
+}
+
+/// Everything [`replay`] read from a manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestReplay {
+    /// Every complete edit in file order; the first is the snapshot and
+    /// carries the format version.
+    pub edits: Vec<VersionEdit>,
+    /// Set if the manifest ends in an incomplete record, which was dropped.
+    pub torn_tail: Option<TornTail>,
+}
+
+/// Reads and decodes every edit of `dir/MANIFEST-<number>`.
+///
+/// # Errors
+/// - [`Error::Corruption`] if the manifest does not exist (`CURRENT` named
+///   it), has no complete record, its first edit lacks a format version,
+///   any record other than a torn final one is damaged, or any edit fails
+///   to decode; the error names the manifest and the record's offset.
+/// - [`Error::UnsupportedVersion`] if an edit carries a format version
+///   above [`FORMAT_VERSION`].
+/// - [`Error::Io`] if the file cannot be read.
+pub fn replay(dir: &Path, number: u64) -> Result<ManifestReplay> {
+    let path = manifest_path(dir, number);
+    let contents = match read_log(&path) {
+        Ok(c) => c,
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::corruption(
+                &path,
+                0,
+                "manifest named by CURRENT does not exist",
+            ));
+        }
+        Err(e) => return Err(e),
+    };
+    let mut edits = Vec::with_capacity(contents.records.len());
+    for record in &contents.records {
+        // Check the version before decoding: a newer format may bring tags
+        // this build does not know.
+        if let Some(v) = VersionEdit::peek_format_version(&record.payload) {
+            check_version(&path, record.offset, v)?;
+        }
+        let edit = VersionEdit::decode(&record.payload, &path, record.offset)?;
+        if edits.is_empty() && edit.format_version.is_none() {
+            return Err(Error::corruption(
+                &path,
+                record.offset,
+                "first manifest record carries no format version",
+            ));
+        }
+        edits.push(edit);
+    }
+    if edits.is_empty() {
+        return Err(Error::corruption(
+            &path,
+            0,
+            format!(
+                "manifest holds no complete record ({})",
+                contents
+                    .torn_tail
+                    .as_ref()
+                    .map_or("empty file", |t| t.reason.as_str())
+            ),
+        ));
+    }
+    Ok(ManifestReplay {
+        edits,
+        torn_tail: contents.torn_tail,
+    })
+}
+
+fn check_version(path: &PathBuf, offset: u64, v: u32) -> Result<()> {
+    if v == 0 {
+        return Err(Error::corruption(
+            path,
+            offset,
+            "format version 0 is invalid",
+        ));
+    }
+    if v > FORMAT_VERSION {
+        return Err(Error::UnsupportedVersion {
+            file: path.clone(),
+            found: v,
+            supported: FORMAT_VERSION,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{InternalKey, SequenceNumber, ValueType};
+    use crate::version::edit::FileMetaData;
+
+    fn file(number: u64, lo: &str, hi: &str) -> FileMetaData {
+        FileMetaData {
+            number,
+            file_size: 4096,
+            smallest: InternalKey::new(lo.as_bytes(), SequenceNumber(1), ValueType::Value),
+            largest: InternalKey::new(hi.as_bytes(), SequenceNumber(2), ValueType::Value),
+            num_entries: 10,
+            num_tombstones: 1,
+        }
+    }
+
+    fn snapshot() -> VersionEdit {
+        VersionEdit {
+            format_version: Some(FORMAT_VERSION),
+            log_number: Some(3),
+            next_file_number: Some(5),
+            last_sequence: Some(SequenceNumber(100)),
+            deleted_files: vec![],
+            new_files: vec![(0, file(4, "a", "m"))],
+        }
+    }
+
+    fn later_edits() -> Vec<VersionEdit> {
+        vec![
+            VersionEdit {
+                log_number: Some(6),
+                next_file_number: Some(8),
+                last_sequence: Some(SequenceNumber(250)),
+                new_files: vec![(0, file(7, "c", "z"))],
+                ..VersionEdit::default()
+            },
+            VersionEdit {
+                next_file_number: Some(10),
+                deleted_files: vec![(0, 4), (0, 7)],
+                new_files: vec![(1, file(8, "a", "k")), (1, file(9, "l", "z"))],
+                ..VersionEdit::default()
+            },
+        ]
+    }
+
+    /// A manifest with a snapshot and two edits; returns the record offsets.
+    fn write_three(dir: &Path) -> Vec<u64> {
+        let mut m = Manifest::create(dir, 2, &snapshot()).unwrap();
+        let mut offsets = vec![0];
+        for e in later_edits() {
+            offsets.push(m.size());
+            m.log_edit(&e).unwrap();
+        }
+        offsets
+    }
+
+    fn corruption(e: Error) -> (PathBuf, u64, String) {
+        match e {
+            Error::Corruption {
+                file,
+                offset,
+                detail,
+            } => (file, offset, detail),
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn create_log_and_replay() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(read_current(dir.path()).unwrap(), None);
+        let mut m = Manifest::create(dir.path(), 2, &snapshot()).unwrap();
+        assert_eq!(m.number(), 2);
+        assert_eq!(m.path(), dir.path().join("MANIFEST-000002"));
+        let after_snapshot = m.size();
+        assert_eq!(after_snapshot, std::fs::metadata(m.path()).unwrap().len());
+        for e in later_edits() {
+            m.log_edit(&e).unwrap();
+        }
+        assert!(m.size() > after_snapshot);
+        assert_eq!(m.size(), std::fs::metadata(m.path()).unwrap().len());
+
+        assert_eq!(
+            std::fs::read(dir.path().join("CURRENT")).unwrap(),
+            b"MANIFEST-000002\n"
+        );
+        assert!(!dir.path().join("000002.tmp").exists());
+        assert_eq!(read_current(dir.path()).unwrap(), Some(2));
+        let r = replay(dir.path(), 2).unwrap();
+        let mut expected = vec![snapshot()];
+        expected.extend(later_edits());
+        assert_eq!(r.edits, expected);
+        assert_eq!(r.torn_tail, None);
+    }
+
+    #[test]
+    fn snapshot_gets_the_format_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = snapshot();
+        s.format_version = None;
+        Manifest::create(dir.path(), 1, &s).unwrap();
+        let r = replay(dir.path(), 1).unwrap();
+        assert_eq!(r.edits, vec![snapshot()]);
+    }
+
+    #[test]
+    fn golden_manifest_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = VersionEdit {
+            log_number: Some(5),
+            next_file_number: Some(7),
+            ..VersionEdit::default()
+        };
+        Manifest::create(dir.path(), 1, &s).unwrap();
+        #[rustfmt::skip]
+        let expected: &[u8] = &[
+            0x06, 0x00, 0x00, 0x00, // len
+            0xc0, 0x80, 0x2f, 0x04, // crc32(len)
+            0xb6, 0x97, 0x75, 0x5e, // crc32(payload)
+            0x01, 0x01, 0x02, 0x05, 0x03, 0x07,
+        ];
+        assert_eq!(
+            std::fs::read(dir.path().join("MANIFEST-000001")).unwrap(),
+            expected
+        );
+    }
+
+    #[test]
+    fn second_create_swaps_current() {
+        let dir = tempfile::tempdir().unwrap();
+        Manifest::create(dir.path(), 2, &snapshot()).unwrap();
+        let mut s = snapshot();
+        s.next_file_number = Some(12);
+        let m = Manifest::create(dir.path(), 11, &s).unwrap();
+        assert_eq!(read_current(dir.path()).unwrap(), Some(11));
+        assert_eq!(m.number(), 11);
+        assert_eq!(replay(dir.path(), 11).unwrap().edits, vec![s]);
+        // The old manifest is untouched.
+        assert_eq!(replay(dir.path(), 2).unwrap().edits, vec![snapshot()]);
+    }
+
+    #[test]
+    fn create_refuses_an_existing_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        Manifest::create(dir.path(), 2, &snapshot()).unwrap();
+        let before = std::fs::read(dir.path().join("MANIFEST-000002")).unwrap();
+        assert!(matches!(
+            Manifest::create(dir.path(), 2, &VersionEdit::new()),
+            Err(Error::Io { .. })
+        ));
+        assert_eq!(
+            std::fs::read(dir.path().join("MANIFEST-000002")).unwrap(),
+            before
+        );
+    }
+
+    #[test]
+    fn torn_tail_replays_the_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let offsets = write_three(dir.path());
+        let path = dir.path().join("MANIFEST-000002");
+        let len = std::fs::metadata(&path).unwrap().len();
+        // Cut the last record in the middle of its payload.
+        let cut = (offsets[2] + len) / 2;
+        OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(cut)
+            .unwrap();
+        let r = replay(dir.path(), 2).unwrap();
+        let mut expected = vec![snapshot()];
+        expected.push(later_edits().remove(0));
+        assert_eq!(r.edits, expected);
+        assert_eq!(r.torn_tail.unwrap().offset, offsets[2]);
+    }
+
+    #[test]
+    fn flipped_byte_in_interior_record_is_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let offsets = write_three(dir.path());
+        let path = dir.path().join("MANIFEST-000002");
+        let mut b = std::fs::read(&path).unwrap();
+        // A payload byte of the middle record.
+        b[offsets[1] as usize + 14] ^= 0x04;
+        std::fs::write(&path, &b).unwrap();
+        let (file, offset, detail) = corruption(replay(dir.path(), 2).unwrap_err());
+        assert_eq!(file, path);
+        assert_eq!(offset, offsets[1]);
+        assert!(detail.contains("payload checksum mismatch"), "{detail}");
+    }
+
+    #[test]
+    fn undecodable_edit_is_corruption_at_its_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("MANIFEST-000003");
+        let mut w = LogWriter::create(&path).unwrap();
+        w.append(&snapshot().encode()).unwrap();
+        let at = w.append(&[0x09, 0x01]).unwrap();
+        w.sync().unwrap();
+        let (_, offset, detail) = corruption(replay(dir.path(), 3).unwrap_err());
+        assert_eq!(offset, at);
+        assert!(detail.contains("unknown tag 9"), "{detail}");
+    }
+
+    #[test]
+    fn newer_format_version_is_unsupported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("MANIFEST-000004");
+        let mut w = LogWriter::create(&path).unwrap();
+        // Format 2 with a tag this build does not know.
+        w.append(&[0x01, 0x02, 0x63, 0x00]).unwrap();
+        w.sync().unwrap();
+        match replay(dir.path(), 4).unwrap_err() {
+            Error::UnsupportedVersion {
+                file,
+                found,
+                supported,
+            } => {
+                assert_eq!(file, path);
+                assert_eq!((found, supported), (2, 1));
+            }
+            other => panic!("{other:?}"),
+        }
+        // And writing one is refused.
+        let mut s = snapshot();
+        s.format_version = Some(2);
+        assert!(matches!(
+            Manifest::create(dir.path(), 5, &s),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(!dir.path().join("MANIFEST-000005").exists());
+    }
+
+    #[test]
+    fn first_record_must_carry_a_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = LogWriter::create(&dir.path().join("MANIFEST-000006")).unwrap();
+        w.append(&later_edits()[0].encode()).unwrap();
+        let (_, offset, detail) = corruption(replay(dir.path(), 6).unwrap_err());
+        assert_eq!(offset, 0);
+        assert!(detail.contains("no format version"), "{detail}");
+
+        let mut w = LogWriter::create(&dir.path().join("MANIFEST-000007")).unwrap();
+        w.append(&[0x01, 0x00]).unwrap();
+        let (_, _, detail) = corruption(replay(dir.path(), 7).unwrap_err());
+        assert!(detail.contains("version 0"), "{detail}");
+    }
+
+    #[test]
+    fn empty_or_missing_manifest_is_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let (file, _, detail) = corruption(replay(dir.path(), 9).unwrap_err());
+        assert_eq!(file, dir.path().join("MANIFEST-000009"));
+        assert!(detail.contains("does not exist"), "{detail}");
+
+        std::fs::write(dir.path().join("MANIFEST-000009"), b"").unwrap();
+        let (_, _, detail) = corruption(replay(dir.path(), 9).unwrap_err());
+        assert!(detail.contains("no complete record"), "{detail}");
+
+        // Only a torn snapshot: CURRENT never named such a file, so this is
+        // corruption rather than an empty database.
+        std::fs::write(dir.path().join("MANIFEST-000009"), [6, 0, 0]).unwrap();
+        let (_, _, detail) = corruption(replay(dir.path(), 9).unwrap_err());
+        assert!(detail.contains("header cut off"), "{detail}");
+    }
+
+    #[test]
+    fn log_edit_rejects_invalid_edits_without_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut m = Manifest::create(dir.path(), 2, &snapshot()).unwrap();
+        let size = m.size();
+        let bad_level = VersionEdit {
+            deleted_files: vec![(64, 1)],
+            ..VersionEdit::default()
+        };
+        assert!(matches!(
+            m.log_edit(&bad_level),
+            Err(Error::InvalidArgument(_))
+        ));
+        let bad_version = VersionEdit {
+            format_version: Some(2),
+            ..VersionEdit::default()
+        };
+        assert!(matches!(
+            m.log_edit(&bad_version),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert_eq!(m.size(), size);
+        assert_eq!(replay(dir.path(), 2).unwrap().edits, vec![snapshot()]);
+    }
+
+    #[test]
+    fn current_must_be_canonical() {
+        let dir = tempfile::tempdir().unwrap();
+        let current = dir.path().join("CURRENT");
+        for good in [&b"MANIFEST-000001\n"[..], b"MANIFEST-1234567\n"] {
+            std::fs::write(&current, good).unwrap();
+            assert!(read_current(dir.path()).unwrap().is_some());
+        }
+        std::fs::write(&current, b"MANIFEST-18446744073709551615\n").unwrap();
+        assert_eq!(read_current(dir.path()).unwrap(), Some(u64::MAX));
+
+        for junk in [
+            &b""[..],
+            b"junk",
+            b"MANIFEST-000001",
+            b"MANIFEST-000001\n\n",
+            b"MANIFEST-000001\r\n",
+            b"MANIFEST-1\n",
+            b"MANIFEST-0000001\n",
+            b"MANIFEST-\n",
+            b"MANIFEST-00000a\n",
+            b"MANIFEST-+00001\n",
+            b"manifest-000001\n",
+            b"MANIFEST-18446744073709551616\n",
+            b"\xffMANIFEST-000001\n",
+            &[b'9'; 5000],
+        ] {
+            std::fs::write(&current, junk).unwrap();
+            let (file, offset, detail) = corruption(read_current(dir.path()).unwrap_err());
+            assert_eq!(file, current, "{junk:?}");
+            assert_eq!(offset, 0);
+            assert!(
+                detail.starts_with("expected `MANIFEST-NNNNNN\\n`"),
+                "{detail}"
+            );
+            assert!(detail.len() < 120, "{detail}");
+        }
+    }
+}

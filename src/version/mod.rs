@@ -1,0 +1,13 @@
+//! The shape of the tree over time.
+//!
+//! - [`edit`]: [`edit::VersionEdit`], one change to the tree (files added
+//!   and removed, counters advanced), and its tagged on-disk encoding;
+//!   [`edit::FileMetaData`] describes one SSTable.
+//! - [`manifest`]: the `MANIFEST-NNNNNN` log of edits (framed by
+//!   [`crate::log`]) and the `CURRENT` file that names the live manifest.
+//! - [`set`]: [`set::Version`], the files of the tree at one moment, and
+//!   how replaying edits rebuilds it.
+
+pub mod edit;
+pub mod manifest;
+pub mod set;

@@ -1,0 +1,187 @@
+//! [`Version`]: the set of SSTables that make up the tree at one moment,
+//! level by level, and how a [`VersionEdit`] turns one version into the
+//! next.
+//!
+//! Versions are immutable and shared by `Arc`: a reader pins the version it
+//! started with, so the files it reads stay open (and, once compaction
+//! deletes files, on disk) until it is done.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::sstable::Table;
+use crate::version::edit::{FileMetaData, VersionEdit};
+use crate::{Error, Result};
+
+/// Number of levels in the tree (level 0 plus six sorted levels).
+pub const NUM_LEVELS: usize = 7;
+
+/// One SSTable of a version: its manifest metadata and the open table.
+#[derive(Debug)]
+pub struct TableFile {
+    /// Number, size and key range, as recorded in the manifest.
+    pub meta: FileMetaData,
+    /// The open, memory-mapped table.
+    pub table: Arc<Table>,
+}
+
+impl TableFile {
+    /// Smallest user key in the file.
+    pub fn smallest_user_key(&self) -> &[u8] {
+        self.meta.smallest.user_key()
+    }
+
+    /// Largest user key in the file.
+    pub fn largest_user_key(&self) -> &[u8] {
+        self.meta.largest.user_key()
+    }
+}
+
+/// The files of the tree, per level.
+///
+/// Level 0 holds files whose key ranges may overlap, ordered newest first
+/// (by largest sequence number, then file number), so that a point read
+/// can stop at the first hit. Levels 1 and up hold files with disjoint key
+/// ranges ordered by smallest key.
+#[derive(Debug, Clone, Default)]
+pub struct Version {
+    /// `levels[i]` is level `i`; always `NUM_LEVELS` long.
+    pub levels: Vec<Vec<Arc<TableFile>>>,
+}
+
+impl Version {
+    /// A version with no files.
+    pub fn empty() -> Self {
+        Version {
+            levels: vec![Vec::new(); NUM_LEVELS],
+        }
+    }
+
+    /// Every file, level 0 first.
+    pub fn files(&self) -> impl Iterator<Item = (usize, &Arc<TableFile>)> {
+        self.levels
+            .iter()
+            .enumerate()
+            .flat_map(|(l, files)| files.iter().map(move |f| (l, f)))
+    }
+
+    /// The version that results from applying `edit`, whose new files are
+    /// already open in `opened` (keyed by file number).
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if the edit deletes a file the version lacks,
+    /// adds a file twice, names a level beyond [`NUM_LEVELS`], or lacks an
+    /// opened table for a new file.
+    pub fn apply(
+        &self,
+        edit: &VersionEdit,
+        opened: &mut BTreeMap<u64, Arc<Table>>,
+    ) -> Result<Version> {
+        let mut levels = self.levels.clone();
+        for &(level, number) in &edit.deleted_files {
+            let files = levels
+                .get_mut(level as usize)
+                .ok_or_else(|| bad_edit(format!("level {level} out of range")))?;
+            let before = files.len();
+            files.retain(|f| f.meta.number != number);
+            if files.len() == before {
+                return Err(bad_edit(format!(
+                    "deletes file {number} absent from level {level}"
+                )));
+            }
+        }
+        for (level, meta) in &edit.new_files {
+            if self.files().any(|(_, f)| f.meta.number == meta.number)
+                && !edit.deleted_files.iter().any(|&(_, n)| n == meta.number)
+            {
+                return Err(bad_edit(format!("adds file {} twice", meta.number)));
+            }
+            let table = opened
+                .remove(&meta.number)
+                .ok_or_else(|| bad_edit(format!("file {} was not opened", meta.number)))?;
+            levels
+                .get_mut(*level as usize)
+                .ok_or_else(|| bad_edit(format!("level {level} out of range")))?
+                .push(Arc::new(TableFile {
+                    meta: meta.clone(),
+                    table,
+                }));
+        }
+        let mut v = Version { levels };
+        v.sort();
+        Ok(v)
+    }
+
+    fn sort(&mut self) {
+        self.levels[0].sort_by(|a, b| {
+            let (pa, pb) = (a.table.properties(), b.table.properties());
+            pb.largest_seq
+                .cmp(&pa.largest_seq)
+                .then(b.meta.number.cmp(&a.meta.number))
+        });
+        for files in &mut self.levels[1..] {
+            files.sort_by(|a, b| a.meta.smallest.cmp(&b.meta.smallest));
+        }
+    }
+}
+
+fn bad_edit(detail: String) -> Error {
+    Error::corruption("MANIFEST", 0, format!("version edit {detail}"))
+}
+
+/// The result of replaying a manifest: the live files per level plus the
+/// counters, before any table is opened.
+#[derive(Debug, Default, Clone)]
+pub struct ReplayedState {
+    /// Live files, `files[level][number]`.
+    pub files: Vec<BTreeMap<u64, FileMetaData>>,
+    /// WALs numbered at least this are live.
+    pub log_number: u64,
+    /// Next unused file number.
+    pub next_file_number: u64,
+    /// Largest sequence number recorded.
+    pub last_sequence: u64,
+}
+
+impl ReplayedState {
+    /// Folds `edits` in order.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] for an edit that deletes a file that is not
+    /// live or names a level beyond [`NUM_LEVELS`].
+    pub fn from_edits<'a>(edits: impl IntoIterator<Item = &'a VersionEdit>) -> Result<Self> {
+        let mut s = ReplayedState {
+            files: vec![BTreeMap::new(); NUM_LEVELS],
+            ..Default::default()
+        };
+        for e in edits {
+            if let Some(n) = e.log_number {
+                s.log_number = n;
+            }
+            if let Some(n) = e.next_file_number {
+                s.next_file_number = n;
+            }
+            if let Some(n) = e.last_sequence {
+                s.last_sequence = s.last_sequence.max(n.0);
+            }
+            for &(level, number) in &e.deleted_files {
+                let files = s
+                    .files
+                    .get_mut(level as usize)
+                    .ok_or_else(|| bad_edit(format!("level {level} out of range")))?;
+                if files.remove(&number).is_none() {
+                    return Err(bad_edit(format!(
+                        "deletes file {number} absent from level {level}"
+                    )));
+                }
+            }
+            for (level, meta) in &e.new_files {
+                s.files
+                    .get_mut(*level as usize)
+                    .ok_or_else(|| bad_edit(format!("level {level} out of range")))?
+                    .insert(meta.number, meta.clone());
+            }
+        }
+        Ok(s)
+    }
+}
