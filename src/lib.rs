@@ -24,6 +24,6 @@ pub use db::Db;
 pub use error::{Error, Result};
 pub use iter::DbIterator;
 pub use key::{InternalKey, SequenceNumber, ValueType};
-pub use options::Options;
+pub use options::{CompactionStyle, Options};
 pub use stats::{LevelStats, Stats};
 pub use write_batch::WriteBatch;

@@ -1,5 +1,23 @@
 //! Tuning knobs: [`Options`] for a database, fixed at open.
 
+/// How background compaction shapes the tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum CompactionStyle {
+    /// Level 0 holds overlapping files; levels 1.. hold disjoint files, each
+    /// level about `level_size_multiplier` times the previous (LevelDB,
+    /// O'Neil et al. 1996). Reads probe at most one file per level below 0.
+    #[default]
+    Leveled,
+    /// Runs of similar size are merged together (RocksDB's universal
+    /// style): less write amplification, more runs for reads to probe.
+    Tiered,
+    /// No automatic compaction: every flush adds a run to level 0. Used to
+    /// lay out an exact number of overlapping runs (the read-amplification
+    /// benchmark) or to compact only by hand.
+    None,
+}
+
 /// How a database is opened and how it lays out data. Set fields directly:
 ///
 /// ```
@@ -42,6 +60,9 @@ pub struct Options {
     /// Frozen memtables allowed to wait for flushing before writers block.
     /// Defaults to 2.
     pub max_immutable_memtables: usize,
+    /// How background compaction shapes the tree. Defaults to
+    /// [`CompactionStyle::Leveled`].
+    pub compaction_style: CompactionStyle,
 }
 
 impl Default for Options {
@@ -56,6 +77,7 @@ impl Default for Options {
             create_if_missing: true,
             error_if_exists: false,
             max_immutable_memtables: 2,
+            compaction_style: CompactionStyle::Leveled,
         }
     }
 }
