@@ -15,9 +15,10 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
+use crate::compaction::{self, Compaction, MergeContext};
 use crate::error::IoContext;
 use crate::filename::{self, FileType};
-use crate::filter::{hash_key, BloomFilterPolicy, FilterPolicy, KeyHash};
+use crate::filter::{hash_key, KeyHash};
 use crate::iter::{DbIterator, EntrySource};
 use crate::key::{SequenceNumber, ValueType};
 use crate::log::{read_log, LogWriter};
@@ -28,7 +29,7 @@ use crate::version::edit::{FileMetaData, VersionEdit};
 use crate::version::manifest::{self, Manifest, FORMAT_VERSION};
 use crate::version::set::{ReplayedState, TableFile, Version};
 use crate::write_batch::{check_lengths, decode_batch, WriteBatch};
-use crate::{Error, Options, Result};
+use crate::{CompactionStyle, Error, Options, Result};
 
 /// What a reader needs to see the whole database at one moment: the active
 /// memtable, the frozen memtables waiting for flush (newest first) and the
@@ -62,7 +63,7 @@ struct BgState {
 struct DbInner {
     dir: PathBuf,
     options: Options,
-    filter_policy: Option<Arc<dyn FilterPolicy>>,
+    table_options: TableOptions,
     write: Mutex<WriteState>,
     versions: Mutex<VersionState>,
     current: RwLock<Arc<SuperVersion>>,
@@ -73,6 +74,11 @@ struct DbInner {
     bg: Mutex<BgState>,
     bg_cv: Condvar,
     counters: Counters,
+    /// Live snapshots: sequence number -> how many snapshots hold it.
+    snapshots: Mutex<BTreeMap<u64, usize>>,
+    /// Held while a compaction runs, so that only one runs at a time;
+    /// guards the leveled picker's round-robin key per level.
+    compaction: Mutex<Vec<Vec<u8>>>,
     /// Held (with an exclusive lock) until the database is dropped.
     _lock: File,
 }
@@ -170,14 +176,7 @@ impl Db {
                 }
             }
         };
-        let filter_policy: Option<Arc<dyn FilterPolicy>> = match options.bits_per_key {
-            0 => None,
-            bpk => Some(Arc::new(match options.bloom_hashes {
-                Some(k) => BloomFilterPolicy::with_hashes(bpk, k),
-                None => BloomFilterPolicy::new(bpk),
-            })),
-        };
-        recover(dir, options, filter_policy, lock, state)
+        recover(dir, options, lock, state)
     }
 
     /// Sets `key` to `value`.
@@ -216,6 +215,7 @@ impl Db {
         let inner = &*self.inner;
         let mut w = inner.write.lock();
         inner.check_bg_error()?;
+        inner.throttle_for_level0()?;
         if w.mem.approximate_size() >= inner.options.write_buffer_size {
             inner.rotate_memtable(&mut w)?;
         }
@@ -288,13 +288,9 @@ impl Db {
 
     /// Iterates the live pairs whose key starts with `prefix`, in key order.
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
-        let p = prefix.as_ref();
-        let hi = match prefix_successor(p) {
-            Some(s) => Bound::Excluded(s),
-            None => Bound::Unbounded,
-        };
+        let (lo, hi) = prefix_bounds(prefix.as_ref());
         let (sv, seq) = self.inner.view();
-        iterate(sv, seq, Bound::Included(p.to_vec()), hi)
+        iterate(sv, seq, lo, hi)
     }
 
     /// Freezes the active memtable (if it holds anything) and waits until
@@ -321,6 +317,92 @@ impl Db {
             }
             self.inner.bg_cv.wait(&mut bg);
         }
+    }
+
+    /// Flushes, then compacts every level into the next, down to the deepest
+    /// level holding data, and waits. Afterwards that level holds all data,
+    /// without dead versions and (unless a snapshot still needs them)
+    /// without tombstones.
+    ///
+    /// # Errors
+    /// As [`Db::flush`]; [`Error::Corruption`] or [`Error::Io`] from the
+    /// merge (the database is unchanged then).
+    pub fn compact(&self) -> Result<()> {
+        self.flush()?;
+        self.inner.compact_manually(None)
+    }
+
+    /// As [`Db::compact`], but only for files overlapping the user keys
+    /// `[lo, hi]` (level-0 files are widened to every file that overlaps
+    /// them, so that no older overlapping file stays above the output).
+    ///
+    /// # Errors
+    /// As [`Db::compact`]; [`Error::InvalidArgument`] if `lo > hi`.
+    pub fn compact_range(&self, lo: impl AsRef<[u8]>, hi: impl AsRef<[u8]>) -> Result<()> {
+        let (lo, hi) = (lo.as_ref(), hi.as_ref());
+        if lo > hi {
+            return Err(Error::InvalidArgument(
+                "compact_range: lo sorts after hi".into(),
+            ));
+        }
+        self.flush()?;
+        self.inner.compact_manually(Some((lo, hi)))
+    }
+
+    /// A consistent read-only view of the database as of now. Reads through
+    /// it ignore every later write; compactions keep every version it can
+    /// see until it is dropped.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut snaps = self.inner.snapshots.lock();
+        let seq = self.inner.visible_seq.load(Ordering::Acquire);
+        *snaps.entry(seq).or_insert(0) += 1;
+        Snapshot {
+            inner: Arc::clone(&self.inner),
+            seq: SequenceNumber(seq),
+        }
+    }
+
+    /// Waits until no frozen memtable awaits flushing and the compaction
+    /// style finds nothing more to do: the tree has settled.
+    ///
+    /// # Errors
+    /// [`Error::Background`] if a flush or compaction failed.
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        let inner = &*self.inner;
+        let mut bg = inner.bg.lock();
+        loop {
+            if let Some(e) = &bg.error {
+                return Err(Error::Background(e.clone()));
+            }
+            let idle = {
+                let cur = inner.current.read();
+                cur.imms.is_empty() && !compaction::needs_compaction(&cur.version, &inner.options)
+            };
+            if idle && !inner.compaction.is_locked() {
+                return Ok(());
+            }
+            // Background work notifies after every job; the timeout covers
+            // a manual compaction finishing between the check and the wait.
+            inner
+                .bg_cv
+                .wait_for(&mut bg, std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// The SSTables of the current version, level 0 first (newest first
+    /// within level 0, by smallest key in deeper levels).
+    pub fn live_files(&self) -> Vec<LiveFile> {
+        let sv = self.inner.current.read().clone();
+        sv.version
+            .files()
+            .map(|(level, f)| LiveFile {
+                level,
+                number: f.meta.number,
+                path: f.table.path().to_path_buf(),
+                file_size: f.meta.file_size,
+                properties: f.table.properties().clone(),
+            })
+            .collect()
     }
 
     /// Counters since open and the shape of the current version.
@@ -396,6 +478,90 @@ impl Drop for Db {
     }
 }
 
+/// One SSTable of the current version, as [`Db::live_files`] lists it.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LiveFile {
+    /// Level (0 = newest, overlapping files).
+    pub level: usize,
+    /// File number (the `NNNNNN` of `NNNNNN.sst`).
+    pub number: u64,
+    /// Full path of the file.
+    pub path: PathBuf,
+    /// Size on disk, in bytes.
+    pub file_size: u64,
+    /// The table's properties block: counts, key and sequence ranges, and
+    /// filter parameters.
+    pub properties: crate::sstable::TableProperties,
+}
+
+/// A read-only view of a [`Db`] fixed at the moment [`Db::snapshot`] was
+/// called: `get`, `range` and `prefix` behave as on the `Db`, but see no
+/// write made after that moment, however many flushes and compactions
+/// follow. Dropping it releases the old versions it kept alive. It may
+/// outlive the `Db` handle; reads then still work.
+pub struct Snapshot {
+    inner: Arc<DbInner>,
+    seq: SequenceNumber,
+}
+
+impl Snapshot {
+    /// The sequence number this snapshot reads at.
+    pub fn sequence(&self) -> SequenceNumber {
+        self.seq
+    }
+
+    /// The value `key` had when the snapshot was taken.
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        let key = key.as_ref();
+        check_lengths(key.len(), 0)?;
+        let sv = self.inner.current.read().clone();
+        let mut counts = GetCounts::default();
+        let r = get_from(&sv, key, self.seq, &mut counts);
+        self.inner.counters.add_get(&counts);
+        r
+    }
+
+    /// As [`Db::range`], as of the snapshot.
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> DbIterator {
+        let sv = self.inner.current.read().clone();
+        iterate(
+            sv,
+            self.seq,
+            map_bound(range.start_bound()),
+            map_bound(range.end_bound()),
+        )
+    }
+
+    /// As [`Db::prefix`], as of the snapshot.
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
+        let sv = self.inner.current.read().clone();
+        let (lo, hi) = prefix_bounds(prefix.as_ref());
+        iterate(sv, self.seq, lo, hi)
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        let mut snaps = self.inner.snapshots.lock();
+        if let Some(n) = snaps.get_mut(&self.seq.0) {
+            *n -= 1;
+            if *n == 0 {
+                snaps.remove(&self.seq.0);
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot").field("seq", &self.seq).finish()
+    }
+}
+
 impl DbInner {
     /// The sequence number and super-version a new read uses. The sequence
     /// is loaded first: every write it covers is in that super-version's
@@ -457,20 +623,12 @@ impl DbInner {
         Ok(())
     }
 
-    fn table_options(&self) -> TableOptions {
-        TableOptions {
-            block_size: self.options.block_size,
-            restart_interval: self.options.block_restart_interval,
-            filter_policy: self.filter_policy.clone(),
-        }
-    }
-
     /// Writes the oldest frozen memtable `imm` to a level-0 SSTable, logs
     /// the edit to the manifest, installs the new version and deletes the
     /// memtable's WAL.
     fn flush_memtable(&self, imm: &Arc<MemTable>) -> Result<()> {
         let number = self.next_file_number.fetch_add(1, Ordering::SeqCst);
-        let (meta, table) = write_table(&self.dir, number, self.table_options(), imm)?;
+        let (meta, table) = write_table(&self.dir, number, self.table_options.clone(), imm)?;
         let mut vs = self.versions.lock();
         // WALs older than the next-oldest unflushed memtable are obsolete.
         let log_number = {
@@ -511,6 +669,146 @@ impl DbInner {
             .table_bytes_written
             .fetch_add(meta.file_size, Ordering::Relaxed);
         remove_obsolete_wals(&self.dir, log_number)
+    }
+}
+
+impl DbInner {
+    /// The write stall: with automatic compaction, a write waits while level
+    /// 0 holds `level0_stop_trigger` files or more, and is delayed by 1 ms
+    /// once it holds `level0_slowdown_trigger`, so that compaction keeps up
+    /// and the files a read probes stay bounded.
+    fn throttle_for_level0(&self) -> Result<()> {
+        if self.options.compaction_style == CompactionStyle::None {
+            return Ok(());
+        }
+        let level0 = || self.current.read().version.levels[0].len();
+        if level0() >= self.options.level0_stop_trigger {
+            let mut bg = self.bg.lock();
+            while level0() >= self.options.level0_stop_trigger {
+                if let Some(e) = &bg.error {
+                    return Err(Error::Background(e.clone()));
+                }
+                self.bg_cv.wait(&mut bg);
+            }
+        } else if level0() >= self.options.level0_slowdown_trigger {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        Ok(())
+    }
+
+    /// The oldest sequence number a reader may still read at: the oldest
+    /// live snapshot, else the newest visible sequence.
+    fn smallest_snapshot(&self) -> SequenceNumber {
+        let snaps = self.snapshots.lock();
+        match snaps.keys().next() {
+            Some(&s) => SequenceNumber(s),
+            None => SequenceNumber(self.visible_seq.load(Ordering::Acquire)),
+        }
+    }
+
+    /// Runs one automatic compaction if the picker finds one and no other
+    /// compaction is running.
+    fn compact_once_if_needed(&self) -> Result<()> {
+        let Some(mut pointers) = self.compaction.try_lock() else {
+            return Ok(());
+        };
+        let version = Arc::clone(&self.current.read().version);
+        match compaction::pick(&version, &self.options, &mut pointers) {
+            Some(c) => self.run_compaction(&c),
+            None => Ok(()),
+        }
+    }
+
+    /// Executes `c`: merges its inputs into new tables (or moves a single
+    /// file), logs one manifest edit, installs the new version and marks the
+    /// inputs obsolete so that each is deleted once no reader holds it.
+    /// The caller holds the `compaction` lock.
+    fn run_compaction(&self, c: &Compaction) -> Result<()> {
+        let (outputs, counts) = if c.trivial_move {
+            (Vec::new(), compaction::CompactionCounts::default())
+        } else {
+            let next = || self.next_file_number.fetch_add(1, Ordering::SeqCst);
+            let ctx = MergeContext {
+                dir: &self.dir,
+                table_options: self.table_options.clone(),
+                target_file_size: self.options.target_file_size,
+                smallest_snapshot: self.smallest_snapshot(),
+                new_file_number: &next,
+            };
+            compaction::merge(c, &ctx)?
+        };
+        manifest::sync_dir(&self.dir)?;
+        let mut edit = compaction::edit_for(c, &outputs);
+        let mut opened: BTreeMap<u64, Arc<Table>> = outputs
+            .iter()
+            .map(|o| (o.meta.number, Arc::clone(&o.table)))
+            .collect();
+        if c.trivial_move {
+            let (_, f) = &c.inputs[0];
+            opened.insert(f.meta.number, Arc::clone(&f.table));
+        }
+        let mut vs = self.versions.lock();
+        edit.next_file_number = Some(self.next_file_number.load(Ordering::SeqCst));
+        edit.last_sequence = Some(SequenceNumber(vs.last_seq));
+        if let Err(e) = vs.manifest.log_edit(&edit) {
+            for o in &outputs {
+                let _ = fs::remove_file(o.table.path());
+            }
+            return Err(e);
+        }
+        {
+            let mut cur = self.current.write();
+            let version = cur.version.apply(&edit, &mut opened)?;
+            *cur = Arc::new(SuperVersion {
+                mem: Arc::clone(&cur.mem),
+                imms: cur.imms.clone(),
+                version: Arc::new(version),
+            });
+        }
+        drop(vs);
+        if !c.trivial_move {
+            for (_, f) in &c.inputs {
+                f.mark_obsolete();
+            }
+        }
+        let r = Ordering::Relaxed;
+        let k = &self.counters;
+        k.compactions.fetch_add(1, r);
+        k.compaction_bytes_read.fetch_add(counts.bytes_read, r);
+        k.compaction_bytes_written
+            .fetch_add(counts.bytes_written, r);
+        k.table_bytes_written.fetch_add(counts.bytes_written, r);
+        k.tombstones_dropped.fetch_add(counts.tombstones_dropped, r);
+        k.versions_dropped.fetch_add(counts.versions_dropped, r);
+        Ok(())
+    }
+
+    /// Compacts, level by level from 0, the files overlapping `range` (all
+    /// files if `None`) into the next level, down to the deepest level that
+    /// holds data (at least level 1), which is then compacted into itself.
+    fn compact_manually(&self, range: Option<(&[u8], &[u8])>) -> Result<()> {
+        let mut _pointers = self.compaction.lock();
+        let deepest = {
+            let v = &self.current.read().version;
+            (1..v.levels.len())
+                .rev()
+                .find(|&l| !v.levels[l].is_empty())
+                .unwrap_or(1)
+        };
+        let mut result = Ok(());
+        for level in 0..=deepest {
+            let version = Arc::clone(&self.current.read().version);
+            if let Some(c) = compaction::pick_manual(&version, level, range, level == deepest) {
+                result = self.run_compaction(&c);
+                if result.is_err() {
+                    break;
+                }
+            }
+        }
+        drop(_pointers);
+        let _bg = self.bg.lock();
+        self.bg_cv.notify_all();
+        result
     }
 }
 
@@ -625,13 +923,8 @@ fn check_fresh_directory(dir: &Path) -> Result<()> {
 
 /// Opens tables, replays WALs, flushes what they held, starts a fresh WAL
 /// and manifest, removes obsolete files and starts the background thread.
-fn recover(
-    dir: PathBuf,
-    options: Options,
-    filter_policy: Option<Arc<dyn FilterPolicy>>,
-    lock: File,
-    state: ReplayedState,
-) -> Result<Db> {
+fn recover(dir: PathBuf, options: Options, lock: File, state: ReplayedState) -> Result<Db> {
+    let table_options = TableOptions::from_db_options(&options);
     let on_disk = list_dir(&dir)?;
     let max_on_disk = on_disk
         .iter()
@@ -660,11 +953,6 @@ fn recover(
     let mut version = Version::empty().apply(&all, &mut opened)?;
 
     // Replay live WALs, oldest first, flushing whenever a memtable fills.
-    let table_opts = TableOptions {
-        block_size: options.block_size,
-        restart_interval: options.block_restart_interval,
-        filter_policy: filter_policy.clone(),
-    };
     let mut wals: Vec<u64> = on_disk
         .iter()
         .filter_map(|(t, _)| match *t {
@@ -681,7 +969,7 @@ fn recover(
             }
             let number = *next_file;
             *next_file += 1;
-            let (meta, table) = write_table(&dir, number, table_opts.clone(), mem)?;
+            let (meta, table) = write_table(&dir, number, table_options.clone(), mem)?;
             let edit = VersionEdit {
                 new_files: vec![(0, meta)],
                 ..Default::default()
@@ -745,7 +1033,7 @@ fn recover(
     let inner = Arc::new(DbInner {
         dir,
         options,
-        filter_policy,
+        table_options,
         write: Mutex::new(WriteState {
             wal,
             mem: Arc::clone(&mem),
@@ -762,6 +1050,8 @@ fn recover(
         bg: Mutex::new(BgState::default()),
         bg_cv: Condvar::new(),
         counters: Counters::default(),
+        snapshots: Mutex::new(BTreeMap::new()),
+        compaction: Mutex::new(vec![Vec::new(); crate::version::set::NUM_LEVELS]),
         _lock: lock,
     });
     let bg_inner = Arc::clone(&inner);
@@ -775,27 +1065,46 @@ fn recover(
     })
 }
 
-/// The background thread: flushes the oldest frozen memtable until shut
-/// down. A failure is recorded and ends the thread; the database then
-/// refuses writes (reads still work).
+/// What the background thread does next.
+enum BgJob {
+    Flush(Arc<MemTable>),
+    Compact,
+}
+
+/// The background thread: flushes the oldest frozen memtable, else runs
+/// the compaction the style calls for, until shut down. Flushes come first
+/// because writers wait for them. A failure is recorded and ends the
+/// thread; the database then refuses writes (reads still work).
 fn background_main(inner: Arc<DbInner>) {
     loop {
-        let imm = {
+        let job = {
             let mut bg = inner.bg.lock();
             loop {
                 if bg.shutdown || bg.error.is_some() {
                     return;
                 }
                 if let Some(m) = inner.current.read().imms.last().cloned() {
-                    break m;
+                    break BgJob::Flush(m);
+                }
+                if !inner.compaction.is_locked()
+                    && compaction::needs_compaction(&inner.current.read().version, &inner.options)
+                {
+                    break BgJob::Compact;
                 }
                 inner.bg_cv.wait(&mut bg);
             }
         };
-        let result = inner.flush_memtable(&imm);
+        let result = match job {
+            BgJob::Flush(imm) => inner
+                .flush_memtable(&imm)
+                .map_err(|e| format!("flush failed: {e}")),
+            BgJob::Compact => inner
+                .compact_once_if_needed()
+                .map_err(|e| format!("compaction failed: {e}")),
+        };
         let mut bg = inner.bg.lock();
         if let Err(e) = result {
-            bg.error.get_or_insert_with(|| format!("flush failed: {e}"));
+            bg.error.get_or_insert(e);
         }
         inner.bg_cv.notify_all();
     }
@@ -824,10 +1133,15 @@ fn get_from(
         // Disjoint, sorted files: the only candidate is the first whose
         // largest key is >= key.
         let i = files.partition_point(|f| f.largest_user_key() < key);
-        if let Some(f) = files.get(i) {
-            if let Some(answer) = probe(f, key, seq, hash, c)? {
-                return Ok(answer);
+        match files.get(i) {
+            Some(f) => {
+                if let Some(answer) = probe(f, key, seq, hash, c)? {
+                    return Ok(answer);
+                }
             }
+            // Past the level's last key: skipped by key range.
+            None if !files.is_empty() => c.range_skips += 1,
+            None => {}
         }
     }
     Ok(None)
@@ -879,6 +1193,15 @@ fn map_bound<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<Vec<u8>> {
         Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
         Bound::Unbounded => Bound::Unbounded,
     }
+}
+
+/// The user-key bounds of the keys starting with `p`.
+fn prefix_bounds(p: &[u8]) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let hi = match prefix_successor(p) {
+        Some(s) => Bound::Excluded(s),
+        None => Bound::Unbounded,
+    };
+    (Bound::Included(p.to_vec()), hi)
 }
 
 /// The smallest key greater than every key starting with `p`, or `None`

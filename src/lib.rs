@@ -4,6 +4,7 @@
 
 #![deny(missing_docs)]
 
+mod compaction;
 mod db;
 pub mod error;
 pub mod escape;
@@ -20,7 +21,7 @@ pub mod util;
 pub mod version;
 pub mod write_batch;
 
-pub use db::Db;
+pub use db::{Db, LiveFile, Snapshot};
 pub use error::{Error, Result};
 pub use iter::DbIterator;
 pub use key::{InternalKey, SequenceNumber, ValueType};

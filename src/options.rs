@@ -63,6 +63,24 @@ pub struct Options {
     /// How background compaction shapes the tree. Defaults to
     /// [`CompactionStyle::Leveled`].
     pub compaction_style: CompactionStyle,
+    /// Level-0 files (leveled) or sorted runs (tiered) that trigger a
+    /// compaction. Defaults to 4.
+    pub level0_compaction_trigger: usize,
+    /// Level-0 files at which each write is delayed by 1 ms, to let
+    /// compaction catch up. Defaults to 20.
+    pub level0_slowdown_trigger: usize,
+    /// Level-0 files at which writes stop until compaction brings the count
+    /// down. Bounds memory and the files a read may probe. Defaults to 36.
+    pub level0_stop_trigger: usize,
+    /// Byte budget of level 1 under leveled compaction. Defaults to 256 MiB.
+    pub max_bytes_for_level_base: u64,
+    /// Each level's budget is this many times the previous level's.
+    /// Defaults to 10.
+    pub level_size_multiplier: u32,
+    /// Size at which a compaction output file is cut, in bytes (outputs are
+    /// cut only between user keys, so may be a little larger). Defaults to
+    /// 64 MiB.
+    pub target_file_size: u64,
 }
 
 impl Default for Options {
@@ -78,6 +96,12 @@ impl Default for Options {
             error_if_exists: false,
             max_immutable_memtables: 2,
             compaction_style: CompactionStyle::Leveled,
+            level0_compaction_trigger: 4,
+            level0_slowdown_trigger: 20,
+            level0_stop_trigger: 36,
+            max_bytes_for_level_base: 256 << 20,
+            level_size_multiplier: 10,
+            target_file_size: 64 << 20,
         }
     }
 }
@@ -105,6 +129,20 @@ impl Options {
             if !(1..=30).contains(&k) {
                 return bad("bloom_hashes must be between 1 and 30");
             }
+        }
+        if self.level0_compaction_trigger < 2
+            || self.level0_slowdown_trigger < self.level0_compaction_trigger
+            || self.level0_stop_trigger < self.level0_slowdown_trigger
+        {
+            return bad("level-0 triggers must satisfy 2 <= compaction <= slowdown <= stop");
+        }
+        if self.level_size_multiplier < 2 {
+            return bad("level_size_multiplier must be at least 2");
+        }
+        if self.max_bytes_for_level_base < 1024 || self.target_file_size < 1024 {
+            return bad(
+                "max_bytes_for_level_base and target_file_size must be at least 1024 bytes",
+            );
         }
         if self.max_immutable_memtables == 0 {
             return bad("max_immutable_memtables must be at least 1");

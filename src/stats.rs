@@ -16,7 +16,9 @@ pub struct Stats {
     /// Lookups answered by a memtable (active or immutable), value or
     /// tombstone, without touching an SSTable.
     pub memtable_hits: u64,
-    /// SSTables skipped because the key lies outside their key range.
+    /// SSTables skipped because the key lies outside their key range. In
+    /// levels 1 and deeper, where a binary search finds the one candidate
+    /// file, a level whose candidate does not cover the key counts once.
     pub range_skips: u64,
     /// SSTable Bloom filters consulted.
     pub filter_probes: u64,
@@ -33,10 +35,33 @@ pub struct Stats {
     pub flushes: u64,
     /// Bytes written by users (keys plus values of every put and delete).
     pub user_bytes_written: u64,
-    /// Bytes of SSTables written by flushes.
+    /// Bytes of SSTables written by flushes and compactions.
     pub table_bytes_written: u64,
+    /// Compactions run (trivial moves included).
+    pub compactions: u64,
+    /// Bytes of input SSTables read by compactions.
+    pub compaction_bytes_read: u64,
+    /// Bytes of SSTables written by compactions.
+    pub compaction_bytes_written: u64,
+    /// Tombstones compaction removed because nothing older remained below.
+    pub tombstones_dropped: u64,
+    /// Shadowed versions compaction removed.
+    pub versions_dropped: u64,
     /// One entry per level, level 0 first.
     pub levels: Vec<LevelStats>,
+}
+
+impl Stats {
+    /// Write amplification so far: bytes written to SSTables (flushes and
+    /// compactions) per byte of keys and values written by users; 0 before
+    /// any write.
+    pub fn write_amplification(&self) -> f64 {
+        if self.user_bytes_written == 0 {
+            0.0
+        } else {
+            self.table_bytes_written as f64 / self.user_bytes_written as f64
+        }
+    }
 }
 
 /// The shape of one level of the current version.
@@ -83,6 +108,11 @@ pub(crate) struct Counters {
     pub flushes: AtomicU64,
     pub user_bytes_written: AtomicU64,
     pub table_bytes_written: AtomicU64,
+    pub compactions: AtomicU64,
+    pub compaction_bytes_read: AtomicU64,
+    pub compaction_bytes_written: AtomicU64,
+    pub tombstones_dropped: AtomicU64,
+    pub versions_dropped: AtomicU64,
 }
 
 /// Counts of one lookup, added to [`Counters`] in one go.
@@ -129,6 +159,11 @@ impl Counters {
             flushes: l(&self.flushes),
             user_bytes_written: l(&self.user_bytes_written),
             table_bytes_written: l(&self.table_bytes_written),
+            compactions: l(&self.compactions),
+            compaction_bytes_read: l(&self.compaction_bytes_read),
+            compaction_bytes_written: l(&self.compaction_bytes_written),
+            tombstones_dropped: l(&self.tombstones_dropped),
+            versions_dropped: l(&self.versions_dropped),
             levels,
         }
     }

@@ -9,7 +9,7 @@ use std::collections::HashSet;
 
 use common::gz_lines;
 use siftdb::filter::theoretical_fpr;
-use siftdb::{Db, Options, WriteBatch};
+use siftdb::{CompactionStyle, Db, Options, WriteBatch};
 
 #[test]
 fn debian_packages_round_trip_and_filters_skip_files() {
@@ -31,6 +31,8 @@ fn debian_packages_round_trip_and_filters_skip_files() {
     let dir = tempfile::tempdir().unwrap();
     let mut opts = Options::default();
     opts.write_buffer_size = 512 << 10;
+    // Flush-only, so every flushed file stays a level-0 run.
+    opts.compaction_style = CompactionStyle::None;
     {
         let db = Db::open_with(dir.path(), opts.clone()).unwrap();
         for chunk in records.chunks(1000) {

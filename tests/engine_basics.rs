@@ -145,7 +145,8 @@ fn last_key_of_every_block_and_a_one_key_table() {
 #[test]
 fn level0_newest_file_wins() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = small_options();
+    let mut opts = small_options();
+    opts.compaction_style = siftdb::CompactionStyle::None;
     {
         let db = open(dir.path(), &opts);
         for v in 1..=5 {

@@ -1,6 +1,8 @@
 //! Randomized model test: the database against a `BTreeMap`, through puts,
-//! deletes, batches, flushes, reopens, point reads and range scans in both
-//! directions. Seeds are fixed; set SIFTDB_MODEL_OPS for longer runs.
+//! deletes, batches, flushes, compactions (every style), snapshots,
+//! reopens, point reads and range scans in both directions. Seeds are
+//! fixed; set SIFTDB_MODEL_OPS (operations per seed, default 10,000) for
+//! longer runs.
 
 mod common;
 
@@ -8,7 +10,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use common::Rng;
-use siftdb::{Db, Options, WriteBatch};
+use siftdb::{CompactionStyle, Db, Options, Snapshot, WriteBatch};
 
 fn key(rng: &mut Rng) -> Vec<u8> {
     // A small key space so keys are overwritten and deleted often; a few
@@ -45,8 +47,26 @@ fn valid_range(lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
 }
 
 type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-fn check_range(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, rng: &mut Rng) {
+/// What a range read can be made from: the database or a snapshot.
+trait Reader {
+    fn range_of(&self, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> siftdb::DbIterator;
+}
+
+impl Reader for Db {
+    fn range_of(&self, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> siftdb::DbIterator {
+        self.range((lo, hi))
+    }
+}
+
+impl Reader for Snapshot {
+    fn range_of(&self, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> siftdb::DbIterator {
+        self.range((lo, hi))
+    }
+}
+
+fn check_range(db: &dyn Reader, model: &BTreeMap<Vec<u8>, Vec<u8>>, rng: &mut Rng) {
     let (lo, hi) = (bound(rng), bound(rng));
     let expected: Pairs = if valid_range(&lo, &hi) {
         model
@@ -57,19 +77,19 @@ fn check_range(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, rng: &mut Rng) {
         Vec::new()
     };
     let got: Pairs = db
-        .range((lo.clone(), hi.clone()))
+        .range_of(lo.clone(), hi.clone())
         .map(|r| r.unwrap())
         .collect();
     assert_eq!(got, expected, "forward {lo:?}..{hi:?}");
     let mut back: Pairs = db
-        .range((lo.clone(), hi.clone()))
+        .range_of(lo.clone(), hi.clone())
         .rev()
         .map(|r| r.unwrap())
         .collect();
     back.reverse();
     assert_eq!(back, expected, "backward {lo:?}..{hi:?}");
     // Interleaved ends: the union is the expected set, nothing twice.
-    let mut it = db.range((lo.clone(), hi.clone()));
+    let mut it = db.range_of(lo.clone(), hi.clone());
     let (mut front, mut tail) = (Vec::new(), Vec::new());
     loop {
         let from_back = rng.below(2) == 0;
@@ -85,28 +105,33 @@ fn check_range(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, rng: &mut Rng) {
     assert_eq!(front, expected, "interleaved {lo:?}..{hi:?}");
 }
 
-fn run(seed: u64, ops: usize) {
+fn run(seed: u64, style: CompactionStyle, ops: usize) {
     let dir = tempfile::tempdir().unwrap();
     let mut opts = Options::default();
     opts.write_buffer_size = 8 << 10;
     opts.block_size = 256;
     opts.bits_per_key = [0, 4, 10][(seed % 3) as usize];
+    opts.compaction_style = style;
+    opts.max_bytes_for_level_base = 16 << 10;
+    opts.level_size_multiplier = 2;
+    opts.target_file_size = 8 << 10;
     let mut db = Db::open_with(dir.path(), opts.clone()).unwrap();
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut snapshots: Vec<(Snapshot, Model)> = Vec::new();
     let mut rng = Rng(seed);
     for step in 0..ops {
         match rng.below(100) {
-            0..=39 => {
+            0..=37 => {
                 let (k, v) = (key(&mut rng), value(&mut rng));
                 db.put(&k, &v).unwrap();
                 model.insert(k, v);
             }
-            40..=54 => {
+            38..=51 => {
                 let k = key(&mut rng);
                 db.delete(&k).unwrap();
                 model.remove(&k);
             }
-            55..=62 => {
+            52..=58 => {
                 let mut b = WriteBatch::new();
                 for _ in 0..rng.below(8) {
                     let k = key(&mut rng);
@@ -121,7 +146,7 @@ fn run(seed: u64, ops: usize) {
                 }
                 db.write(b).unwrap();
             }
-            63..=84 => {
+            59..=76 => {
                 let k = key(&mut rng);
                 assert_eq!(
                     db.get(&k).unwrap(),
@@ -129,15 +154,43 @@ fn run(seed: u64, ops: usize) {
                     "seed {seed} step {step} get {k:?}"
                 );
             }
-            85..=92 => check_range(&db, &model, &mut rng),
-            93..=96 => db.flush().unwrap(),
+            77..=82 => check_range(&db, &model, &mut rng),
+            83..=85 => {
+                if snapshots.len() < 4 {
+                    snapshots.push((db.snapshot(), model.clone()));
+                } else {
+                    snapshots.remove(rng.below(4) as usize);
+                }
+            }
+            86..=89 => {
+                if !snapshots.is_empty() {
+                    let (snap, m) = &snapshots[rng.below(snapshots.len() as u64) as usize];
+                    let k = key(&mut rng);
+                    assert_eq!(
+                        snap.get(&k).unwrap(),
+                        m.get(&k).cloned(),
+                        "seed {seed} step {step} snapshot get"
+                    );
+                    check_range(snap, m, &mut rng);
+                }
+            }
+            90..=92 => db.flush().unwrap(),
+            93 => db.compact().unwrap(),
+            94..=95 => {
+                let (a, b) = (key(&mut rng), key(&mut rng));
+                db.compact_range(a.clone().min(b.clone()), a.max(b))
+                    .unwrap();
+            }
+            96 => db.wait_for_compactions().unwrap(),
             _ => {
+                snapshots.clear();
                 drop(db);
                 db = Db::open_with(dir.path(), opts.clone()).unwrap();
             }
         }
     }
     // Full check at the end, after one more reopen.
+    snapshots.clear();
     drop(db);
     let db = Db::open_with(dir.path(), opts).unwrap();
     let all: Pairs = db.range::<Vec<u8>, _>(..).map(|r| r.unwrap()).collect();
@@ -149,20 +202,23 @@ fn ops() -> usize {
     std::env::var("SIFTDB_MODEL_OPS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(3000)
+        .unwrap_or(10_000)
 }
 
 #[test]
-fn model_seed_1() {
-    run(1, ops());
+fn model_leveled() {
+    run(1, CompactionStyle::Leveled, ops());
+    run(4, CompactionStyle::Leveled, ops());
 }
 
 #[test]
-fn model_seed_2() {
-    run(2, ops());
+fn model_tiered() {
+    run(2, CompactionStyle::Tiered, ops());
+    run(5, CompactionStyle::Tiered, ops());
 }
 
 #[test]
-fn model_seed_3() {
-    run(3, ops());
+fn model_no_compaction() {
+    run(3, CompactionStyle::None, ops());
+    run(6, CompactionStyle::None, ops());
 }

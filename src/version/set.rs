@@ -7,6 +7,7 @@
 //! deletes files, on disk) until it is done.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::sstable::Table;
@@ -17,15 +18,46 @@ use crate::{Error, Result};
 pub const NUM_LEVELS: usize = 7;
 
 /// One SSTable of a version: its manifest metadata and the open table.
+///
+/// Every version that lists the file shares one `Arc<TableFile>`, and so
+/// does every reader of those versions. Once a compaction's manifest edit
+/// removes the file, it is marked obsolete, and the file is deleted when the
+/// last `Arc` goes: when no version, iterator or lookup uses it any more
+/// (leveldb `doc/impl.md`, "Garbage collection of files").
 #[derive(Debug)]
 pub struct TableFile {
     /// Number, size and key range, as recorded in the manifest.
     pub meta: FileMetaData,
     /// The open, memory-mapped table.
     pub table: Arc<Table>,
+    obsolete: AtomicBool,
+}
+
+impl Drop for TableFile {
+    fn drop(&mut self) {
+        if self.obsolete.load(Ordering::Acquire) {
+            // A failure leaves an orphan that the next open removes.
+            let _ = std::fs::remove_file(self.table.path());
+        }
+    }
 }
 
 impl TableFile {
+    /// Wraps an open table and its metadata.
+    pub fn new(meta: FileMetaData, table: Arc<Table>) -> Self {
+        TableFile {
+            meta,
+            table,
+            obsolete: AtomicBool::new(false),
+        }
+    }
+
+    /// Marks the file for deletion once nothing uses it. Call only after
+    /// the manifest edit that removes it is durable.
+    pub fn mark_obsolete(&self) {
+        self.obsolete.store(true, Ordering::Release);
+    }
+
     /// Smallest user key in the file.
     pub fn smallest_user_key(&self) -> &[u8] {
         self.meta.smallest.user_key()
@@ -102,10 +134,7 @@ impl Version {
             levels
                 .get_mut(*level as usize)
                 .ok_or_else(|| bad_edit(format!("level {level} out of range")))?
-                .push(Arc::new(TableFile {
-                    meta: meta.clone(),
-                    table,
-                }));
+                .push(Arc::new(TableFile::new(meta.clone(), table)));
         }
         let mut v = Version { levels };
         v.sort();

@@ -1,0 +1,418 @@
+//! [`Compaction`]: which files to merge (the pickers for each
+//! [`CompactionStyle`]) and the merge itself, which drops dead versions and
+//! tombstones and writes new SSTables whose filters are built from the keys
+//! they actually hold.
+//!
+//! # Rules for dropping an entry
+//!
+//! Let `S` be the oldest sequence number any reader may still use: the
+//! oldest live [`crate::Snapshot`], or the newest visible sequence if there
+//! is none. Entries are merged in internal-key order (each user key's
+//! versions newest first). An entry is dropped when
+//!
+//! 1. a newer version of the same user key with sequence `<= S` was already
+//!    seen: every reader sees that newer version instead (a *dead version*);
+//!    or
+//! 2. it is a tombstone with sequence `<= S` and no file outside the
+//!    compaction that is *older* than its inputs may hold the key (the
+//!    output is the bottommost data for that key): the tombstone hides
+//!    nothing any more, and every reader would see "absent" without it.
+//!
+//! Everything else is kept, so a snapshot taken before a delete keeps
+//! reading the old value, and a tombstone is never dropped while an older
+//! value sits in a deeper level (it would come back). This is LevelDB's rule
+//! (`db/db_impl.cc`, `DoCompactionWork`).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::iter::{EntrySource, MergingIterator};
+use crate::key::{ParsedInternalKey, SequenceNumber, ValueType};
+use crate::options::{CompactionStyle, Options};
+use crate::sstable::{Table, TableBuilder, TableOptions};
+use crate::version::edit::{FileMetaData, VersionEdit};
+use crate::version::set::{TableFile, Version, NUM_LEVELS};
+use crate::{filename, Error, Result};
+
+/// A planned merge: input files, where the output goes, and which other
+/// files are older than the inputs (for the tombstone rule).
+#[derive(Debug)]
+pub(crate) struct Compaction {
+    /// `(level, file)` for every input.
+    pub inputs: Vec<(usize, Arc<TableFile>)>,
+    /// Level the outputs are written to.
+    pub output_level: usize,
+    /// Files outside the compaction that hold older data than the inputs.
+    pub older: Vec<Arc<TableFile>>,
+    /// A single input with nothing to merge: the file is moved to
+    /// `output_level` by a manifest edit, not rewritten.
+    pub trivial_move: bool,
+}
+
+/// Counters of one compaction run.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct CompactionCounts {
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub tombstones_dropped: u64,
+    pub versions_dropped: u64,
+}
+
+/// Byte budget of level `level >= 1` under leveled compaction:
+/// `max_bytes_for_level_base · level_size_multiplier^(level−1)`.
+pub(crate) fn level_max_bytes(o: &Options, level: usize) -> f64 {
+    o.max_bytes_for_level_base as f64 * (o.level_size_multiplier as f64).powi(level as i32 - 1)
+}
+
+fn total_bytes(files: &[Arc<TableFile>]) -> u64 {
+    files.iter().map(|f| f.meta.file_size).sum()
+}
+
+/// The user-key range `[smallest, largest]` spanned by `files`.
+fn key_range(files: &[&Arc<TableFile>]) -> Option<(Vec<u8>, Vec<u8>)> {
+    let smallest = files.iter().map(|f| f.smallest_user_key()).min()?;
+    let largest = files.iter().map(|f| f.largest_user_key()).max()?;
+    Some((smallest.to_vec(), largest.to_vec()))
+}
+
+fn overlaps(f: &TableFile, lo: &[u8], hi: &[u8]) -> bool {
+    f.largest_user_key() >= lo && f.smallest_user_key() <= hi
+}
+
+/// Files of `level` overlapping `[lo, hi]`.
+fn overlapping(v: &Version, level: usize, lo: &[u8], hi: &[u8]) -> Vec<Arc<TableFile>> {
+    v.levels[level]
+        .iter()
+        .filter(|f| overlaps(f, lo, hi))
+        .cloned()
+        .collect()
+}
+
+/// Level-0 files overlapping `[lo, hi]`, widened until closed: a level-0
+/// file is only ever compacted together with every other level-0 file that
+/// overlaps it, so that no older overlapping version is left above the
+/// output (it would shadow newer data once the output sits below it).
+fn level0_closure(v: &Version, lo: &[u8], hi: &[u8]) -> Vec<Arc<TableFile>> {
+    let (mut lo, mut hi) = (lo.to_vec(), hi.to_vec());
+    loop {
+        let picked = overlapping(v, 0, &lo, &hi);
+        let refs: Vec<&Arc<TableFile>> = picked.iter().collect();
+        match key_range(&refs) {
+            Some((l, h)) if l < lo || h > hi => {
+                lo = l.min(lo);
+                hi = h.max(hi);
+            }
+            _ => return picked,
+        }
+    }
+}
+
+/// Builds a compaction of `upper` (files of `level`) into `level + 1`.
+fn leveled_compaction(v: &Version, level: usize, upper: Vec<Arc<TableFile>>) -> Option<Compaction> {
+    if upper.is_empty() || level + 1 >= NUM_LEVELS {
+        return None;
+    }
+    let refs: Vec<&Arc<TableFile>> = upper.iter().collect();
+    let (lo, hi) = key_range(&refs)?;
+    let lower = overlapping(v, level + 1, &lo, &hi);
+    let trivial_move = upper.len() == 1 && lower.is_empty();
+    let mut inputs: Vec<(usize, Arc<TableFile>)> = upper.into_iter().map(|f| (level, f)).collect();
+    inputs.extend(lower.into_iter().map(|f| (level + 1, f)));
+    let older = v.levels[level + 2..].iter().flatten().cloned().collect();
+    Some(Compaction {
+        inputs,
+        output_level: level + 1,
+        older,
+        trivial_move,
+    })
+}
+
+/// Leveled picker: level 0 when it holds `level0_compaction_trigger` files
+/// (score = files / trigger), else the level whose bytes most exceed its
+/// budget (score = bytes / budget); nothing if every score is below 1. For
+/// level 0 every file is an input; for deeper levels the file after
+/// `pointer[level]` in key order (round robin, as LevelDB's compact
+/// pointer), plus every overlapping file one level down.
+pub(crate) fn pick_leveled(
+    v: &Version,
+    o: &Options,
+    pointer: &mut [Vec<u8>],
+) -> Option<Compaction> {
+    let mut best: Option<(f64, usize)> = None;
+    let l0_score = v.levels[0].len() as f64 / o.level0_compaction_trigger as f64;
+    if l0_score >= 1.0 {
+        best = Some((l0_score, 0));
+    }
+    for level in 1..NUM_LEVELS - 1 {
+        let score = total_bytes(&v.levels[level]) as f64 / level_max_bytes(o, level);
+        if score >= 1.0 && best.is_none_or(|(b, _)| score > b) {
+            best = Some((score, level));
+        }
+    }
+    let (_, level) = best?;
+    if level == 0 {
+        return leveled_compaction(v, 0, v.levels[0].clone());
+    }
+    let files = &v.levels[level];
+    let next = files
+        .iter()
+        .position(|f| f.largest_user_key() > pointer[level].as_slice())
+        .unwrap_or(0);
+    let f = Arc::clone(&files[next]);
+    pointer[level] = f.largest_user_key().to_vec();
+    leveled_compaction(v, level, vec![f])
+}
+
+/// Size ratio for the tiered picker: a run joins the merge while its size
+/// is at most this multiple of the runs already picked.
+const TIERED_SIZE_RATIO: f64 = 2.0;
+
+/// Tiered picker (after RocksDB's universal compaction): level 0 holds
+/// sorted runs, newest first. When there are at least
+/// `level0_compaction_trigger` runs, merge the longest sequence of
+/// consecutive runs, starting at the newest, in which each next run is at
+/// most [`TIERED_SIZE_RATIO`] times the size of those before it (at least
+/// two runs). If sizes grow too fast for that, merge the two newest once
+/// the run count reaches `level0_slowdown_trigger`, so the count stays
+/// bounded. Only consecutive runs are merged, so the output keeps its place
+/// in the newest-first order.
+pub(crate) fn pick_tiered(v: &Version, o: &Options) -> Option<Compaction> {
+    let runs = &v.levels[0];
+    if runs.len() < o.level0_compaction_trigger.max(2) {
+        return None;
+    }
+    let mut take = 1;
+    let mut sum = runs[0].meta.file_size as f64;
+    while take < runs.len() && runs[take].meta.file_size as f64 <= TIERED_SIZE_RATIO * sum {
+        sum += runs[take].meta.file_size as f64;
+        take += 1;
+    }
+    if take < 2 {
+        if runs.len() < o.level0_slowdown_trigger {
+            return None;
+        }
+        take = 2;
+    }
+    Some(tiered_compaction(v, take))
+}
+
+/// Merges the `take` newest level-0 runs into one level-0 run.
+fn tiered_compaction(v: &Version, take: usize) -> Compaction {
+    let runs = &v.levels[0];
+    let inputs = runs[..take].iter().map(|f| (0, Arc::clone(f))).collect();
+    let older = runs[take..]
+        .iter()
+        .chain(v.levels[1..].iter().flatten())
+        .cloned()
+        .collect();
+    Compaction {
+        inputs,
+        output_level: 0,
+        older,
+        trivial_move: false,
+    }
+}
+
+/// A manual compaction of the files of `level` overlapping `[lo, hi]`
+/// (every file of the level when the range is `None`) into `level + 1`,
+/// or, when `level` is the deepest level holding data (`bottommost`), into
+/// `level` itself, so that its dead versions and tombstones go too.
+pub(crate) fn pick_manual(
+    v: &Version,
+    level: usize,
+    range: Option<(&[u8], &[u8])>,
+    bottommost: bool,
+) -> Option<Compaction> {
+    let upper = match (level, range) {
+        (0, Some((lo, hi))) => level0_closure(v, lo, hi),
+        (_, Some((lo, hi))) => overlapping(v, level, lo, hi),
+        (_, None) => v.levels[level].clone(),
+    };
+    if !bottommost || level == 0 {
+        return leveled_compaction(v, level, upper);
+    }
+    if upper.is_empty() {
+        return None;
+    }
+    Some(Compaction {
+        inputs: upper.into_iter().map(|f| (level, f)).collect(),
+        output_level: level,
+        older: v.levels[level + 1..].iter().flatten().cloned().collect(),
+        trivial_move: false,
+    })
+}
+
+/// True if the style's picker would find work in `v`.
+pub(crate) fn needs_compaction(v: &Version, o: &Options) -> bool {
+    match o.compaction_style {
+        CompactionStyle::Leveled => {
+            v.levels[0].len() >= o.level0_compaction_trigger
+                || (1..NUM_LEVELS - 1)
+                    .any(|l| total_bytes(&v.levels[l]) as f64 >= level_max_bytes(o, l))
+        }
+        CompactionStyle::Tiered => pick_tiered(v, o).is_some(),
+        CompactionStyle::None => false,
+    }
+}
+
+/// The automatic compaction the style calls for, if any.
+pub(crate) fn pick(v: &Version, o: &Options, pointer: &mut [Vec<u8>]) -> Option<Compaction> {
+    match o.compaction_style {
+        CompactionStyle::Leveled => pick_leveled(v, o, pointer),
+        CompactionStyle::Tiered => pick_tiered(v, o),
+        CompactionStyle::None => None,
+    }
+}
+
+/// One output file of a compaction.
+pub(crate) struct Output {
+    pub meta: FileMetaData,
+    pub table: Arc<Table>,
+}
+
+/// Where compaction gets what it needs from the database.
+pub(crate) struct MergeContext<'a> {
+    pub dir: &'a Path,
+    pub table_options: TableOptions,
+    pub target_file_size: u64,
+    /// Oldest sequence number a reader may use (`S` in the module docs).
+    pub smallest_snapshot: SequenceNumber,
+    /// Allocates a new file number.
+    pub new_file_number: &'a dyn Fn() -> u64,
+}
+
+/// True if some file older than the compaction's inputs may hold
+/// `user_key`.
+fn older_may_hold(c: &Compaction, user_key: &[u8]) -> bool {
+    c.older.iter().any(|f| overlaps(f, user_key, user_key))
+}
+
+/// Runs the merge: reads every input, applies the dropping rules, and
+/// writes outputs of about `target_file_size` bytes each, cut only between
+/// user keys (so files of a level never share a user key). Outputs are
+/// synced; the directory is not (the caller syncs it once).
+///
+/// # Errors
+/// Corruption or I/O errors from reading inputs or writing outputs; on
+/// error every output written so far is deleted.
+pub(crate) fn merge(
+    c: &Compaction,
+    ctx: &MergeContext<'_>,
+) -> Result<(Vec<Output>, CompactionCounts)> {
+    let mut counts = CompactionCounts {
+        bytes_read: c.inputs.iter().map(|(_, f)| f.meta.file_size).sum(),
+        ..Default::default()
+    };
+    let sources: Vec<EntrySource> = c
+        .inputs
+        .iter()
+        .map(|(_, f)| -> EntrySource {
+            Box::new(
+                f.table
+                    .iter(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded),
+            )
+        })
+        .collect();
+    let mut merged = MergingIterator::new(sources);
+    let mut outputs: Vec<Output> = Vec::new();
+    let mut builder: Option<(u64, TableBuilder)> = None;
+    let result = (|| -> Result<()> {
+        let mut current_key: Option<Vec<u8>> = None;
+        // Sequence of the previous entry of the current user key, or MAX.
+        let mut last_seq_for_key = SequenceNumber::MAX;
+        while let Some((ik, value)) = merged.next_front()? {
+            let p = ParsedInternalKey::parse(&ik).ok_or_else(|| {
+                Error::corruption(
+                    ctx.dir,
+                    0,
+                    "compaction input holds a malformed internal key",
+                )
+            })?;
+            let new_key = current_key.as_deref() != Some(p.user_key);
+            if new_key {
+                current_key = Some(p.user_key.to_vec());
+                last_seq_for_key = SequenceNumber::MAX;
+            }
+            let drop = if last_seq_for_key <= ctx.smallest_snapshot {
+                counts.versions_dropped += 1;
+                true
+            } else if p.value_type == ValueType::Deletion
+                && p.seq <= ctx.smallest_snapshot
+                && !older_may_hold(c, p.user_key)
+            {
+                counts.tombstones_dropped += 1;
+                true
+            } else {
+                false
+            };
+            last_seq_for_key = p.seq;
+            if drop {
+                continue;
+            }
+            // Cut a full output only at a user-key boundary.
+            if new_key {
+                if let Some((_, b)) = &builder {
+                    if b.estimated_size() >= ctx.target_file_size {
+                        let (number, b) = builder.take().expect("checked above");
+                        outputs.push(finish_output(ctx.dir, number, b)?);
+                    }
+                }
+            }
+            if builder.is_none() {
+                let number = (ctx.new_file_number)();
+                let path = filename::table_path(ctx.dir, number);
+                builder = Some((number, TableBuilder::new(&path, ctx.table_options.clone())?));
+            }
+            if let Some((_, b)) = builder.as_mut() {
+                b.add(&ik, &value)?;
+            }
+        }
+        if let Some((number, b)) = builder.take() {
+            outputs.push(finish_output(ctx.dir, number, b)?);
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        drop(builder); // an unfinished builder deletes its file
+        for o in &outputs {
+            let _ = std::fs::remove_file(o.table.path());
+        }
+        return Err(e);
+    }
+    counts.bytes_written = outputs.iter().map(|o| o.meta.file_size).sum();
+    Ok((outputs, counts))
+}
+
+fn finish_output(dir: &Path, number: u64, b: TableBuilder) -> Result<Output> {
+    let summary = b.finish()?;
+    let path = filename::table_path(dir, number);
+    let table = Arc::new(Table::open(&path, number)?);
+    Ok(Output {
+        meta: FileMetaData {
+            number,
+            file_size: summary.file_size,
+            smallest: summary.smallest,
+            largest: summary.largest,
+            num_entries: summary.properties.num_entries,
+            num_tombstones: summary.properties.num_tombstones,
+        },
+        table,
+    })
+}
+
+/// The manifest edit that replaces the inputs of `c` by `outputs` (or, for
+/// a trivial move, moves the single input).
+pub(crate) fn edit_for(c: &Compaction, outputs: &[Output]) -> VersionEdit {
+    let mut edit = VersionEdit::default();
+    for (level, f) in &c.inputs {
+        edit.deleted_files.push((*level as u32, f.meta.number));
+    }
+    if c.trivial_move {
+        let (_, f) = &c.inputs[0];
+        edit.new_files.push((c.output_level as u32, f.meta.clone()));
+    }
+    for o in outputs {
+        edit.new_files.push((c.output_level as u32, o.meta.clone()));
+    }
+    edit
+}

@@ -1,0 +1,429 @@
+//! Compaction: version and tombstone dropping, snapshots, level shape, and
+//! the cases from public bug reports listed in the compaction issue.
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use common::Rng;
+use siftdb::{CompactionStyle, Db, Options};
+
+/// Leveled options with tiny level budgets, so data moves down several
+/// levels with little of it.
+fn deep_options() -> Options {
+    let mut o = Options::default();
+    o.write_buffer_size = 16 << 10;
+    o.block_size = 512;
+    o.max_bytes_for_level_base = 8 << 10;
+    o.level_size_multiplier = 2;
+    o.target_file_size = 8 << 10;
+    o
+}
+
+fn filler(db: &Db, prefix: &str, n: usize) {
+    for i in 0..n {
+        db.put(format!("{prefix}{i:05}"), [b'x'; 100]).unwrap();
+    }
+}
+
+fn level_of(db: &Db, key: &[u8]) -> Vec<usize> {
+    db.live_files()
+        .iter()
+        .filter(|f| {
+            f.properties.smallest_user_key.as_slice() <= key
+                && key <= f.properties.largest_user_key.as_slice()
+        })
+        .map(|f| f.level)
+        .collect()
+}
+
+fn assert_levels_disjoint(db: &Db) {
+    let files = db.live_files();
+    for level in 1..7 {
+        let mut ranges: Vec<(Vec<u8>, Vec<u8>)> = files
+            .iter()
+            .filter(|f| f.level == level)
+            .map(|f| {
+                (
+                    f.properties.smallest_user_key.clone(),
+                    f.properties.largest_user_key.clone(),
+                )
+            })
+            .collect();
+        ranges.sort();
+        for w in ranges.windows(2) {
+            assert!(w[0].1 < w[1].0, "level {level} files overlap: {w:?}");
+        }
+    }
+}
+
+#[test]
+fn tombstone_above_deeper_value_is_kept_until_they_meet() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = deep_options();
+    let db = Db::open_with(dir.path(), opts.clone()).unwrap();
+    db.put("k", "old").unwrap();
+    // Push data down until the file holding "k" sits in level 2 or deeper.
+    for round in 0..100 {
+        if level_of(&db, b"k").iter().all(|&l| l >= 2) && !level_of(&db, b"k").is_empty() {
+            break;
+        }
+        filler(
+            &db,
+            &format!("{}", (b'a' + (round % 20) as u8) as char),
+            100,
+        );
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+    }
+    let deep = level_of(&db, b"k");
+    assert!(
+        deep.iter().all(|&l| l >= 2),
+        "value should sit in level 2 or deeper: {deep:?}"
+    );
+
+    db.delete("k").unwrap();
+    // Automatic compactions carry the tombstone into level 1 and on; each
+    // must keep it while the value sits deeper.
+    for round in 0..8u8 {
+        filler(&db, &format!("{}", (b'a' + round) as char), 50);
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+        assert_eq!(db.get("k").unwrap(), None, "after round {round}");
+    }
+    db.compact_range("k", "k").unwrap();
+    assert_eq!(db.get("k").unwrap(), None);
+    // The tombstone may only be gone if the value is gone too.
+    let s = db.stats();
+    let tombstones: u64 = s.levels.iter().map(|l| l.tombstones).sum();
+    assert!(tombstones >= 1 || level_of(&db, b"k").is_empty());
+    db.wait_for_compactions().unwrap();
+    assert_eq!(db.get("k").unwrap(), None);
+    drop(db);
+
+    let db = Db::open_with(dir.path(), opts.clone()).unwrap();
+    assert_eq!(db.get("k").unwrap(), None);
+    db.compact().unwrap();
+    assert_eq!(db.get("k").unwrap(), None);
+    let s = db.stats();
+    assert_eq!(
+        s.levels.iter().map(|l| l.tombstones).sum::<u64>(),
+        0,
+        "a full compaction drops the tombstone"
+    );
+    drop(db);
+    let db = Db::open_with(dir.path(), opts).unwrap();
+    assert_eq!(db.get("k").unwrap(), None);
+    assert_eq!(db.range("k"..="k").count(), 0);
+}
+
+#[test]
+fn level0_compaction_never_skips_a_middle_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = deep_options();
+    opts.compaction_style = CompactionStyle::None;
+    let db = Db::open_with(dir.path(), opts).unwrap();
+    db.put("k", "v").unwrap();
+    db.flush().unwrap();
+    db.compact().unwrap(); // value now in level 1
+    assert_eq!(level_of(&db, b"k"), [1]);
+    db.delete("k").unwrap();
+    db.flush().unwrap();
+    db.compact_range("k", "k").unwrap();
+    assert_eq!(db.get("k").unwrap(), None);
+    for f in db.live_files() {
+        assert!(f.level <= 1, "nothing may jump past level 1: {f:?}");
+    }
+}
+
+#[test]
+fn manual_level0_compaction_takes_older_overlapping_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = deep_options();
+    opts.compaction_style = CompactionStyle::None;
+    let db = Db::open_with(dir.path(), opts).unwrap();
+    db.put("a", "1").unwrap();
+    db.flush().unwrap();
+    db.put("a", "2").unwrap();
+    db.put("c", "1").unwrap();
+    db.flush().unwrap();
+    db.put("x", "1").unwrap();
+    db.flush().unwrap();
+    // Only "c" is named, but its file also holds "a", whose older version
+    // lives in the oldest file: both must go down together.
+    db.compact_range("c", "c").unwrap();
+    assert_eq!(db.get("a").unwrap().as_deref(), Some(&b"2"[..]));
+    let files = db.live_files();
+    let level0: Vec<_> = files.iter().filter(|f| f.level == 0).collect();
+    assert_eq!(level0.len(), 1, "the unrelated file \"x\" stays: {files:?}");
+    assert_eq!(level0[0].properties.smallest_user_key, b"x");
+}
+
+#[test]
+fn deleted_key_stays_deleted_after_partial_compaction_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = deep_options();
+    opts.compaction_style = CompactionStyle::None;
+    {
+        let db = Db::open_with(dir.path(), opts.clone()).unwrap();
+        db.put("k", "v").unwrap();
+        db.put("other", "o").unwrap();
+        db.flush().unwrap();
+        db.delete("k").unwrap();
+        db.flush().unwrap();
+        db.compact_range("k", "k").unwrap();
+        assert_eq!(db.get("k").unwrap(), None);
+    }
+    let db = Db::open_with(dir.path(), opts).unwrap();
+    assert_eq!(db.get("k").unwrap(), None);
+    assert_eq!(db.get("other").unwrap().as_deref(), Some(&b"o"[..]));
+}
+
+#[test]
+fn snapshot_keeps_old_value_until_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = deep_options();
+    opts.compaction_style = CompactionStyle::None;
+    let db = Db::open_with(dir.path(), opts).unwrap();
+    db.put("k", "old").unwrap();
+    db.flush().unwrap();
+    let snap = db.snapshot();
+    db.delete("k").unwrap();
+    db.put("j", "new").unwrap();
+    db.flush().unwrap();
+    db.compact().unwrap();
+    assert_eq!(db.get("k").unwrap(), None);
+    assert_eq!(snap.get("k").unwrap().as_deref(), Some(&b"old"[..]));
+    assert_eq!(snap.get("j").unwrap(), None);
+    let seen: Vec<Vec<u8>> = snap.range::<&str, _>(..).map(|r| r.unwrap().0).collect();
+    assert_eq!(seen, [b"k".to_vec()]);
+    let total: u64 = db.stats().levels.iter().map(|l| l.entries).sum();
+    assert_eq!(
+        total, 3,
+        "k@old, k@delete and j survive while the snapshot lives"
+    );
+
+    drop(snap);
+    db.compact().unwrap();
+    let s = db.stats();
+    let total: u64 = s.levels.iter().map(|l| l.entries).sum();
+    assert_eq!(total, 1, "only j is left");
+    assert_eq!(db.get("k").unwrap(), None);
+    assert_eq!(db.get("j").unwrap().as_deref(), Some(&b"new"[..]));
+}
+
+#[test]
+fn output_filters_are_rebuilt_from_live_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = Options::default();
+    opts.write_buffer_size = 64 << 10;
+    opts.compaction_style = CompactionStyle::None;
+    let db = Db::open_with(dir.path(), opts).unwrap();
+    let mut rng = Rng(7);
+    // 5 files where each key is written three times and a third are deleted.
+    for round in 0..3 {
+        for i in 0..6000u64 {
+            db.put(format!("key{:08}", i * 2), round.to_string())
+                .unwrap();
+        }
+        db.flush().unwrap();
+    }
+    for i in 0..2000u64 {
+        db.delete(format!("key{:08}", i * 6)).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact().unwrap();
+    let files = db.live_files();
+    assert!(!files.is_empty());
+    let mut distinct = 0;
+    for f in &files {
+        let p = &f.properties;
+        assert_eq!(p.num_tombstones, 0);
+        assert_eq!(p.num_entries, p.num_distinct_keys, "one version per key");
+        let bpk = p.filter_bits as f64 / p.num_distinct_keys as f64;
+        assert!(
+            (10.0..10.0 + 64.0 / p.num_distinct_keys as f64 + 0.01).contains(&bpk),
+            "bits per key {bpk}"
+        );
+        distinct += p.num_distinct_keys;
+    }
+    assert_eq!(distinct, 4000, "filters cover only the live keys");
+
+    let before = db.stats();
+    let probes = 40_000;
+    for _ in 0..probes {
+        // odd numbers are never written: absent, inside every file's range
+        let k = format!("key{:08}", rng.below(6000) * 2 + 1);
+        assert_eq!(db.get(k).unwrap(), None);
+    }
+    let after = db.stats();
+    let fp = (after.filter_false_positives - before.filter_false_positives) as f64;
+    let n = (after.filter_probes - before.filter_probes) as f64;
+    let measured = fp / n;
+    let theory = siftdb::filter::theoretical_fpr(10.0, 7);
+    let range_skips = (after.range_skips - before.range_skips) as f64;
+    assert_eq!(
+        n + range_skips,
+        probes as f64,
+        "every lookup probed the one file or missed its range"
+    );
+    assert!(n > 0.99 * probes as f64);
+    assert!(
+        (measured - theory).abs() < 0.3 * theory,
+        "fpr {measured} vs theory {theory}"
+    );
+}
+
+#[test]
+fn level0_stays_bounded_and_deeper_levels_disjoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = Options::default();
+    o.write_buffer_size = 32 << 10;
+    o.block_size = 1024;
+    o.max_bytes_for_level_base = 128 << 10;
+    o.target_file_size = 32 << 10;
+    o.level0_slowdown_trigger = 6;
+    o.level0_stop_trigger = 8;
+    let db = Db::open_with(dir.path(), o.clone()).unwrap();
+    let mut rng = Rng(11);
+    let mut written = 0usize;
+    let mut max_l0 = 0;
+    while written < 20 * o.write_buffer_size {
+        let k = rng.next_u64().to_be_bytes();
+        db.put(k, [7u8; 100]).unwrap();
+        written += 108;
+        max_l0 = max_l0.max(db.stats().levels[0].files);
+    }
+    assert!(
+        max_l0 <= o.level0_stop_trigger,
+        "level 0 reached {max_l0} files"
+    );
+    db.wait_for_compactions().unwrap();
+    assert_levels_disjoint(&db);
+    let s = db.stats();
+    assert!(s.compactions > 0);
+    assert!(s.write_amplification() > 1.0);
+    assert!(s.levels[1..].iter().any(|l| l.files > 0));
+}
+
+#[test]
+fn tiered_style_merges_runs_and_keeps_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = Options::default();
+    o.write_buffer_size = 16 << 10;
+    o.compaction_style = CompactionStyle::Tiered;
+    let db = Db::open_with(dir.path(), o).unwrap();
+    for i in 0..5000u32 {
+        db.put(format!("k{:05}", i % 1500), i.to_le_bytes())
+            .unwrap();
+        if i % 7 == 0 {
+            db.delete(format!("k{:05}", (i / 7) % 1500)).unwrap();
+        }
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let s = db.stats();
+    assert!(s.compactions > 0, "tiered merged runs");
+    assert!(
+        s.levels[0].files < o_trigger_bound(),
+        "runs are bounded: {}",
+        s.levels[0].files
+    );
+    assert!(
+        s.levels[1..].iter().all(|l| l.files == 0),
+        "tiered keeps runs in level 0"
+    );
+    // Same answers as a replay of the writes.
+    let mut model = std::collections::BTreeMap::new();
+    for i in 0..5000u32 {
+        model.insert(format!("k{:05}", i % 1500), i.to_le_bytes().to_vec());
+        if i % 7 == 0 {
+            model.remove(&format!("k{:05}", (i / 7) % 1500));
+        }
+    }
+    let got: Vec<(String, Vec<u8>)> = db
+        .range::<&str, _>(..)
+        .map(|r| r.unwrap())
+        .map(|(k, v)| (String::from_utf8(k).unwrap(), v))
+        .collect();
+    assert_eq!(got, model.into_iter().collect::<Vec<_>>());
+}
+
+fn o_trigger_bound() -> usize {
+    Options::default().level0_slowdown_trigger
+}
+
+#[test]
+fn readers_see_a_current_value_while_compactions_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = deep_options();
+    o.write_buffer_size = 8 << 10;
+    let db = Arc::new(Db::open_with(dir.path(), o).unwrap());
+    const KEYS: usize = 64;
+    // done[k] = last version of key k whose write has returned. Version n
+    // of a key is a delete when n % 3 == 2, else a put of n.
+    let done: Arc<Vec<AtomicU64>> = Arc::new((0..KEYS).map(|_| AtomicU64::new(0)).collect());
+    let writer = {
+        let (db, done) = (db.clone(), done.clone());
+        std::thread::spawn(move || {
+            for n in 1..=60u64 {
+                for (k, slot) in done.iter().enumerate() {
+                    let key = format!("key{k:03}");
+                    if n % 3 == 2 {
+                        db.delete(&key).unwrap();
+                    } else {
+                        db.put(&key, n.to_le_bytes()).unwrap();
+                    }
+                    slot.store(n, Ordering::SeqCst);
+                }
+            }
+        })
+    };
+    let readers: Vec<_> = (0..2)
+        .map(|t| {
+            let (db, done) = (db.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut rng = Rng(t);
+                for _ in 0..20_000 {
+                    let k = rng.below(KEYS as u64) as usize;
+                    let start = done[k].load(Ordering::SeqCst);
+                    let got = db.get(format!("key{k:03}")).unwrap();
+                    let end = done[k].load(Ordering::SeqCst) + 1; // one write may be in flight
+                    match got {
+                        Some(v) => {
+                            let n = u64::from_le_bytes(v.try_into().unwrap());
+                            assert!(
+                                n >= start && n <= end && n % 3 != 2,
+                                "key {k}: read {n}, window {start}..={end}"
+                            );
+                        }
+                        None => assert!(
+                            start == 0 || (start..=end).any(|n| n % 3 == 2),
+                            "key {k}: absent, window {start}..={end}"
+                        ),
+                    }
+                    if rng.below(50) == 0 {
+                        let lo = format!("key{:03}", rng.below(KEYS as u64));
+                        let n = db.range(lo.as_str()..).map(|r| r.unwrap()).count();
+                        assert!(n <= KEYS);
+                    }
+                }
+            })
+        })
+        .collect();
+    writer.join().unwrap();
+    for r in readers {
+        r.join().unwrap();
+    }
+    assert!(
+        db.stats().compactions > 0,
+        "compactions ran during the test"
+    );
+    for k in 0..KEYS {
+        assert_eq!(
+            db.get(format!("key{k:03}")).unwrap(),
+            Some(60u64.to_le_bytes().to_vec())
+        );
+    }
+}
