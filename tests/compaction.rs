@@ -405,7 +405,11 @@ fn readers_see_a_current_value_while_compactions_run() {
                     }
                     if rng.below(50) == 0 {
                         let lo = format!("key{:03}", rng.below(KEYS as u64));
-                        let n = db.range(lo.as_str()..).map(|r| r.unwrap()).count();
+                        let n = db
+                            .range(lo.as_str()..)
+                            .collect::<siftdb::Result<Vec<_>>>()
+                            .unwrap()
+                            .len();
                         assert!(n <= KEYS);
                     }
                 }
