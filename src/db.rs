@@ -152,8 +152,12 @@ impl Db {
             Err(e) => return Err(Error::io(format!("stat {}", dir.display()), e)),
         }
         if !filename::current_path(&dir).exists() {
-            // Refuse a foreign directory before leaving a LOCK file in it.
+            // Refuse a foreign directory, or one we may not create a
+            // database in, before leaving a LOCK file in it.
             check_fresh_directory(&dir)?;
+            if !options.create_if_missing {
+                return Err(not_db("holds no database (create_if_missing is false)"));
+            }
         }
         let lock = acquire_lock(&dir)?;
         let state = match manifest::read_current(&dir)? {
@@ -845,7 +849,7 @@ fn write_table(
 fn remove_obsolete_wals(dir: &Path, log_number: u64) -> Result<()> {
     for (t, path) in list_dir(dir)? {
         if let FileType::Wal(n) = t {
-            if n < log_number {
+            if n <= log_number {
                 let _ = fs::remove_file(path);
             }
         }

@@ -294,6 +294,21 @@ fn paths_that_are_not_databases() {
         Err(Error::NotADatabase { .. })
     ));
     assert!(!dir.path().join("missing").exists());
+
+    // An empty directory without create_if_missing: refused, left empty.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let mut o = Options::default();
+    o.create_if_missing = false;
+    assert!(matches!(
+        Db::open_with(&empty, o),
+        Err(Error::NotADatabase { .. })
+    ));
+    assert_eq!(
+        std::fs::read_dir(&empty).unwrap().count(),
+        0,
+        "no LOCK left behind"
+    );
 }
 
 #[test]
