@@ -43,14 +43,16 @@ pub(crate) struct SuperVersion {
 
 /// State owned by the (single) writer.
 struct WriteState {
-    wal: LogWriter,
+    /// `None` when the database is open read-only.
+    wal: Option<LogWriter>,
     mem: Arc<MemTable>,
     last_seq: u64,
 }
 
 /// State owned by whoever changes the file set.
 struct VersionState {
-    manifest: Manifest,
+    /// `None` when the database is open read-only.
+    manifest: Option<Manifest>,
     last_seq: u64,
 }
 
@@ -64,6 +66,7 @@ struct DbInner {
     dir: PathBuf,
     options: Options,
     table_options: TableOptions,
+    read_only: bool,
     write: Mutex<WriteState>,
     versions: Mutex<VersionState>,
     current: RwLock<Arc<SuperVersion>>,
@@ -79,8 +82,9 @@ struct DbInner {
     /// Held while a compaction runs, so that only one runs at a time;
     /// guards the leveled picker's round-robin key per level.
     compaction: Mutex<Vec<Vec<u8>>>,
-    /// Held (with an exclusive lock) until the database is dropped.
-    _lock: File,
+    /// Held (with an exclusive lock) until the database is dropped; `None`
+    /// when open read-only.
+    _lock: Option<File>,
 }
 
 /// An open siftdb database: a directory of WAL, SSTable and manifest files.
@@ -180,7 +184,39 @@ impl Db {
                 }
             }
         };
-        recover(dir, options, lock, state)
+        recover(dir, options, Some(lock), state)
+    }
+
+    /// Opens an existing database for reading only, as tools do: no file is
+    /// created, changed or deleted, no lock is taken (so it works while
+    /// another process has the database open), and WAL contents are
+    /// replayed into memory only. Writes, `flush` and `compact` return
+    /// [`Error::ReadOnly`]. The view is fixed at open; if another process
+    /// compacts meanwhile, files may vanish and reads report
+    /// [`Error::Io`].
+    ///
+    /// # Errors
+    /// As [`Db::open_with`], and [`Error::NotADatabase`] if there is no
+    /// database at `path`.
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        options.validate()?;
+        let dir = path.as_ref().to_path_buf();
+        let Some(number) = manifest::read_current(&dir).map_err(|e| match e {
+            Error::Io { .. } if !dir.is_dir() => Error::NotADatabase {
+                path: dir.clone(),
+                detail: "is not a directory".into(),
+            },
+            e => e,
+        })?
+        else {
+            return Err(Error::NotADatabase {
+                path: dir.clone(),
+                detail: "holds no database (no CURRENT file)".into(),
+            });
+        };
+        let replay = manifest::replay(&dir, number)?;
+        let state = ReplayedState::from_edits(&replay.edits)?;
+        recover(dir, options, None, state)
     }
 
     /// Sets `key` to `value`.
@@ -218,7 +254,7 @@ impl Db {
         }
         let inner = &*self.inner;
         let mut w = inner.write.lock();
-        inner.check_bg_error()?;
+        inner.check_writable()?;
         inner.throttle_for_level0()?;
         if w.mem.approximate_size() >= inner.options.write_buffer_size {
             inner.rotate_memtable(&mut w)?;
@@ -228,13 +264,13 @@ impl Db {
             return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
         }
         let payload = batch.encode(SequenceNumber(first));
-        let logged = w.wal.append(payload).and_then(|_| {
-            if inner.options.sync {
-                w.wal.sync()
-            } else {
-                Ok(())
-            }
-        });
+        let sync = inner.options.sync;
+        let logged = match w.wal.as_mut() {
+            Some(wal) => wal
+                .append(payload)
+                .and_then(|_| if sync { wal.sync() } else { Ok(()) }),
+            None => Err(Error::ReadOnly),
+        };
         if let Err(e) = logged {
             inner.set_bg_error(&e);
             return Err(e);
@@ -306,7 +342,7 @@ impl Db {
     pub fn flush(&self) -> Result<()> {
         {
             let mut w = self.inner.write.lock();
-            self.inner.check_bg_error()?;
+            self.inner.check_writable()?;
             if !w.mem.is_empty() {
                 self.inner.rotate_memtable(&mut w)?;
             }
@@ -332,7 +368,7 @@ impl Db {
     /// As [`Db::flush`]; [`Error::Corruption`] or [`Error::Io`] from the
     /// merge (the database is unchanged then).
     pub fn compact(&self) -> Result<()> {
-        self.flush()?;
+        self.flush()?; // also refuses a read-only database
         self.inner.compact_manually(None)
     }
 
@@ -470,7 +506,10 @@ impl Db {
         if let Some(t) = self.bg_thread.take() {
             let _ = t.join();
         }
-        self.inner.write.lock().wal.sync()
+        match self.inner.write.lock().wal.as_mut() {
+            Some(wal) => wal.sync(),
+            None => Ok(()),
+        }
     }
 }
 
@@ -576,7 +615,12 @@ impl DbInner {
         (self.current.read().clone(), seq)
     }
 
-    fn check_bg_error(&self) -> Result<()> {
+    /// Refuses writes to a read-only database or one a background error
+    /// made read-only.
+    fn check_writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
         match &self.bg.lock().error {
             Some(e) => Err(Error::Background(e.clone())),
             None => Ok(()),
@@ -605,7 +649,7 @@ impl DbInner {
         let number = self.next_file_number.fetch_add(1, Ordering::SeqCst);
         // `create` syncs the directory, so the new WAL cannot vanish.
         let wal = LogWriter::create(&filename::wal_path(&self.dir, number))?;
-        let old_wal = std::mem::replace(&mut w.wal, wal);
+        let old_wal = std::mem::replace(&mut w.wal, Some(wal));
         // The old WAL's records are already with the OS; with `sync` they
         // are on disk too. Closing it loses nothing.
         drop(old_wal);
@@ -650,7 +694,10 @@ impl DbInner {
             new_files: vec![(0, meta.clone())],
             ..Default::default()
         };
-        vs.manifest.log_edit(&edit)?;
+        vs.manifest
+            .as_mut()
+            .ok_or(Error::ReadOnly)?
+            .log_edit(&edit)?;
         {
             let mut cur = self.current.write();
             let mut opened = BTreeMap::from([(number, table)]);
@@ -754,7 +801,12 @@ impl DbInner {
         let mut vs = self.versions.lock();
         edit.next_file_number = Some(self.next_file_number.load(Ordering::SeqCst));
         edit.last_sequence = Some(SequenceNumber(vs.last_seq));
-        if let Err(e) = vs.manifest.log_edit(&edit) {
+        if let Err(e) = vs
+            .manifest
+            .as_mut()
+            .ok_or(Error::ReadOnly)
+            .and_then(|m| m.log_edit(&edit))
+        {
             for o in &outputs {
                 let _ = fs::remove_file(o.table.path());
             }
@@ -849,7 +901,7 @@ fn write_table(
 fn remove_obsolete_wals(dir: &Path, log_number: u64) -> Result<()> {
     for (t, path) in list_dir(dir)? {
         if let FileType::Wal(n) = t {
-            if n <= log_number {
+            if n < log_number {
                 let _ = fs::remove_file(path);
             }
         }
@@ -927,7 +979,11 @@ fn check_fresh_directory(dir: &Path) -> Result<()> {
 
 /// Opens tables, replays WALs, flushes what they held, starts a fresh WAL
 /// and manifest, removes obsolete files and starts the background thread.
-fn recover(dir: PathBuf, options: Options, lock: File, state: ReplayedState) -> Result<Db> {
+///
+/// With `lock == None` the database is opened read-only: WALs are replayed
+/// into the active memtable and nothing on disk is touched.
+fn recover(dir: PathBuf, options: Options, lock: Option<File>, state: ReplayedState) -> Result<Db> {
+    let read_only = lock.is_none();
     let table_options = TableOptions::from_db_options(&options);
     let on_disk = list_dir(&dir)?;
     let max_on_disk = on_disk
@@ -993,51 +1049,59 @@ fn recover(dir: PathBuf, options: Options, lock: File, state: ReplayedState) -> 
                 mem.insert(op.key, seq, op.value_type, op.value);
                 last_seq = last_seq.max(seq.0);
             }
-            if mem.approximate_size() >= options.write_buffer_size {
+            if !read_only && mem.approximate_size() >= options.write_buffer_size {
                 flush_recovered(&mut mem, &mut version, &mut next_file)?;
             }
         }
     }
-    flush_recovered(&mut mem, &mut version, &mut next_file)?;
+    let (wal, manifest, mem) = if read_only {
+        (None, None, Arc::new(mem))
+    } else {
+        flush_recovered(&mut mem, &mut version, &mut next_file)?;
 
-    // A fresh WAL, then a fresh manifest holding the whole state.
-    let wal_number = next_file;
-    let manifest_number = next_file + 1;
-    next_file += 2;
-    let wal = LogWriter::create(&filename::wal_path(&dir, wal_number))?;
-    let mut snapshot = VersionEdit {
-        format_version: Some(FORMAT_VERSION),
-        log_number: Some(wal_number),
-        next_file_number: Some(next_file),
-        last_sequence: Some(SequenceNumber(last_seq)),
-        ..Default::default()
-    };
-    for (level, f) in version.files() {
-        snapshot.new_files.push((level as u32, f.meta.clone()));
-    }
-    let manifest = Manifest::create(&dir, manifest_number, &snapshot)?;
-
-    // Everything not in the new state is garbage now.
-    let live: std::collections::HashSet<u64> =
-        version.files().map(|(_, f)| f.meta.number).collect();
-    for (t, path) in list_dir(&dir)? {
-        let obsolete = match t {
-            FileType::Wal(n) => n < wal_number,
-            FileType::Table(n) => !live.contains(&n),
-            FileType::Manifest(n) => n != manifest_number,
-            FileType::Temp(_) => true,
-            FileType::Current | FileType::Lock => false,
+        // A fresh WAL, then a fresh manifest holding the whole state.
+        let wal_number = next_file;
+        let manifest_number = next_file + 1;
+        next_file += 2;
+        let wal = LogWriter::create(&filename::wal_path(&dir, wal_number))?;
+        let mut snapshot = VersionEdit {
+            format_version: Some(FORMAT_VERSION),
+            log_number: Some(wal_number),
+            next_file_number: Some(next_file),
+            last_sequence: Some(SequenceNumber(last_seq)),
+            ..Default::default()
         };
-        if obsolete {
-            fs::remove_file(&path).context(|| format!("remove {}", path.display()))?;
+        for (level, f) in version.files() {
+            snapshot.new_files.push((level as u32, f.meta.clone()));
         }
-    }
+        let manifest = Manifest::create(&dir, manifest_number, &snapshot)?;
 
-    let mem = Arc::new(MemTable::new(wal_number));
+        // Everything not in the new state is garbage now.
+        let live: std::collections::HashSet<u64> =
+            version.files().map(|(_, f)| f.meta.number).collect();
+        for (t, path) in list_dir(&dir)? {
+            let obsolete = match t {
+                FileType::Wal(n) => n < wal_number,
+                FileType::Table(n) => !live.contains(&n),
+                FileType::Manifest(n) => n != manifest_number,
+                FileType::Temp(_) => true,
+                FileType::Current | FileType::Lock => false,
+            };
+            if obsolete {
+                fs::remove_file(&path).context(|| format!("remove {}", path.display()))?;
+            }
+        }
+        (
+            Some(wal),
+            Some(manifest),
+            Arc::new(MemTable::new(wal_number)),
+        )
+    };
     let inner = Arc::new(DbInner {
         dir,
         options,
         table_options,
+        read_only,
         write: Mutex::new(WriteState {
             wal,
             mem: Arc::clone(&mem),
@@ -1058,15 +1122,17 @@ fn recover(dir: PathBuf, options: Options, lock: File, state: ReplayedState) -> 
         compaction: Mutex::new(vec![Vec::new(); crate::version::set::NUM_LEVELS]),
         _lock: lock,
     });
-    let bg_inner = Arc::clone(&inner);
-    let bg_thread = std::thread::Builder::new()
-        .name("siftdb-bg".into())
-        .spawn(move || background_main(bg_inner))
-        .context(|| "spawn background thread".to_string())?;
-    Ok(Db {
-        inner,
-        bg_thread: Some(bg_thread),
-    })
+    let bg_thread = if read_only {
+        None
+    } else {
+        let bg_inner = Arc::clone(&inner);
+        let t = std::thread::Builder::new()
+            .name("siftdb-bg".into())
+            .spawn(move || background_main(bg_inner))
+            .context(|| "spawn background thread".to_string())?;
+        Some(t)
+    };
+    Ok(Db { inner, bg_thread })
 }
 
 /// What the background thread does next.

@@ -67,6 +67,11 @@ pub enum Error {
         supported: u32,
     },
 
+    /// The database was opened with [`crate::Db::open_read_only`]: writes,
+    /// flushes and compactions are refused.
+    #[error("database is open read-only")]
+    ReadOnly,
+
     /// A background flush or compaction failed earlier; the database is now
     /// read-only until reopened. The string is the original error.
     #[error("database is read-only after a background error: {0}")]

@@ -347,3 +347,71 @@ fn concurrent_readers_and_writer() {
         assert_eq!(u32::from_le_bytes(v.try_into().unwrap()), 4500 + k);
     }
 }
+
+fn dir_contents(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn read_only_open_changes_nothing_and_ignores_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = small_options();
+    {
+        let db = open(dir.path(), &opts);
+        db.put("a", "1").unwrap();
+        db.flush().unwrap();
+        db.put("b", "2").unwrap(); // only in the WAL
+        db.delete("a").unwrap();
+    }
+    let before = dir_contents(dir.path());
+    {
+        let ro = Db::open_read_only(dir.path(), opts.clone()).unwrap();
+        assert_eq!(
+            ro.get("a").unwrap(),
+            None,
+            "the WAL's delete is replayed in memory"
+        );
+        assert_eq!(ro.get("b").unwrap().as_deref(), Some(&b"2"[..]));
+        assert_eq!(keys(ro.range::<&str, _>(..)), ["b"]);
+        assert!(matches!(ro.put("c", "3"), Err(Error::ReadOnly)));
+        assert!(matches!(ro.delete("b"), Err(Error::ReadOnly)));
+        assert!(matches!(ro.flush(), Err(Error::ReadOnly)));
+        assert!(matches!(ro.compact(), Err(Error::ReadOnly)));
+        ro.close().unwrap();
+    }
+    assert_eq!(
+        dir_contents(dir.path()),
+        before,
+        "read-only open wrote nothing"
+    );
+
+    // It also works while a writer holds the LOCK.
+    let writer = open(dir.path(), &opts);
+    writer.put("c", "3").unwrap();
+    let ro = Db::open_read_only(dir.path(), opts.clone()).unwrap();
+    assert_eq!(keys(ro.range::<&str, _>(..)), ["b", "c"]);
+    drop(ro);
+    drop(writer);
+
+    let empty = tempfile::tempdir().unwrap();
+    assert!(matches!(
+        Db::open_read_only(empty.path(), opts.clone()),
+        Err(Error::NotADatabase { .. })
+    ));
+    assert!(matches!(
+        Db::open_read_only(empty.path().join("missing"), opts),
+        Err(Error::NotADatabase { .. })
+    ));
+    assert_eq!(std::fs::read_dir(empty.path()).unwrap().count(), 0);
+}
