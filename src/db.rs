@@ -649,7 +649,7 @@ impl DbInner {
         let number = self.next_file_number.fetch_add(1, Ordering::SeqCst);
         // `create` syncs the directory, so the new WAL cannot vanish.
         let wal = LogWriter::create(&filename::wal_path(&self.dir, number))?;
-        let old_wal = std::mem::replace(&mut w.wal, Some(wal));
+        let old_wal = w.wal.replace(wal);
         // The old WAL's records are already with the OS; with `sync` they
         // are on disk too. Closing it loses nothing.
         drop(old_wal);
