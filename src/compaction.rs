@@ -383,7 +383,9 @@ pub(crate) fn merge(
     Ok((outputs, counts))
 }
 
-fn finish_output(dir: &Path, number: u64, b: TableBuilder) -> Result<Output> {
+/// Finishes (and syncs) table `number` in `dir` and opens it. The caller
+/// syncs the directory before logging the file in the manifest.
+pub(crate) fn finish_output(dir: &Path, number: u64, b: TableBuilder) -> Result<Output> {
     let summary = b.finish()?;
     let path = filename::table_path(dir, number);
     let table = Arc::new(Table::open(&path, number)?);

@@ -238,6 +238,20 @@ pub fn compare_to_seek(encoded: &[u8], user_key: &[u8], seq: SequenceNumber) -> 
         .then_with(|| pack_trailer(seq, ValueType::FOR_SEEK).cmp(&trailer_of(encoded)))
 }
 
+/// The smallest user key greater than every key that starts with `prefix`,
+/// or `None` if there is none (`prefix` empty or all `0xff`). The keys
+/// starting with `prefix` are exactly `prefix..successor`.
+pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut s = prefix.to_vec();
+    while let Some(last) = s.pop() {
+        if last < 0xff {
+            s.push(last + 1);
+            return Some(s);
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,6 +306,14 @@ mod tests {
         assert_eq!(compare_to_seek(d3.encoded(), b"a", s), Ordering::Greater);
         assert_eq!(compare_to_seek(v4.encoded(), b"a", s), Ordering::Less);
         assert_eq!(compare_to_seek(v4.encoded(), b"b", s), Ordering::Less);
+    }
+
+    #[test]
+    fn prefix_successor_cases() {
+        assert_eq!(prefix_successor(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(prefix_successor(b"a\xff"), Some(b"b".to_vec()));
+        assert_eq!(prefix_successor(b"\xff\xff"), None);
+        assert_eq!(prefix_successor(b""), None);
     }
 
     #[test]

@@ -1,6 +1,23 @@
-//! siftdb: an embedded LSM-tree key-value store.
+//! siftdb: an embedded LSM-tree key-value store whose point reads skip
+//! SSTables by their Bloom filters.
 //!
-//! See DESIGN.md for the architecture and every on-disk format.
+//! Open a [`Db`] on a directory, then `put`, `get`, `delete`, `write` a
+//! [`WriteBatch`], iterate with `range` and `prefix`, take a
+//! [`Snapshot`], and read the engine's counters with `stats`.
+//!
+//! - **Limits:** keys up to 65,535 bytes (the empty key is allowed), values
+//!   up to `u32::MAX` bytes; larger is [`Error::InvalidArgument`] and
+//!   nothing is written.
+//! - **Durability:** a write that returned survives a process crash; with
+//!   [`Options::sync`] it survives a power loss. A [`WriteBatch`] is
+//!   atomic.
+//! - **Errors:** one [`Error`] enum; [`Error::Corruption`] names the file
+//!   and offset of bad bytes. Bad bytes never cause a panic.
+//! - **Not provided:** transactions across batches, column families,
+//!   compression, a custom comparator (keys sort bytewise), snapshots that
+//!   survive a reopen.
+//!
+//! DESIGN.md describes the architecture and every on-disk format.
 
 #![deny(missing_docs)]
 
@@ -28,3 +45,8 @@ pub use key::{InternalKey, SequenceNumber, ValueType};
 pub use options::{CompactionStyle, Options};
 pub use stats::{LevelStats, Stats};
 pub use write_batch::WriteBatch;
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
