@@ -1,1 +1,90 @@
-fn main() {}
+//! kvctl: the command-line tool of siftdb.
+//!
+//! Each subcommand lives in a module next to its clap arguments
+//! (`data`: import/export/get/put/delete/scan, `stats`, `demo`); this file
+//! only parses the command line, dispatches, and turns errors into the exit
+//! codes listed in [`error`].
+
+mod data;
+mod demo;
+mod error;
+mod format;
+mod stats;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::CliError;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kvctl",
+    version,
+    about = "Import, read, write and inspect siftdb databases",
+    after_help = "Keys and values are printed escaped (\\\\, \\xNN for non-printable bytes) and \
+accepted in the same form.\n\
+Exit codes: 0 ok, 1 key not found, 2 usage or bad input, 3 corruption, 4 I/O or lock error.\n\n\
+Example:\n  cargo run --release -p kvctl -- demo"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Load KEY<TAB>VALUE lines (optionally gzipped) into a database
+    Import(data::ImportArgs),
+    /// Write every pair as escaped KEY<TAB>VALUE lines (what import reads)
+    Export(data::ExportArgs),
+    /// Print the value of a key (exit 1 if absent)
+    Get(data::GetArgs),
+    /// Set a key to a value
+    Put(data::PutArgs),
+    /// Delete a key
+    Delete(data::DeleteArgs),
+    /// Print KEY<TAB>VALUE lines in key order
+    Scan(data::ScanArgs),
+    /// Show SSTables per level: files, bytes, entries, tombstones, filter bits
+    Stats(stats::StatsArgs),
+    /// Build a database from built-in real data and measure what Bloom filters save
+    Demo(demo::DemoArgs),
+}
+
+fn run(cli: Cli) -> Result<(), CliError> {
+    match &cli.command {
+        Command::Import(a) => data::import(a),
+        Command::Export(a) => data::export(a),
+        Command::Get(a) => data::get(a),
+        Command::Put(a) => data::put(a),
+        Command::Delete(a) => data::delete(a),
+        Command::Scan(a) => data::scan(a),
+        Command::Stats(a) => stats::run(a),
+        Command::Demo(a) => demo::run(a),
+    }
+}
+
+fn main() -> ExitCode {
+    // Usage errors exit 2 (clap's default, matching EXIT_USAGE).
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if !e.message.is_empty() {
+                eprintln!("{e}");
+            }
+            ExitCode::from(e.code)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_valid() {
+        super::Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,11 @@
+//! Benchmarks of siftdb that count the engine's work with its own
+//! statistics and put each figure next to the model that predicts it.
+//!
+//! * [`readamp`]: data-block reads per point lookup over overlapping runs,
+//!   with and without Bloom filters (`cargo bench --bench
+//!   read_amplification`, or `kvctl bench readamp`).
+
+#![deny(missing_docs)]
+
+pub mod readamp;
+mod rng;

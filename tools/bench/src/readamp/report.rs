@@ -1,0 +1,379 @@
+//! `readamp.csv` and the text report.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use super::{Error, Layout, Point, Result, Summary, Sweep};
+
+/// The CSV header, in column order. The first fifteen columns are the
+/// stable interface; later ones may be added to.
+pub const CSV_COLUMNS: [&str; 26] = [
+    "files",
+    "bits_per_key",
+    "hashes",
+    "absent_fraction",
+    "lookups",
+    "reads_absent",
+    "reads_present",
+    "reads_mixed",
+    "theory_absent",
+    "theory_present",
+    "theory_mixed",
+    "fpr_measured",
+    "fpr_theory",
+    "bits_set_fraction",
+    "files_skipped_per_lookup",
+    "layout",
+    "sweep",
+    "keys",
+    "absent_lookups",
+    "present_lookups",
+    "bits_set_theory",
+    "skipped_theory",
+    "filter_probes_per_lookup",
+    "probes_theory",
+    "filter_bits_per_key",
+    "within_tolerance",
+];
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or(String::new(), |v| v.to_string())
+}
+
+fn csv_row(p: &Point) -> String {
+    let cells = [
+        p.files.to_string(),
+        p.bits_per_key.to_string(),
+        p.hashes.to_string(),
+        p.absent_fraction.to_string(),
+        p.lookups().to_string(),
+        p.reads_absent.to_string(),
+        p.reads_present.to_string(),
+        p.reads_mixed.to_string(),
+        p.theory_absent.to_string(),
+        p.theory_present.to_string(),
+        p.theory_mixed.to_string(),
+        opt(p.fpr_measured),
+        opt(p.fpr_theory),
+        opt(p.bits_set_fraction),
+        p.files_skipped_per_lookup.to_string(),
+        p.layout.as_str().to_string(),
+        p.sweep.as_str().to_string(),
+        p.keys.to_string(),
+        p.absent_lookups.to_string(),
+        p.present_lookups.to_string(),
+        opt(p.bits_set_theory),
+        p.skipped_theory.to_string(),
+        p.filter_probes_per_lookup.to_string(),
+        p.probes_theory.to_string(),
+        p.filter_bits_per_key.to_string(),
+        p.within_tolerance().to_string(),
+    ];
+    cells.join(",")
+}
+
+/// Writes `points` as CSV to `path` (header [`CSV_COLUMNS`]; empty cells
+/// for quantities that do not apply, such as the false-positive rate
+/// without filters).
+///
+/// # Errors
+/// [`Error::Io`] if the file cannot be written.
+pub fn write_csv(points: &[Point], path: &Path) -> Result<()> {
+    let mut s = CSV_COLUMNS.join(",");
+    s.push('\n');
+    for p in points {
+        s.push_str(&csv_row(p));
+        s.push('\n');
+    }
+    std::fs::write(path, s).map_err(|e| Error::io(format!("write {}", path.display()), e))
+}
+
+/// A number in 4 significant digits (fixed notation down to 0.0001).
+fn sig(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    if !v.is_finite() {
+        return v.to_string();
+    }
+    let mag = v.abs().log10().floor() as i32;
+    if !(-5..=5).contains(&mag) {
+        return format!("{v:.3e}");
+    }
+    let decimals = (3 - mag).max(0) as usize;
+    format!("{v:.decimals$}")
+}
+
+fn ratio(m: f64, t: f64) -> String {
+    if t == 0.0 {
+        if m == 0.0 {
+            "1.000".into()
+        } else {
+            "-".into()
+        }
+    } else {
+        format!("{:.3}", m / t)
+    }
+}
+
+/// `measured theory ratio` cells for one quantity.
+fn triple(m: Option<f64>, t: Option<f64>) -> [String; 3] {
+    match (m, t) {
+        (Some(m), Some(t)) => [sig(m), sig(t), ratio(m, t)],
+        _ => ["-".into(), "-".into(), "-".into()],
+    }
+}
+
+/// Renders rows of cells with right-aligned columns separated by two
+/// spaces, and `|` before the columns listed in `bars`.
+fn render(out: &mut dyn Write, rows: &[Vec<String>], bars: &[usize]) -> io::Result<()> {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for r in rows {
+        let mut line = String::new();
+        for (c, cell) in r.iter().enumerate() {
+            if c > 0 {
+                line.push_str(if bars.contains(&c) { " | " } else { "  " });
+            }
+            let pad = widths[c] - cell.chars().count();
+            if c == 0 {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad));
+            } else {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+            }
+        }
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+fn key_cells(p: &Point) -> Vec<String> {
+    vec![
+        p.layout.as_str().to_string(),
+        p.files.to_string(),
+        p.bits_per_key.to_string(),
+        p.hashes.to_string(),
+    ]
+}
+
+/// Writes the two tables of `points`: data-block reads per lookup
+/// (absent, present, mixed), and the filters (false-positive rate, bits
+/// set, probes and files skipped per lookup); each quantity as measured,
+/// theory and their ratio. `ok` is `yes` when every check of the row is
+/// within tolerance.
+///
+/// # Errors
+/// Errors of `out`.
+pub fn write_table(points: &[Point], out: &mut dyn Write) -> io::Result<()> {
+    let f = points.first().map_or(0.4, |p| p.absent_fraction);
+    let mut rows = vec![
+        vec![
+            "".into(),
+            "".into(),
+            "".into(),
+            "".into(),
+            "".into(),
+            "absent keys".into(),
+            "".into(),
+            "".into(),
+            "present keys".into(),
+            "".into(),
+            "".into(),
+            format!("mixed, {:.0}% absent", f * 100.0),
+            "".into(),
+            "".into(),
+            "".into(),
+        ],
+        [
+            "layout", "L", "bits/key", "k", "lookups", "measured", "theory", "ratio", "measured",
+            "theory", "ratio", "measured", "theory", "ratio", "ok",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+    ];
+    let mut last_sweep = None;
+    for p in points {
+        if last_sweep.is_some() && last_sweep != Some(p.sweep) {
+            rows.push(vec![String::new()]);
+        }
+        last_sweep = Some(p.sweep);
+        let mut r = key_cells(p);
+        r.push(p.lookups().to_string());
+        r.extend(triple(Some(p.reads_absent), Some(p.theory_absent)));
+        r.extend(triple(Some(p.reads_present), Some(p.theory_present)));
+        r.extend(triple(Some(p.reads_mixed), Some(p.theory_mixed)));
+        r.push(if p.within_tolerance() { "yes" } else { "NO" }.into());
+        rows.push(r);
+    }
+    writeln!(
+        out,
+        "Data-block reads per lookup (measured | theory | measured/theory)"
+    )?;
+    render(out, &rows, &[5, 8, 11, 14])?;
+    writeln!(out)?;
+
+    let mut rows = vec![
+        vec![
+            "".into(),
+            "".into(),
+            "".into(),
+            "".into(),
+            "false-positive rate".into(),
+            "".into(),
+            "".into(),
+            "filter bits set".into(),
+            "".into(),
+            "filter probes/lookup".into(),
+            "".into(),
+            "files skipped/lookup".into(),
+            "".into(),
+        ],
+        [
+            "layout", "L", "bits/key", "k", "measured", "theory", "ratio", "measured", "theory",
+            "measured", "theory", "measured", "theory",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+    ];
+    let mut last_sweep = None;
+    for p in points {
+        if last_sweep.is_some() && last_sweep != Some(p.sweep) {
+            rows.push(vec![String::new()]);
+        }
+        last_sweep = Some(p.sweep);
+        let mut r = key_cells(p);
+        r.extend(triple(p.fpr_measured, p.fpr_theory));
+        let [m, t, _] = triple(p.bits_set_fraction, p.bits_set_theory);
+        r.extend([m, t]);
+        r.extend([sig(p.filter_probes_per_lookup), sig(p.probes_theory)]);
+        r.extend([sig(p.files_skipped_per_lookup), sig(p.skipped_theory)]);
+        rows.push(r);
+    }
+    writeln!(
+        out,
+        "Filters (per lookup figures at {:.0}% absent lookups)",
+        f * 100.0
+    )?;
+    render(out, &rows, &[4, 7, 9, 11])
+}
+
+/// Writes the headline, the tables, any misses and the output files.
+pub(crate) fn write_report(s: &Summary, out: &mut dyn Write) -> io::Result<()> {
+    if let Some(h) = &s.headline {
+        let (a, b) = (&h.without, &h.with);
+        writeln!(
+            out,
+            "Headline: {} files, {:.0}% absent lookups, {} bits/key (k = {}): {:.2} data-block reads \
+             per lookup without filters, {:.2} with ({:.0}% fewer); theory {:.2} and {:.2} ({:.0}% fewer).",
+            b.files,
+            b.absent_fraction * 100.0,
+            b.bits_per_key,
+            b.hashes,
+            a.reads_mixed,
+            b.reads_mixed,
+            h.reduction * 100.0,
+            a.theory_mixed,
+            b.theory_mixed,
+            (1.0 - b.theory_mixed / a.theory_mixed) * 100.0
+        )?;
+        writeln!(
+            out,
+            "          false-positive rate {:.3}% (theory {:.3}%), {:.1}% of filter bits set (theory {:.1}%).",
+            b.fpr_measured.unwrap_or(f64::NAN) * 100.0,
+            b.fpr_theory.unwrap_or(f64::NAN) * 100.0,
+            b.bits_set_fraction.unwrap_or(f64::NAN) * 100.0,
+            b.bits_set_theory.unwrap_or(f64::NAN) * 100.0
+        )?;
+        writeln!(out)?;
+    }
+    write_table(&s.points, out)?;
+    writeln!(out)?;
+    let checks: usize = s.points.iter().map(|p| p.checks().len()).sum();
+    if s.misses.is_empty() {
+        writeln!(
+            out,
+            "All {checks} checks of {} points agree with theory (within 10%, or 0.002 where theory < 0.02).",
+            s.points.len()
+        )?;
+    } else {
+        writeln!(
+            out,
+            "{} of {checks} checks disagree with theory (tolerance 10%, or 0.002 where theory < 0.02):",
+            s.misses.len()
+        )?;
+        for (name, c) in &s.misses {
+            writeln!(
+                out,
+                "  {name}: {} measured {} vs theory {}",
+                c.quantity,
+                sig(c.measured),
+                sig(c.theory)
+            )?;
+        }
+    }
+    writeln!(out, "CSV: {}", s.csv.display())?;
+    for p in &s.plots {
+        writeln!(out, "Plot: {}", p.display())?;
+    }
+    writeln!(out, "Elapsed: {:.1} s", s.elapsed.as_secs_f64())?;
+    Ok(())
+}
+
+/// True for points drawn from the synthetic files × bits sweep.
+pub(crate) fn is_grid(p: &Point) -> bool {
+    p.layout == Layout::Synthetic && p.sweep == Sweep::FilesBits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn significant_digits() {
+        assert_eq!(sig(5.9), "5.900");
+        assert_eq!(sig(0.6434), "0.6434");
+        assert_eq!(sig(0.008194), "0.008194");
+        assert_eq!(sig(32.0), "32.00");
+        assert_eq!(sig(0.0), "0");
+        assert_eq!(ratio(0.0, 0.0), "1.000");
+        assert_eq!(ratio(1.1, 1.0), "1.100");
+    }
+
+    #[test]
+    fn table_columns_line_up() {
+        let mut buf = Vec::new();
+        render(
+            &mut buf,
+            &[
+                vec!["a".into(), "1".into(), "22".into()],
+                vec!["bbb".into(), "333".into(), "4".into()],
+            ],
+            &[2],
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            "a      1 | 22\nbbb  333 |  4\n"
+        );
+    }
+
+    #[test]
+    fn header_starts_with_the_required_columns() {
+        let required = "files,bits_per_key,hashes,absent_fraction,lookups,reads_absent,\
+            reads_present,reads_mixed,theory_absent,theory_present,theory_mixed,fpr_measured,\
+            fpr_theory,bits_set_fraction,files_skipped_per_lookup";
+        assert!(CSV_COLUMNS.join(",").starts_with(required));
+    }
+}

@@ -1,0 +1,571 @@
+//! Data subcommands: `import`, `export`, `get`, `put`, `delete`, `scan`.
+//!
+//! Keys and values cross the command line and text files in escaped form
+//! (see [`siftdb::escape`]): what `scan` and `export` print, `import` and
+//! the `KEY`/`VALUE` arguments accept.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use flate2::read::MultiGzDecoder;
+use flate2::write::GzEncoder;
+use indicatif::{ProgressBar, ProgressStyle};
+use siftdb::escape::escape_bytes;
+use siftdb::{Db, Options, WriteBatch};
+
+use crate::error::{write_failed, CliError, EXIT_NOT_FOUND};
+use crate::format::{count, escaped_arg, group, human_bytes, parse_size, Bytes};
+
+/// A key and its value, as the database iterators yield them.
+pub type Pair = (Vec<u8>, Vec<u8>);
+
+/// A decoded import line: key and value, borrowed when nothing was unescaped.
+pub type Decoded<'a> = (Cow<'a, [u8]>, Cow<'a, [u8]>);
+
+/// Lower and upper bound of a scan.
+type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
+/// Updates per `WriteBatch` during import.
+pub const IMPORT_BATCH: usize = 1000;
+
+/// Opens an existing database with default options; never creates one.
+pub fn open_existing(path: &Path) -> Result<Db, CliError> {
+    let mut o = Options::default();
+    o.create_if_missing = false;
+    Ok(Db::open_with(path, o)?)
+}
+
+/// Opens an existing database for reading: nothing on disk changes, and it
+/// works while another process has the database open.
+pub fn open_read_only(path: &Path) -> Result<Db, CliError> {
+    Ok(Db::open_read_only(path, Options::default())?)
+}
+
+/// Opens a database, creating it if missing.
+pub fn open_or_create(path: &Path, options: Options) -> Result<Db, CliError> {
+    Ok(Db::open_with(path, options)?)
+}
+
+// ---------------------------------------------------------------- import
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example:\n  kvctl import ./db tests/data/debian-packages.tsv.gz --raw --write-buffer-size 512K\n\n\
+Without --raw, keys and values are unescaped as `export` and `scan` write them."
+)]
+pub struct ImportArgs {
+    /// Database directory (created if missing)
+    pub db: PathBuf,
+    /// Input: lines of KEY<TAB>VALUE; gzip is detected and decoded; `-` reads stdin
+    pub file: PathBuf,
+    /// Memtable size before a flush to a new SSTable, e.g. 4M or 512K
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub write_buffer_size: Option<usize>,
+    /// Bloom filter bits per key for new SSTables (0 = no filters)
+    #[arg(long, value_name = "N")]
+    pub bits_per_key: Option<u32>,
+    /// Take keys and values verbatim instead of unescaping `\t`, `\n`, `\\`, `\xNN`
+    #[arg(long)]
+    pub raw: bool,
+    /// No progress bar
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// How an import line's key and value are decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineFormat {
+    /// kvctl's escapes (what `export` writes).
+    Escaped,
+    /// Bytes as they are (the line ending excepted).
+    Raw,
+}
+
+/// Splits one line (without its line ending) at its first tab into key and
+/// value, as raw bytes.
+pub fn split_line(line: &[u8]) -> Result<(&[u8], &[u8]), &'static str> {
+    let tab = line
+        .iter()
+        .position(|&b| b == b'\t')
+        .ok_or("no tab between key and value (expected KEY<TAB>VALUE)")?;
+    Ok((&line[..tab], &line[tab + 1..]))
+}
+
+/// Splits one line (without its line ending) at the first tab and decodes
+/// both halves.
+pub fn parse_line(line: &[u8], format: LineFormat) -> Result<Decoded<'_>, String> {
+    let (key, value) = split_line(line)?;
+    match format {
+        LineFormat::Raw => Ok((Cow::Borrowed(key), Cow::Borrowed(value))),
+        LineFormat::Escaped => {
+            let text = |what: &str, b: &[u8]| -> Result<Vec<u8>, String> {
+                let s = std::str::from_utf8(b).map_err(|_| {
+                    format!("{what} is not valid UTF-8 (escape bytes as \\xNN, or use --raw)")
+                })?;
+                siftdb::escape::unescape(s)
+                    .map_err(|e| format!("{what}: {e} (use --raw to take bytes verbatim)"))
+            };
+            Ok((
+                Cow::Owned(text("key", key)?),
+                Cow::Owned(text("value", value)?),
+            ))
+        }
+    }
+}
+
+/// What an import wrote.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ImportSummary {
+    /// Pairs written (a key repeated in the input counts each time).
+    pub keys: u64,
+    /// Bytes of keys plus values written.
+    pub bytes: u64,
+    /// Lines read, blank ones included.
+    pub lines: u64,
+    pub elapsed: Duration,
+}
+
+/// Reads `KEY<TAB>VALUE` lines from `input` and writes them to `db` in
+/// batches of [`IMPORT_BATCH`]. Blank lines are skipped; `\n` and `\r\n`
+/// both end a line. Does not flush. `source` names the input in errors;
+/// `progress` gets a message per batch.
+pub fn import_lines(
+    db: &Db,
+    mut input: impl BufRead,
+    format: LineFormat,
+    source: &str,
+    progress: &ProgressBar,
+) -> Result<ImportSummary, CliError> {
+    let start = Instant::now();
+    let mut sum = ImportSummary::default();
+    let mut batch = WriteBatch::new();
+    let mut line = Vec::new();
+    // Keys in batches already written: a bad line stops the import there.
+    let mut written = 0u64;
+    let bad_line = |e: CliError, written: u64| {
+        if written == 0 {
+            e
+        } else {
+            e.with_hint(format!(
+                "the {} before it were imported; fix the line and import again \
+                 (re-importing a key overwrites it)",
+                count(written, "key")
+            ))
+        }
+    };
+    loop {
+        line.clear();
+        let n = input
+            .read_until(b'\n', &mut line)
+            .map_err(|e| CliError::from_io(format!("reading {source}"), &e))?;
+        if n == 0 {
+            break;
+        }
+        sum.lines += 1;
+        let at = || format!("{source}:{}", sum.lines);
+        let mut body = line.as_slice();
+        if let Some(b) = body.strip_suffix(b"\n") {
+            body = b.strip_suffix(b"\r").unwrap_or(b);
+        }
+        if body.is_empty() {
+            continue;
+        }
+        let (key, value) = parse_line(body, format)
+            .map_err(|m| bad_line(CliError::usage(m).context(at()), written))?;
+        batch
+            .put(&key, &value)
+            .map_err(|e| bad_line(CliError::from(e).context(at()), written))?;
+        sum.keys += 1;
+        sum.bytes += (key.len() + value.len()) as u64;
+        if batch.len() >= IMPORT_BATCH {
+            db.write(std::mem::take(&mut batch))?;
+            written = sum.keys;
+            progress.set_message(format!("{} keys", group(sum.keys)));
+        }
+    }
+    db.write(batch)?;
+    sum.elapsed = start.elapsed();
+    Ok(sum)
+}
+
+/// A reader counting into `progress`, decoding gzip when the first bytes
+/// are its magic number.
+fn open_input(path: &Path, progress: &ProgressBar) -> Result<Box<dyn BufRead>, CliError> {
+    let raw: Box<dyn Read> = if path == Path::new("-") {
+        Box::new(progress.wrap_read(io::stdin()))
+    } else {
+        let f = File::open(path)
+            .map_err(|e| CliError::from_io(format!("open {}", path.display()), &e))?;
+        if let Ok(m) = f.metadata() {
+            progress.set_length(m.len());
+        }
+        Box::new(progress.wrap_read(f))
+    };
+    let mut buffered = BufReader::with_capacity(1 << 16, raw);
+    let head = buffered
+        .fill_buf()
+        .map_err(|e| CliError::from_io(format!("reading {}", path.display()), &e))?;
+    if head.starts_with(&[0x1f, 0x8b]) {
+        Ok(Box::new(BufReader::with_capacity(
+            1 << 16,
+            MultiGzDecoder::new(buffered),
+        )))
+    } else {
+        Ok(Box::new(buffered))
+    }
+}
+
+fn progress_bar(quiet: bool, stdin: bool) -> ProgressBar {
+    if quiet || !io::stdout().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let (pb, template) = if stdin {
+        (ProgressBar::new_spinner(), "{spinner} {bytes} read  {msg}")
+    } else {
+        (
+            ProgressBar::new(0),
+            "[{elapsed_precise}] {wide_bar} {bytes}/{total_bytes}  {msg}",
+        )
+    };
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        pb.set_style(style);
+    }
+    pb
+}
+
+fn total_files(db: &Db) -> (u64, u64) {
+    let s = db.stats();
+    let files = s.levels.iter().map(|l| l.files as u64).sum();
+    let bytes = s.levels.iter().map(|l| l.bytes).sum();
+    (files, bytes)
+}
+
+pub fn import(args: &ImportArgs) -> Result<(), CliError> {
+    let mut options = Options::default();
+    if let Some(w) = args.write_buffer_size {
+        options.write_buffer_size = w;
+    }
+    if let Some(b) = args.bits_per_key {
+        options.bits_per_key = b;
+    }
+    let format = if args.raw {
+        LineFormat::Raw
+    } else {
+        LineFormat::Escaped
+    };
+    let stdin = args.file == Path::new("-");
+    let source = if stdin {
+        "<stdin>".to_string()
+    } else {
+        args.file.display().to_string()
+    };
+
+    let progress = progress_bar(args.quiet, stdin);
+    let input = open_input(&args.file, &progress)?;
+    let db = open_or_create(&args.db, options)?;
+    let before = db.stats();
+    let (flushes_before, compactions_before) = (before.flushes, before.compactions);
+    let result = import_lines(&db, input, format, &source, &progress);
+    progress.finish_and_clear();
+    let sum = result?;
+    db.flush()?;
+    // Leave a settled tree, so the next open starts no compaction work.
+    db.wait_for_compactions()?;
+    let after = db.stats();
+    let created = after.flushes - flushes_before;
+    let compactions = after.compactions - compactions_before;
+    let (files, bytes) = total_files(&db);
+    db.close()?;
+
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
+        "imported {} keys ({} of keys and values) from {} in {:.2} s",
+        group(sum.keys),
+        human_bytes(sum.bytes),
+        source,
+        sum.elapsed.as_secs_f64()
+    )
+    .and_then(|_| {
+        writeln!(
+            out,
+            "{} flushed, {}; the database now has {}, {}",
+            count(created, "SSTable"),
+            count(compactions, "compaction"),
+            count(files, "SSTable"),
+            human_bytes(bytes)
+        )
+    })
+    .map_err(write_failed)
+}
+
+// ---------------------------------------------------------------- export
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  kvctl export ./db backup.tsv.gz")]
+pub struct ExportArgs {
+    /// Database directory
+    pub db: PathBuf,
+    /// Output file (`-` = stdout); a name ending in `.gz` is gzip-compressed
+    #[arg(default_value = "-")]
+    pub file: PathBuf,
+    /// Only keys starting with this (escaped) prefix
+    #[arg(long, value_name = "P", value_parser = escaped_arg)]
+    pub prefix: Option<Bytes>,
+}
+
+pub fn export(args: &ExportArgs) -> Result<(), CliError> {
+    let db = open_read_only(&args.db)?;
+    let iter = match &args.prefix {
+        Some(p) => db.prefix(p),
+        None => db.range::<Vec<u8>, _>(..),
+    };
+    if args.file == Path::new("-") {
+        let mut out = BufWriter::new(io::stdout().lock());
+        write_pairs(iter, &mut out)?;
+        return out.flush().map_err(write_failed);
+    }
+    let what = args.file.display();
+    let failed = |e: io::Error| CliError::from_io(format!("write {what}"), &e);
+    let f =
+        File::create(&args.file).map_err(|e| CliError::from_io(format!("create {what}"), &e))?;
+    let n = if args.file.extension().is_some_and(|e| e == "gz") {
+        let mut enc = GzEncoder::new(BufWriter::new(f), flate2::Compression::default());
+        let n = write_pairs(iter, &mut enc)?;
+        enc.finish().and_then(|mut w| w.flush()).map_err(failed)?;
+        n
+    } else {
+        let mut out = BufWriter::new(f);
+        let n = write_pairs(iter, &mut out)?;
+        out.flush().map_err(failed)?;
+        n
+    };
+    eprintln!("exported {} keys to {what}", group(n));
+    Ok(())
+}
+
+/// Writes each pair as an escaped `KEY<TAB>VALUE` line; returns the count.
+fn write_pairs(
+    iter: impl Iterator<Item = siftdb::Result<Pair>>,
+    out: &mut impl Write,
+) -> Result<u64, CliError> {
+    let mut n = 0;
+    for item in iter {
+        let (k, v) = item?;
+        writeln!(out, "{}\t{}", escape_bytes(&k), escape_bytes(&v)).map_err(write_failed)?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+// ---------------------------------------------------------------- get / put / delete
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example:\n  kvctl get ./db 'user:42'\n\nExits 1 (printing nothing) when the key is absent."
+)]
+pub struct GetArgs {
+    /// Database directory
+    pub db: PathBuf,
+    /// Key (escapes such as \x00 and \t are decoded)
+    #[arg(value_parser = escaped_arg)]
+    pub key: Bytes,
+    /// Print the value's bytes exactly, with no escaping and no newline
+    #[arg(long)]
+    pub raw: bool,
+}
+
+pub fn get(args: &GetArgs) -> Result<(), CliError> {
+    let db = open_read_only(&args.db)?;
+    let value = db.get(&args.key)?;
+    db.close()?;
+    let Some(value) = value else {
+        return Err(CliError::new(
+            EXIT_NOT_FOUND,
+            format!("key not found: {}", escape_bytes(&args.key)),
+        ));
+    };
+    let mut out = io::stdout().lock();
+    if args.raw {
+        out.write_all(&value)
+    } else {
+        writeln!(out, "{}", escape_bytes(&value))
+    }
+    .and_then(|_| out.flush())
+    .map_err(write_failed)
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  kvctl put ./db 'user:42' '{\"name\":\"Ada\"}'")]
+pub struct PutArgs {
+    /// Database directory (created if missing)
+    pub db: PathBuf,
+    /// Key (escapes such as \x00 and \t are decoded)
+    #[arg(value_parser = escaped_arg)]
+    pub key: Bytes,
+    /// Value (escapes are decoded)
+    #[arg(value_parser = escaped_arg)]
+    pub value: Bytes,
+}
+
+pub fn put(args: &PutArgs) -> Result<(), CliError> {
+    let db = open_or_create(&args.db, Options::default())?;
+    db.put(&args.key, &args.value)?;
+    Ok(db.close()?)
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example:\n  kvctl delete ./db 'user:42'\n\nDeleting an absent key succeeds."
+)]
+pub struct DeleteArgs {
+    /// Database directory
+    pub db: PathBuf,
+    /// Key (escapes such as \x00 and \t are decoded)
+    #[arg(value_parser = escaped_arg)]
+    pub key: Bytes,
+}
+
+pub fn delete(args: &DeleteArgs) -> Result<(), CliError> {
+    let db = open_existing(&args.db)?;
+    db.delete(&args.key)?;
+    Ok(db.close()?)
+}
+
+// ---------------------------------------------------------------- scan
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  kvctl scan ./db --prefix lib --from libc --limit 10")]
+pub struct ScanArgs {
+    /// Database directory
+    pub db: PathBuf,
+    /// Only keys starting with P
+    #[arg(long, value_name = "P", value_parser = escaped_arg)]
+    pub prefix: Option<Bytes>,
+    /// Start at key K, inclusive (with --reverse: keys <= K)
+    #[arg(long, value_name = "K", value_parser = escaped_arg)]
+    pub from: Option<Bytes>,
+    /// Print at most N pairs
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Descending key order
+    #[arg(long)]
+    pub reverse: bool,
+}
+
+/// The key range a scan covers, or `None` if it is empty.
+fn scan_bounds(args: &ScanArgs) -> Option<KeyRange> {
+    let (mut lo, mut hi) = match &args.prefix {
+        Some(p) => (
+            Bound::Included(p.clone()),
+            siftdb::key::prefix_successor(p).map_or(Bound::Unbounded, Bound::Excluded),
+        ),
+        None => (Bound::Unbounded, Bound::Unbounded),
+    };
+    if let Some(from) = &args.from {
+        if args.reverse {
+            let tighter = match &hi {
+                Bound::Excluded(h) => from < h,
+                _ => true,
+            };
+            if tighter {
+                hi = Bound::Included(from.clone());
+            }
+        } else {
+            let tighter = match &lo {
+                Bound::Included(l) => from > l,
+                _ => true,
+            };
+            if tighter {
+                lo = Bound::Included(from.clone());
+            }
+        }
+    }
+    let empty = match (&lo, &hi) {
+        (Bound::Included(l), Bound::Included(h)) => l > h,
+        (Bound::Included(l), Bound::Excluded(h)) => l >= h,
+        _ => false,
+    };
+    (!empty).then_some((lo, hi))
+}
+
+pub fn scan(args: &ScanArgs) -> Result<(), CliError> {
+    let db = open_read_only(&args.db)?;
+    let Some(bounds) = scan_bounds(args) else {
+        return Ok(());
+    };
+    let iter = db.range(bounds);
+    let iter: Box<dyn Iterator<Item = siftdb::Result<Pair>>> = if args.reverse {
+        Box::new(iter.rev())
+    } else {
+        Box::new(iter)
+    };
+    let mut out = BufWriter::new(io::stdout().lock());
+    write_pairs(iter.take(args.limit.unwrap_or(usize::MAX)), &mut out)?;
+    out.flush().map_err(write_failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan_args(prefix: Option<&str>, from: Option<&str>, reverse: bool) -> ScanArgs {
+        ScanArgs {
+            db: PathBuf::new(),
+            prefix: prefix.map(|p| p.as_bytes().to_vec()),
+            from: from.map(|f| f.as_bytes().to_vec()),
+            limit: None,
+            reverse,
+        }
+    }
+
+    fn inc(s: &str) -> Bound<Vec<u8>> {
+        Bound::Included(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn bounds_combine_prefix_and_from() {
+        let exc = |s: &str| Bound::Excluded(s.as_bytes().to_vec());
+        assert_eq!(
+            scan_bounds(&scan_args(Some("ab"), None, false)),
+            Some((inc("ab"), exc("ac")))
+        );
+        assert_eq!(
+            scan_bounds(&scan_args(Some("ab"), Some("abc"), false)),
+            Some((inc("abc"), exc("ac")))
+        );
+        assert_eq!(
+            scan_bounds(&scan_args(Some("ab"), Some("a"), false)),
+            Some((inc("ab"), exc("ac")))
+        );
+        assert_eq!(
+            scan_bounds(&scan_args(Some("ab"), Some("abc"), true)),
+            Some((inc("ab"), inc("abc")))
+        );
+        assert_eq!(
+            scan_bounds(&scan_args(Some("ab"), Some("b"), true)),
+            Some((inc("ab"), exc("ac")))
+        );
+        assert_eq!(scan_bounds(&scan_args(Some("ab"), Some("b"), false)), None);
+        assert_eq!(scan_bounds(&scan_args(Some("ab"), Some("aa"), true)), None);
+        assert_eq!(
+            scan_bounds(&scan_args(None, Some("m"), true)),
+            Some((Bound::Unbounded, inc("m")))
+        );
+    }
+
+    #[test]
+    fn lines_parse() {
+        let (k, v) = parse_line(b"a\\tb\tx\\x00y", LineFormat::Escaped).unwrap();
+        assert_eq!((&*k, &*v), (&b"a\tb"[..], &b"x\0y"[..]));
+        let (k, v) = parse_line(b"a\\\"\t{\"q\":\"\\\"\"}", LineFormat::Raw).unwrap();
+        assert_eq!((&*k, &*v), (&b"a\\\""[..], &b"{\"q\":\"\\\"\"}"[..]));
+        assert!(parse_line(b"no tab", LineFormat::Raw).is_err());
+        assert!(parse_line(b"k\tbad \\\" escape", LineFormat::Escaped).is_err());
+    }
+}

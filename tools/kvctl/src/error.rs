@@ -1,0 +1,125 @@
+//! kvctl's exit codes and its one error type.
+//!
+//! | code | meaning |
+//! |------|---------|
+//! | 0 | success |
+//! | 1 | `get`: the key is absent |
+//! | 2 | usage or bad input (bad flag, malformed import line, invalid argument) |
+//! | 3 | corruption: bytes on disk (or answers read back) are not what was written |
+//! | 4 | I/O error, database locked, or any other engine failure |
+
+use std::fmt;
+
+/// Success.
+pub const EXIT_OK: u8 = 0;
+/// `get` found no value for the key.
+pub const EXIT_NOT_FOUND: u8 = 1;
+/// Bad command line or bad input data (clap also exits 2 on usage errors).
+pub const EXIT_USAGE: u8 = 2;
+/// The database is damaged, or returned data different from what was
+/// written.
+pub const EXIT_CORRUPTION: u8 = 3;
+/// I/O failure, lock held by another process, or another engine error.
+pub const EXIT_IO: u8 = 4;
+
+/// An error as kvctl reports it: `kvctl: <message>`, then an optional
+/// `hint: ...` line, and the process exits with `code`.
+#[derive(Debug)]
+pub struct CliError {
+    pub code: u8,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl CliError {
+    pub fn new(code: u8, message: impl Into<String>) -> CliError {
+        CliError {
+            code,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    /// Bad input or arguments (exit 2).
+    pub fn usage(message: impl Into<String>) -> CliError {
+        CliError::new(EXIT_USAGE, message)
+    }
+
+    /// Replaces the hint.
+    pub fn with_hint(mut self, hint: impl Into<String>) -> CliError {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// Prefixes the message with where it happened, e.g. `data.tsv:12`.
+    pub fn context(mut self, what: impl fmt::Display) -> CliError {
+        self.message = format!("{what}: {}", self.message);
+        self
+    }
+
+    /// An I/O error on a file kvctl itself reads or writes (not the
+    /// database): a missing file or undecodable input (`InvalidData`, e.g.
+    /// a bad gzip stream) is bad input (2), anything else is I/O (4).
+    pub fn from_io(what: impl fmt::Display, e: &std::io::Error) -> CliError {
+        let code = match e.kind() {
+            std::io::ErrorKind::InvalidData
+            | std::io::ErrorKind::InvalidInput
+            | std::io::ErrorKind::NotFound => EXIT_USAGE,
+            _ => EXIT_IO,
+        };
+        CliError::new(code, format!("{what}: {e}"))
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "kvctl: {}", self.message)?;
+        if let Some(h) = &self.hint {
+            write!(f, "\nhint: {h}")?;
+        }
+        Ok(())
+    }
+}
+
+impl From<siftdb::Error> for CliError {
+    fn from(e: siftdb::Error) -> CliError {
+        use siftdb::Error as E;
+        let (code, hint) = match &e {
+            E::Corruption { .. } => (
+                EXIT_CORRUPTION,
+                Some("the database files are damaged; keep a copy of the directory and do not write to it"),
+            ),
+            E::Locked(_) => (
+                EXIT_IO,
+                Some("another process has the database open; close it and retry"),
+            ),
+            E::Io { .. } => (EXIT_IO, None),
+            E::InvalidArgument(_) => (EXIT_USAGE, None),
+            E::NotADatabase { .. } => (
+                EXIT_USAGE,
+                Some("check the path; only `import` and `put` create a database"),
+            ),
+            E::UnsupportedVersion { .. } => (
+                EXIT_IO,
+                Some("the database was written by a newer siftdb; use a matching kvctl"),
+            ),
+            E::Background(_) => (EXIT_IO, None),
+            _ => (EXIT_IO, None),
+        };
+        CliError {
+            code,
+            message: e.to_string(),
+            hint: hint.map(str::to_string),
+        }
+    }
+}
+
+/// Output for stdout: a closed pipe (`kvctl scan db | head`) ends the
+/// command quietly instead of failing.
+pub fn write_failed(e: std::io::Error) -> CliError {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        CliError::new(EXIT_OK, String::new())
+    } else {
+        CliError::new(EXIT_IO, format!("writing output: {e}"))
+    }
+}

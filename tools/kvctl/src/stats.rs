@@ -1,0 +1,108 @@
+//! `kvctl stats`: the shape of the database, level by level.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::json;
+use siftdb::LevelStats;
+
+use crate::data::open_read_only;
+use crate::error::{write_failed, CliError};
+use crate::format::{group, human_bytes, Align, Table};
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  kvctl stats ./db --json")]
+pub struct StatsArgs {
+    /// Database directory
+    pub db: PathBuf,
+    /// Print JSON: {"levels": [...], "total": {...}} with every level, empty ones included
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The sum of `levels`, with `level` set to `usize::MAX` (unused).
+fn total(levels: &[LevelStats]) -> LevelStats {
+    let mut t = LevelStats::default();
+    for l in levels {
+        t.files += l.files;
+        t.bytes += l.bytes;
+        t.entries += l.entries;
+        t.distinct_keys += l.distinct_keys;
+        t.tombstones += l.tombstones;
+        t.filter_bits += l.filter_bits;
+    }
+    t
+}
+
+fn level_json(l: &LevelStats) -> serde_json::Value {
+    json!({
+        "files": l.files,
+        "bytes": l.bytes,
+        "entries": l.entries,
+        "distinct_keys": l.distinct_keys,
+        "tombstones": l.tombstones,
+        "filter_bits": l.filter_bits,
+        "filter_bits_per_key": l.bits_per_key(),
+    })
+}
+
+/// The JSON document `stats --json` prints.
+pub fn stats_json(levels: &[LevelStats]) -> serde_json::Value {
+    let levels_json: Vec<serde_json::Value> = levels
+        .iter()
+        .map(|l| {
+            let mut v = level_json(l);
+            v["level"] = json!(l.level);
+            v
+        })
+        .collect();
+    json!({ "levels": levels_json, "total": level_json(&total(levels)) })
+}
+
+/// The levels table: non-empty levels, then a total row.
+pub fn levels_table(levels: &[LevelStats]) -> Table {
+    let mut t = Table::new(&[
+        ("level", Align::Left),
+        ("files", Align::Right),
+        ("size", Align::Right),
+        ("entries", Align::Right),
+        ("distinct keys", Align::Right),
+        ("tombstones", Align::Right),
+        ("filter bits/key", Align::Right),
+    ]);
+    let cells = |name: String, l: &LevelStats| {
+        vec![
+            name,
+            group(l.files as u64),
+            human_bytes(l.bytes),
+            group(l.entries),
+            group(l.distinct_keys),
+            group(l.tombstones),
+            format!("{:.2}", l.bits_per_key()),
+        ]
+    };
+    for l in levels.iter().filter(|l| l.files > 0) {
+        t.row(cells(format!("L{}", l.level), l));
+    }
+    t.row(cells("total".into(), &total(levels)));
+    t
+}
+
+pub fn run(args: &StatsArgs) -> Result<(), CliError> {
+    let db = open_read_only(&args.db)?;
+    let stats = db.stats();
+    db.close()?;
+    let mut out = io::stdout().lock();
+    let text = if args.json {
+        format!("{:#}\n", stats_json(&stats.levels))
+    } else {
+        let empty = stats.levels.iter().all(|l| l.files == 0);
+        let mut s = levels_table(&stats.levels).render("");
+        if empty {
+            s.push_str("(no SSTables yet: writes since the last flush are in the WAL)\n");
+        }
+        s
+    };
+    out.write_all(text.as_bytes()).map_err(write_failed)
+}

@@ -1,0 +1,352 @@
+//! End-to-end tests of the kvctl binary against temporary databases.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const KVCTL: &str = env!("CARGO_BIN_EXE_kvctl");
+
+/// Runs kvctl with `args` and no stdin.
+fn kvctl(args: &[&str]) -> Output {
+    Command::new(KVCTL)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run kvctl")
+}
+
+/// Runs kvctl feeding `input` on stdin.
+fn kvctl_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(KVCTL)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn kvctl");
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("kvctl exited by signal")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts exit 0, showing stderr otherwise.
+fn ok(o: Output) -> Output {
+    assert_eq!(code(&o), 0, "stderr: {}", stderr(&o));
+    o
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// Escaped TSV: a key with an escaped tab, a value with an escaped byte.
+const SMALL_TSV: &str = "apple\tred\n\
+apricot\torange\n\
+banana\tyellow\n\
+blue\\tberry\tblue\n\
+cherry\tdark\\x20red\n\
+\n\
+date\tbrown\r\n";
+
+/// A database in a fresh temp dir, filled with [`SMALL_TSV`].
+fn small_db() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("small.tsv");
+    std::fs::write(&input, SMALL_TSV).unwrap();
+    let db = tmp.path().join("db");
+    let o = ok(kvctl(&["import", p(&db), p(&input), "--quiet"]));
+    let out = stdout(&o);
+    assert!(out.contains("imported 6 keys"), "{out}");
+    assert!(out.contains("1 SSTable flushed, 0 compactions"), "{out}");
+    (tmp, db)
+}
+
+#[test]
+fn get_found_and_absent() {
+    let (_tmp, db) = small_db();
+    let o = ok(kvctl(&["get", p(&db), "apple"]));
+    assert_eq!(stdout(&o), "red\n");
+    let o = ok(kvctl(&["get", p(&db), "cherry"]));
+    assert_eq!(stdout(&o), "dark red\n");
+    // The escaped key was imported with a real tab; the argument is unescaped too.
+    let o = ok(kvctl(&["get", p(&db), "blue\\tberry"]));
+    assert_eq!(stdout(&o), "blue\n");
+    // A CRLF line ending is not part of the value.
+    let o = ok(kvctl(&["get", p(&db), "date", "--raw"]));
+    assert_eq!(o.stdout, b"brown");
+
+    let o = kvctl(&["get", p(&db), "grape"]);
+    assert_eq!(code(&o), 1);
+    assert!(o.stdout.is_empty());
+    assert!(stderr(&o).contains("not found"), "{}", stderr(&o));
+}
+
+#[test]
+fn values_are_escaped_unless_raw() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    ok(kvctl(&["put", p(&db), "k", "a\\tb\\x00\\xff\\\\"]));
+    let o = ok(kvctl(&["get", p(&db), "k"]));
+    assert_eq!(stdout(&o), "a\\x09b\\x00\\xff\\\\\n");
+    let o = ok(kvctl(&["get", p(&db), "k", "--raw"]));
+    assert_eq!(o.stdout, b"a\tb\x00\xff\\");
+}
+
+#[test]
+fn put_delete_then_get() {
+    let (_tmp, db) = small_db();
+    ok(kvctl(&["put", p(&db), "fig", "purple"]));
+    assert_eq!(stdout(&ok(kvctl(&["get", p(&db), "fig"]))), "purple\n");
+    ok(kvctl(&["put", p(&db), "apple", "green"]));
+    assert_eq!(stdout(&ok(kvctl(&["get", p(&db), "apple"]))), "green\n");
+    ok(kvctl(&["delete", p(&db), "apple"]));
+    assert_eq!(code(&kvctl(&["get", p(&db), "apple"])), 1);
+    // Deleting an absent key is fine.
+    ok(kvctl(&["delete", p(&db), "nothing-here"]));
+}
+
+#[test]
+fn scan_prefix_from_limit_reverse() {
+    let (_tmp, db) = small_db();
+    let scan = |extra: &[&str]| {
+        let mut args = vec!["scan", p(&db)];
+        args.extend_from_slice(extra);
+        stdout(&ok(kvctl(&args)))
+    };
+    assert_eq!(
+        scan(&[]),
+        "apple\tred\napricot\torange\nbanana\tyellow\nblue\\x09berry\tblue\ncherry\tdark red\ndate\tbrown\n"
+    );
+    assert_eq!(scan(&["--prefix", "ap"]), "apple\tred\napricot\torange\n");
+    assert_eq!(
+        scan(&["--prefix", "b", "--reverse"]),
+        "blue\\x09berry\tblue\nbanana\tyellow\n"
+    );
+    assert_eq!(
+        scan(&["--from", "b", "--limit", "2"]),
+        "banana\tyellow\nblue\\x09berry\tblue\n"
+    );
+    assert_eq!(
+        scan(&["--from", "bb", "--reverse", "--limit", "2"]),
+        "banana\tyellow\napricot\torange\n"
+    );
+    assert_eq!(
+        scan(&["--prefix", "a", "--from", "apr"]),
+        "apricot\torange\n"
+    );
+    assert_eq!(scan(&["--prefix", "a", "--from", "b"]), "");
+    assert_eq!(scan(&["--reverse", "--limit", "1"]), "date\tbrown\n");
+}
+
+#[test]
+fn export_import_round_trip_with_gzip_and_stdin() {
+    let (tmp, db) = small_db();
+    ok(kvctl(&["put", p(&db), "bin\\x00key", "\\xfe\\xff"]));
+    let before = stdout(&ok(kvctl(&["scan", p(&db)])));
+
+    let gz = tmp.path().join("dump.tsv.gz");
+    ok(kvctl(&["export", p(&db), p(&gz)]));
+    assert_eq!(&std::fs::read(&gz).unwrap()[..2], &[0x1f, 0x8b]);
+    let copy = tmp.path().join("copy");
+    ok(kvctl(&["import", p(&copy), p(&gz), "--quiet"]));
+    assert_eq!(stdout(&ok(kvctl(&["scan", p(&copy)]))), before);
+
+    let exported = ok(kvctl(&["export", p(&db)])).stdout;
+    assert_eq!(String::from_utf8(exported.clone()).unwrap(), before);
+    let copy2 = tmp.path().join("copy2");
+    let o = kvctl_stdin(&["import", p(&copy2), "-"], &exported);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&ok(kvctl(&["scan", p(&copy2)]))), before);
+}
+
+#[test]
+fn raw_import_keeps_backslashes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("raw.tsv");
+    std::fs::write(&input, "abe\t{\"d\":\"named \\\"Abe\\\"\"}\n").unwrap();
+    let db = tmp.path().join("db");
+    // Escaped mode rejects `\"`, naming the line and suggesting --raw.
+    let o = kvctl(&["import", p(&db), p(&input)]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("raw.tsv:1"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--raw"), "{}", stderr(&o));
+    ok(kvctl(&["import", p(&db), p(&input), "--raw"]));
+    let o = ok(kvctl(&["get", p(&db), "abe", "--raw"]));
+    assert_eq!(o.stdout, b"{\"d\":\"named \\\"Abe\\\"\"}");
+}
+
+#[test]
+fn stats_json_counts_files_and_entries() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("many.tsv");
+    let mut text = String::new();
+    for i in 0..3000 {
+        text.push_str(&format!("key{i:05}\t{}\n", "v".repeat(100)));
+    }
+    std::fs::write(&input, text).unwrap();
+    let db = tmp.path().join("db");
+    let o = ok(kvctl(&[
+        "import",
+        p(&db),
+        p(&input),
+        "--write-buffer-size",
+        "64K",
+        "--bits-per-key",
+        "8",
+    ]));
+    // Progress goes nowhere when stdout is not a terminal.
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+    // Import writes batches of 1000 lines (~113 KB here); the memtable is
+    // swapped before a write once it holds 64 KiB, so each batch becomes
+    // its own SSTable.
+    assert!(stdout(&o).contains("3 SSTables flushed"), "{}", stdout(&o));
+
+    let o = ok(kvctl(&["stats", p(&db), "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("valid JSON");
+    let total = &v["total"];
+    let files = total["files"].as_u64().unwrap();
+    assert_eq!(files, 3, "{v}");
+    assert_eq!(total["entries"].as_u64(), Some(3000));
+    assert_eq!(total["distinct_keys"].as_u64(), Some(3000));
+    assert_eq!(total["tombstones"].as_u64(), Some(0));
+    let bpk = total["filter_bits_per_key"].as_f64().unwrap();
+    assert!((7.9..9.0).contains(&bpk), "{bpk}");
+    let levels = v["levels"].as_array().unwrap();
+    assert_eq!(levels[0]["level"].as_u64(), Some(0));
+    let sum: u64 = levels.iter().map(|l| l["files"].as_u64().unwrap()).sum();
+    assert_eq!(sum, files);
+    for key in [
+        "bytes",
+        "entries",
+        "distinct_keys",
+        "tombstones",
+        "filter_bits",
+    ] {
+        assert!(levels[0][key].is_u64(), "{key} missing: {v}");
+    }
+
+    // The text table shows the same numbers.
+    let table = stdout(&ok(kvctl(&["stats", p(&db)])));
+    assert!(table.starts_with("level"), "{table}");
+    let total_row = table.lines().find(|l| l.starts_with("total")).unwrap();
+    assert!(
+        total_row.contains(&files.to_string()) && total_row.contains("3,000"),
+        "{table}"
+    );
+}
+
+#[test]
+fn malformed_import_line_is_exit_2_with_line_number() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("bad.tsv");
+    std::fs::write(&input, "a\t1\nb\t2\nno tab here\nd\t4\n").unwrap();
+    let o = kvctl(&["import", p(&tmp.path().join("db")), p(&input)]);
+    assert_eq!(code(&o), 2);
+    let err = stderr(&o);
+    assert!(err.starts_with("kvctl: "), "{err}");
+    assert!(err.contains("bad.tsv:3"), "{err}");
+    assert!(err.contains("no tab"), "{err}");
+}
+
+#[test]
+fn usage_errors_are_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Missing argument (clap).
+    assert_eq!(code(&kvctl(&["get"])), 2);
+    // Bad escape in a key argument.
+    assert_eq!(code(&kvctl(&["get", p(tmp.path()), "a\\q"])), 2);
+    // Reading commands never create a database.
+    let missing = tmp.path().join("missing");
+    let o = kvctl(&["get", p(&missing), "k"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(!missing.exists());
+}
+
+#[test]
+fn locked_database_is_exit_4_for_writes_but_readable() {
+    let (_tmp, db) = small_db();
+    let held = siftdb::Db::open(&db).unwrap();
+    // Reads open the database read-only and ignore the lock.
+    assert_eq!(stdout(&ok(kvctl(&["get", p(&db), "apple"]))), "red\n");
+    let o = kvctl(&["put", p(&db), "apple", "green"]);
+    assert_eq!(code(&o), 4, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("locked"), "{err}");
+    assert!(
+        err.contains("another process has the database open"),
+        "{err}"
+    );
+    drop(held);
+    assert_eq!(stdout(&ok(kvctl(&["get", p(&db), "apple"]))), "red\n");
+}
+
+#[test]
+fn help_carries_examples() {
+    let top = stdout(&ok(kvctl(&["--help"])));
+    assert!(top.contains("Example:") && top.contains("demo"), "{top}");
+    for cmd in [
+        "import", "export", "get", "put", "delete", "scan", "stats", "demo",
+    ] {
+        let h = stdout(&ok(kvctl(&[cmd, "--help"])));
+        assert!(h.contains("Example:\n  "), "{cmd}: {h}");
+    }
+}
+
+#[test]
+fn demo_reports_and_passes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("demo");
+    let o = ok(kvctl(&["demo", "--dir", p(&dir)]));
+    let out = stdout(&o);
+    for needle in [
+        "63,681 keys",
+        "104,334 words; 849 are also package names, leaving 103,485 absent keys",
+        "data-block reads per lookup",
+        "SSTables skipped by key range per lookup",
+        "SSTables skipped by filter per lookup",
+        "filter false positives",
+        "theory    (1 - e^(-7/10))^7 = 0.82%",
+        "data-block reads per absent lookup",
+        "OK: all 63,681 values read back exactly, none of 103,485 absent keys found",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
+    }
+    let tables: u64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("SSTables      "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.replace(',', "").parse().ok())
+        .expect("SSTables line");
+    assert!(tables >= 8, "{out}");
+    let lookups = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("found"))
+        .unwrap();
+    assert!(
+        lookups.trim_end().ends_with(" 0"),
+        "absent keys found: {lookups}"
+    );
+    assert!(dir.join("bloom-10").join("CURRENT").exists());
+    assert!(dir.join("no-filter").join("CURRENT").exists());
+
+    // The databases are real: kvctl reads them back.
+    let db = dir.join("bloom-10");
+    let v = stdout(&ok(kvctl(&["get", p(&db), "0ad"])));
+    assert!(v.starts_with("{\"version\":"), "{v}");
+
+    // A second run refuses to reuse them.
+    let o = kvctl(&["demo", "--dir", p(&dir), "--no-compare"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("fresh directory"), "{}", stderr(&o));
+}
