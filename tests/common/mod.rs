@@ -59,3 +59,102 @@ impl Rng {
         self.next_u64() % n
     }
 }
+
+/// A fresh scratch directory for a test, on tmpfs (`/dev/shm`) when the
+/// machine has one, so that campaigns running thousands of opens are not
+/// bound by `fsync` latency; otherwise in the system temp directory. The
+/// durability being tested (against process crashes and corrupted bytes)
+/// does not depend on the file system.
+pub fn scratch_dir() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        if let Ok(d) = tempfile::Builder::new().prefix("siftdb-").tempdir_in(shm) {
+            return d;
+        }
+    }
+    tempfile::tempdir().unwrap()
+}
+
+/// CRC-32 (IEEE, reflected, as `crc32fast` and DESIGN.md section 12 use),
+/// computed bit by bit so that tests can write on-disk structures by hand
+/// without borrowing the engine's code.
+pub fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            let mask = (crc & 1).wrapping_neg();
+            crc = (crc >> 1) ^ (0xedb8_8320 & mask);
+        }
+    }
+    !crc
+}
+
+/// Frames `payload` as one log record (DESIGN.md 12.2): `len`, `crc32(len)`,
+/// `crc32(payload)`, payload.
+pub fn log_record(payload: &[u8]) -> Vec<u8> {
+    let len = (payload.len() as u32).to_le_bytes();
+    let mut v = len.to_vec();
+    v.extend_from_slice(&crc32(&len).to_le_bytes());
+    v.extend_from_slice(&crc32(payload).to_le_bytes());
+    v.extend_from_slice(payload);
+    v
+}
+
+/// Every regular file directly in `dir`, by name, with its full contents.
+/// Tests compare two of these to prove that a failed open changed nothing.
+pub fn dir_contents(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            let name = entry.file_name().into_string().unwrap();
+            out.insert(name, std::fs::read(entry.path()).unwrap());
+        }
+    }
+    out
+}
+
+/// Copies every regular file directly in `src` into `dst` (created if
+/// missing).
+pub fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), dst.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
+/// The names of the files directly in `dir`, sorted.
+pub fn file_names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    v.sort();
+    v
+}
+
+/// A command that runs one test of the current test binary, alone and
+/// with its output uncaptured: how a test starts a child process that is a
+/// copy of itself (the child test checks an environment variable to know
+/// it is the child).
+pub fn child_test_command(test_name: &str) -> std::process::Command {
+    let exe = std::env::current_exe().unwrap();
+    let mut c = std::process::Command::new(exe);
+    c.args(["--exact", test_name, "--nocapture", "--test-threads=1"]);
+    c
+}
+
+/// Reads a `u64` from environment variable `name`, or `default` if unset.
+pub fn env_u64(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(s) => s
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={s:?} is not a number")),
+        Err(_) => default,
+    }
+}

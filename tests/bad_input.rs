@@ -1,0 +1,407 @@
+//! Bad input and misuse: each gives its own clear error, and a refused open
+//! leaves every existing file exactly as it was (compared byte for byte).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::Stdio;
+
+use common::{child_test_command, crc32, dir_contents, log_record, open, small_options};
+use siftdb::key::{MAX_KEY_LEN, MAX_VALUE_LEN};
+use siftdb::write_batch::check_lengths;
+use siftdb::{Db, Error, Options, WriteBatch};
+
+/// A closed database with some flushed data and some in the WAL.
+fn small_db(dir: &Path) {
+    let db = open(dir, &small_options());
+    for i in 0..300 {
+        db.put(format!("key{i:04}"), format!("value {i}")).unwrap();
+    }
+    db.flush().unwrap();
+    db.put("in-wal", "yes").unwrap();
+    db.close().unwrap();
+}
+
+fn assert_intact(dir: &Path) {
+    let db = open(dir, &small_options());
+    assert_eq!(
+        db.get("key0123").unwrap().as_deref(),
+        Some(&b"value 123"[..])
+    );
+    assert_eq!(db.get("in-wal").unwrap().as_deref(), Some(&b"yes"[..]));
+    assert_eq!(db.range::<&str, _>(..).count(), 301);
+}
+
+/// Runs `f` (an open attempt that must fail) and checks that no file in
+/// `dir` was created, changed or deleted.
+fn refused_without_changes(dir: &Path, f: impl FnOnce() -> siftdb::Result<Db>) -> Error {
+    let before = dir_contents(dir);
+    let err = match f() {
+        Ok(_) => panic!("open of {} should have failed", dir.display()),
+        Err(e) => e,
+    };
+    assert_eq!(
+        dir_contents(dir),
+        before,
+        "refused open changed files in {}: {err}",
+        dir.display()
+    );
+    err
+}
+
+fn sst_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn crc32_helper_matches_the_documented_example() {
+    // DESIGN.md 12.2: payload "abc" is framed as these 15 bytes.
+    assert_eq!(
+        log_record(b"abc"),
+        [0x03, 0, 0, 0, 0xf2, 0x70, 0xf1, 0x33, 0xc2, 0x41, 0x24, 0x35, b'a', b'b', b'c']
+    );
+    assert_eq!(crc32(b""), 0);
+}
+
+#[test]
+fn length_limits_are_checked_without_allocating() {
+    assert_eq!(MAX_KEY_LEN, 65_535);
+    assert_eq!(MAX_VALUE_LEN, u64::from(u32::MAX));
+    check_lengths(0, 0).unwrap();
+    check_lengths(MAX_KEY_LEN, MAX_VALUE_LEN).unwrap();
+    for (k, v) in [
+        (MAX_KEY_LEN + 1, 0),
+        (0, MAX_VALUE_LEN + 1),
+        (usize::MAX, u64::MAX),
+        (MAX_KEY_LEN + 1, MAX_VALUE_LEN + 1),
+    ] {
+        match check_lengths(k, v) {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains("exceeds"), "{m}"),
+            other => panic!("check_lengths({k}, {v}) = {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn over_long_keys_are_refused_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), &small_options());
+    db.put("before", "1").unwrap();
+    let long = vec![b'k'; MAX_KEY_LEN + 1];
+    let before = dir_contents(dir.path());
+
+    let invalid = |r: siftdb::Result<()>, what: &str| match r {
+        Err(Error::InvalidArgument(_)) => {}
+        other => panic!("{what}: expected InvalidArgument, got {other:?}"),
+    };
+    invalid(db.put(&long, "v"), "put");
+    invalid(db.delete(&long), "delete");
+    invalid(db.get(&long).map(|_| ()), "get");
+    invalid(db.snapshot().get(&long).map(|_| ()), "snapshot get");
+    let mut b = WriteBatch::new();
+    b.put("ok", "1").unwrap();
+    let (len, bytes) = (b.len(), b.encoded_len());
+    invalid(b.put(&long, "v"), "batch put");
+    invalid(b.delete(&long), "batch delete");
+    assert_eq!((b.len(), b.encoded_len()), (len, bytes), "batch changed");
+    assert_eq!(
+        dir_contents(dir.path()),
+        before,
+        "a refused write reached a file"
+    );
+    // The prefix of the long key was not stored either.
+    assert_eq!(db.get(&long[..MAX_KEY_LEN]).unwrap(), None);
+
+    // The longest legal key round-trips through the WAL, a table and a
+    // reopen.
+    let max = vec![b'm'; MAX_KEY_LEN];
+    db.put(&max, "max").unwrap();
+    db.flush().unwrap();
+    db.close().unwrap();
+    let db = open(dir.path(), &small_options());
+    assert_eq!(db.get(&max).unwrap().as_deref(), Some(&b"max"[..]));
+    assert_eq!(db.get("before").unwrap().as_deref(), Some(&b"1"[..]));
+}
+
+#[test]
+fn misuse_of_options_and_calls_is_invalid_argument() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bad = Options::default();
+    bad.block_size = 0;
+    let err = refused_without_changes(dir.path(), || Db::open_with(dir.path(), bad));
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
+
+    let db = open(dir.path(), &small_options());
+    assert!(matches!(
+        db.compact_range("z", "a"),
+        Err(Error::InvalidArgument(_))
+    ));
+    // A second handle in the same process.
+    let err = Db::open_with(dir.path(), small_options()).unwrap_err();
+    assert!(
+        matches!(&err, Error::Locked(p) if p == dir.path()),
+        "{err:?}"
+    );
+    drop(db);
+
+    let mut o = small_options();
+    o.error_if_exists = true;
+    let err = refused_without_changes(dir.path(), || Db::open_with(dir.path(), o));
+    assert!(matches!(err, Error::NotADatabase { .. }), "{err:?}");
+
+    let missing = dir.path().join("not-there");
+    let mut o = small_options();
+    o.create_if_missing = false;
+    let err = Db::open_with(&missing, o).unwrap_err();
+    assert!(matches!(err, Error::NotADatabase { .. }), "{err:?}");
+    assert!(!missing.exists(), "refused open created the directory");
+}
+
+#[test]
+fn a_regular_file_is_not_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data.bin");
+    fs::write(&file, b"precious bytes").unwrap();
+    let err = refused_without_changes(dir.path(), || Db::open(&file));
+    match err {
+        Error::NotADatabase { path, .. } => assert_eq!(path, file),
+        other => panic!("expected NotADatabase, got {other:?}"),
+    }
+    assert_eq!(fs::read(&file).unwrap(), b"precious bytes");
+}
+
+#[test]
+fn a_directory_of_something_else_is_not_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("notes.txt"), b"hello").unwrap();
+    fs::write(dir.path().join("000001.txt"), b"not a siftdb file").unwrap();
+    let err = refused_without_changes(dir.path(), || Db::open(dir.path()));
+    match err {
+        Error::NotADatabase { path, detail } => {
+            assert_eq!(path, dir.path());
+            assert!(detail.contains("not empty"), "{detail}");
+        }
+        other => panic!("expected NotADatabase, got {other:?}"),
+    }
+    assert!(!dir.path().join("LOCK").exists());
+
+    // SSTables without CURRENT: someone else's half of a database.
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("000007.sst"), b"data").unwrap();
+    let err = refused_without_changes(dir.path(), || Db::open(dir.path()));
+    assert!(
+        matches!(&err, Error::Corruption { file, .. } if file.ends_with("CURRENT")),
+        "{err:?}"
+    );
+}
+
+/// Writes by hand, in the documented format (DESIGN.md 12.2 and 12.8), a
+/// database whose only manifest record is a snapshot `{format_version,
+/// log_number 5, next_file_number 7}` plus `extra` fields, with an empty
+/// WAL 000005.log and the `LOCK` file every database has.
+fn hand_written_db(dir: &Path, format_version: u8, extra: &[u8]) {
+    fs::write(dir.join("LOCK"), b"").unwrap();
+    let mut payload = vec![0x01, format_version, 0x02, 0x05, 0x03, 0x07];
+    payload.extend_from_slice(extra);
+    fs::write(dir.join("MANIFEST-000001"), log_record(&payload)).unwrap();
+    fs::write(dir.join("CURRENT"), b"MANIFEST-000001\n").unwrap();
+    fs::write(dir.join("000005.log"), b"").unwrap();
+}
+
+#[test]
+fn a_newer_manifest_format_is_unsupported_version() {
+    // Control: the same hand-written database at version 1 opens, so the
+    // refusal below is about the version and nothing else.
+    let ok = tempfile::tempdir().unwrap();
+    hand_written_db(ok.path(), 1, &[]);
+    let db = open(ok.path(), &small_options());
+    db.put("a", "b").unwrap();
+    drop(db);
+
+    for extra in [&[][..], &[0x07, 0x01][..]] {
+        // Version 2, alone or with a tag this build does not know.
+        let dir = tempfile::tempdir().unwrap();
+        hand_written_db(dir.path(), 2, extra);
+        let err = refused_without_changes(dir.path(), || Db::open(dir.path()));
+        match err {
+            Error::UnsupportedVersion {
+                file,
+                found,
+                supported,
+            } => {
+                assert_eq!(file, dir.path().join("MANIFEST-000001"));
+                assert_eq!((found, supported), (2, 1));
+            }
+            other => panic!("expected UnsupportedVersion, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_newer_table_footer_is_unsupported_version() {
+    let dir = tempfile::tempdir().unwrap();
+    small_db(dir.path());
+    let sst = sst_files(dir.path()).pop().expect("an SSTable");
+    // Footer (DESIGN.md 12.7): version at 48..52, crc32(0..52) at 52..56.
+    let mut bytes = fs::read(&sst).unwrap();
+    let f = bytes.len() - 64;
+    bytes[f + 48..f + 52].copy_from_slice(&2u32.to_le_bytes());
+    let crc = crc32(&bytes[f..f + 52]);
+    bytes[f + 52..f + 56].copy_from_slice(&crc.to_le_bytes());
+    fs::write(&sst, &bytes).unwrap();
+
+    let err = refused_without_changes(dir.path(), || Db::open_with(dir.path(), small_options()));
+    match err {
+        Error::UnsupportedVersion {
+            file,
+            found,
+            supported,
+        } => {
+            assert_eq!(file, sst);
+            assert_eq!((found, supported), (2, 1));
+        }
+        other => panic!("expected UnsupportedVersion, got {other:?}"),
+    }
+    assert!(matches!(
+        siftdb::sstable::Table::open(&sst, 0),
+        Err(Error::UnsupportedVersion { found: 2, .. })
+    ));
+}
+
+#[test]
+fn a_missing_table_is_corruption_naming_the_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    small_db(dir.path());
+    let sst = sst_files(dir.path()).pop().expect("an SSTable");
+    fs::remove_file(&sst).unwrap();
+    let manifest = fs::read_to_string(dir.path().join("CURRENT")).unwrap();
+    let err = refused_without_changes(dir.path(), || Db::open_with(dir.path(), small_options()));
+    match err {
+        Error::Corruption { file, detail, .. } => {
+            assert_eq!(file, dir.path().join(manifest.trim_end()));
+            let name = sst.file_name().unwrap().to_str().unwrap();
+            assert!(
+                detail.contains(name) && detail.contains("missing"),
+                "{detail}"
+            );
+        }
+        other => panic!("expected Corruption, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_empty_or_dangling_current_is_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    small_db(dir.path());
+    let good = fs::read(dir.path().join("CURRENT")).unwrap();
+
+    fs::write(dir.path().join("CURRENT"), b"").unwrap();
+    let err = refused_without_changes(dir.path(), || Db::open_with(dir.path(), small_options()));
+    assert!(
+        matches!(&err, Error::Corruption { file, .. } if file.ends_with("CURRENT")),
+        "{err:?}"
+    );
+
+    fs::write(dir.path().join("CURRENT"), b"MANIFEST-999999\n").unwrap();
+    let err = refused_without_changes(dir.path(), || Db::open_with(dir.path(), small_options()));
+    match &err {
+        Error::Corruption { file, detail, .. } => {
+            assert!(file.ends_with("MANIFEST-999999"), "{err:?}");
+            assert!(detail.contains("CURRENT"), "{detail}");
+        }
+        other => panic!("expected Corruption, got {other:?}"),
+    }
+
+    fs::write(dir.path().join("CURRENT"), good).unwrap();
+    assert_intact(dir.path());
+}
+
+/// Child for `locked_by_another_process`: opens the database named by
+/// `SIFTDB_LOCK_CHILD`, says so, and holds it until stdin closes.
+#[test]
+fn lock_holder_child() {
+    let Some(dir) = std::env::var_os("SIFTDB_LOCK_CHILD") else {
+        return;
+    };
+    let db = Db::open_with(&dir, small_options()).expect("child: open");
+    println!("SIFTDB-LOCK held");
+    let mut sink = Vec::new();
+    let _ = std::io::stdin().read_to_end(&mut sink);
+    drop(db);
+}
+
+#[test]
+fn locked_by_another_process() {
+    let dir = tempfile::tempdir().unwrap();
+    small_db(dir.path());
+    let mut child = child_test_command("lock_holder_child")
+        .env("SIFTDB_LOCK_CHILD", dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut held = false;
+    let mut lines = stdout.lines();
+    for line in lines.by_ref() {
+        if line.unwrap().contains("SIFTDB-LOCK held") {
+            held = true;
+            break;
+        }
+    }
+    assert!(held, "child never opened the database");
+
+    let err = refused_without_changes(dir.path(), || Db::open_with(dir.path(), small_options()));
+    match err {
+        Error::Locked(p) => assert_eq!(p, dir.path()),
+        other => panic!("expected Locked, got {other:?}"),
+    }
+
+    drop(child.stdin.take()); // the child closes the database and exits
+    let status = child.wait().unwrap();
+    assert!(status.success(), "child: {status}");
+    assert_intact(dir.path());
+}
+
+#[test]
+fn a_read_only_directory_is_refused_cleanly() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    small_db(dir.path());
+    let set_mode =
+        |mode| fs::set_permissions(dir.path(), fs::Permissions::from_mode(mode)).unwrap();
+    set_mode(0o555);
+    // Root ignores permission bits: if we can still create a file, the
+    // check below would assert nonsense, so say so and stop.
+    let probe = dir.path().join("probe");
+    if fs::write(&probe, b"").is_ok() {
+        let _ = fs::remove_file(&probe);
+        set_mode(0o755);
+        println!(
+            "note: skipping the read-only directory check: permission bits are not \
+             enforced for this user (running as root?)"
+        );
+        return;
+    }
+    let before: BTreeMap<String, Vec<u8>> = dir_contents(dir.path());
+    let result = Db::open_with(dir.path(), small_options());
+    let after = dir_contents(dir.path());
+    set_mode(0o755);
+    match result {
+        Err(Error::Io { context, .. }) => assert!(!context.is_empty()),
+        Err(other) => panic!("expected an Io error, got {other:?}"),
+        Ok(_) => panic!("opened a database in a read-only directory for writing"),
+    }
+    assert_eq!(after, before, "refused open changed files");
+    assert_intact(dir.path());
+}
