@@ -54,6 +54,10 @@ struct VersionState {
     /// `None` when the database is open read-only.
     manifest: Option<Manifest>,
     last_seq: u64,
+    /// Key and value bytes flushed since creation (manifest tag 7).
+    user_bytes_flushed: u64,
+    /// SSTable bytes written since creation (manifest tag 8).
+    table_bytes_written: u64,
 }
 
 #[derive(Default)]
@@ -468,7 +472,10 @@ impl Db {
                 s
             })
             .collect();
-        self.inner.counters.snapshot(levels)
+        let vs = self.inner.versions.lock();
+        let totals = (vs.user_bytes_flushed, vs.table_bytes_written);
+        drop(vs);
+        self.inner.counters.snapshot(levels, totals)
     }
 
     /// The database directory.
@@ -690,12 +697,16 @@ impl DbInner {
             next_file_number: Some(self.next_file_number.load(Ordering::SeqCst)),
             last_sequence: Some(SequenceNumber(vs.last_seq)),
             new_files: vec![(0, meta.clone())],
+            user_bytes_flushed: Some(vs.user_bytes_flushed + imm.user_bytes()),
+            table_bytes_written: Some(vs.table_bytes_written + meta.file_size),
             ..Default::default()
         };
         vs.manifest
             .as_mut()
             .ok_or(Error::ReadOnly)?
             .log_edit(&edit)?;
+        vs.user_bytes_flushed += imm.user_bytes();
+        vs.table_bytes_written += meta.file_size;
         {
             let mut cur = self.current.write();
             let mut opened = BTreeMap::from([(number, table)]);
@@ -799,6 +810,7 @@ impl DbInner {
         let mut vs = self.versions.lock();
         edit.next_file_number = Some(self.next_file_number.load(Ordering::SeqCst));
         edit.last_sequence = Some(SequenceNumber(vs.last_seq));
+        edit.table_bytes_written = Some(vs.table_bytes_written + counts.bytes_written);
         if let Err(e) = vs
             .manifest
             .as_mut()
@@ -810,6 +822,7 @@ impl DbInner {
             }
             return Err(e);
         }
+        vs.table_bytes_written += counts.bytes_written;
         {
             let mut cur = self.current.write();
             let version = cur.version.apply(&edit, &mut opened)?;
@@ -1065,22 +1078,29 @@ fn recover(dir: PathBuf, options: Options, lock: Option<File>, state: ReplayedSt
         .collect();
     wals.sort_unstable();
     let mut mem = MemTable::new(0);
-    let flush_recovered =
-        |mem: &mut MemTable, version: &mut Version, next_file: &mut u64| -> Result<()> {
-            if mem.is_empty() {
-                return Ok(());
-            }
-            let number = *next_file;
-            *next_file += 1;
-            let (meta, table) = write_table(&dir, number, table_options.clone(), mem)?;
-            let edit = VersionEdit {
-                new_files: vec![(0, meta)],
-                ..Default::default()
-            };
-            *version = version.apply(&edit, &mut BTreeMap::from([(number, table)]))?;
-            *mem = MemTable::new(0);
-            Ok(())
+    // (user bytes flushed, table bytes written) since creation.
+    let mut totals = (state.user_bytes_flushed, state.table_bytes_written);
+    let flush_recovered = |mem: &mut MemTable,
+                           version: &mut Version,
+                           next_file: &mut u64,
+                           totals: &mut (u64, u64)|
+     -> Result<()> {
+        if mem.is_empty() {
+            return Ok(());
+        }
+        let number = *next_file;
+        *next_file += 1;
+        let (meta, table) = write_table(&dir, number, table_options.clone(), mem)?;
+        totals.0 += mem.user_bytes();
+        totals.1 += meta.file_size;
+        let edit = VersionEdit {
+            new_files: vec![(0, meta)],
+            ..Default::default()
         };
+        *version = version.apply(&edit, &mut BTreeMap::from([(number, table)]))?;
+        *mem = MemTable::new(0);
+        Ok(())
+    };
     for &n in &wals {
         let path = filename::wal_path(&dir, n);
         let contents = read_log(&path)?;
@@ -1093,14 +1113,14 @@ fn recover(dir: PathBuf, options: Options, lock: Option<File>, state: ReplayedSt
                 last_seq = last_seq.max(seq.0);
             }
             if !read_only && mem.approximate_size() >= options.write_buffer_size {
-                flush_recovered(&mut mem, &mut version, &mut next_file)?;
+                flush_recovered(&mut mem, &mut version, &mut next_file, &mut totals)?;
             }
         }
     }
     let (wal, manifest, mem) = if read_only {
         (None, None, Arc::new(mem))
     } else {
-        flush_recovered(&mut mem, &mut version, &mut next_file)?;
+        flush_recovered(&mut mem, &mut version, &mut next_file, &mut totals)?;
 
         // A fresh WAL, then a fresh manifest holding the whole state.
         let wal_number = next_file;
@@ -1112,6 +1132,8 @@ fn recover(dir: PathBuf, options: Options, lock: Option<File>, state: ReplayedSt
             log_number: Some(wal_number),
             next_file_number: Some(next_file),
             last_sequence: Some(SequenceNumber(last_seq)),
+            user_bytes_flushed: Some(totals.0),
+            table_bytes_written: Some(totals.1),
             ..Default::default()
         };
         for (level, f) in version.files() {
@@ -1140,6 +1162,7 @@ fn recover(dir: PathBuf, options: Options, lock: Option<File>, state: ReplayedSt
             Arc::new(MemTable::new(wal_number)),
         )
     };
+    let (user_bytes_flushed, table_bytes_written) = totals;
     let inner = Arc::new(DbInner {
         dir,
         options,
@@ -1150,7 +1173,12 @@ fn recover(dir: PathBuf, options: Options, lock: Option<File>, state: ReplayedSt
             mem: Arc::clone(&mem),
             last_seq,
         }),
-        versions: Mutex::new(VersionState { manifest, last_seq }),
+        versions: Mutex::new(VersionState {
+            manifest,
+            last_seq,
+            user_bytes_flushed,
+            table_bytes_written,
+        }),
         current: RwLock::new(Arc::new(SuperVersion {
             mem,
             imms: Vec::new(),

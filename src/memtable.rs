@@ -26,6 +26,7 @@ const ENTRY_OVERHEAD: usize = 64;
 pub struct MemTable {
     map: SkipMap<InternalKey, Vec<u8>>,
     approximate_size: AtomicUsize,
+    user_bytes: AtomicU64,
     wal_number: u64,
     largest_seq: AtomicU64,
 }
@@ -36,6 +37,7 @@ impl MemTable {
         MemTable {
             map: SkipMap::new(),
             approximate_size: AtomicUsize::new(0),
+            user_bytes: AtomicU64::new(0),
             wal_number,
             largest_seq: AtomicU64::new(0),
         }
@@ -55,6 +57,8 @@ impl MemTable {
             Ordering::Relaxed,
         );
         self.largest_seq.fetch_max(seq.0, Ordering::Relaxed);
+        self.user_bytes
+            .fetch_add((user_key.len() + value.len()) as u64, Ordering::Relaxed);
         self.map.insert(key, value.to_vec());
     }
 
@@ -74,6 +78,12 @@ impl MemTable {
     /// Bytes of keys, values and estimated per-entry overhead inserted so far.
     pub fn approximate_size(&self) -> usize {
         self.approximate_size.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of user keys and values inserted (no overhead): what a flush
+    /// of this memtable moves into an SSTable, for write amplification.
+    pub fn user_bytes(&self) -> u64 {
+        self.user_bytes.load(Ordering::Relaxed)
     }
 
     /// Number of entries (versions), tombstones included.

@@ -33,10 +33,17 @@ pub struct Stats {
     pub data_block_reads: u64,
     /// Memtables flushed to level-0 SSTables.
     pub flushes: u64,
-    /// Bytes written by users (keys plus values of every put and delete).
+    /// Bytes written by users since open (keys plus values of every put
+    /// and delete).
     pub user_bytes_written: u64,
-    /// Bytes of SSTables written by flushes and compactions.
+    /// Bytes of SSTables written by flushes and compactions since open.
     pub table_bytes_written: u64,
+    /// Key and value bytes flushed from memtables into SSTables since the
+    /// database was created (kept in the manifest).
+    pub total_user_bytes_flushed: u64,
+    /// Bytes of SSTables written by flushes and compactions since the
+    /// database was created (kept in the manifest).
+    pub total_table_bytes_written: u64,
     /// Compactions run (trivial moves included).
     pub compactions: u64,
     /// Bytes of input SSTables read by compactions.
@@ -52,14 +59,15 @@ pub struct Stats {
 }
 
 impl Stats {
-    /// Write amplification so far: bytes written to SSTables (flushes and
-    /// compactions) per byte of keys and values written by users; 0 before
-    /// any write.
+    /// Write amplification over the database's life: SSTable bytes written
+    /// by flushes and compactions per byte of keys and values flushed from
+    /// memtables. Writes still in the memtable are not counted on either
+    /// side. 0 before the first flush.
     pub fn write_amplification(&self) -> f64 {
-        if self.user_bytes_written == 0 {
+        if self.total_user_bytes_flushed == 0 {
             0.0
         } else {
-            self.table_bytes_written as f64 / self.user_bytes_written as f64
+            self.total_table_bytes_written as f64 / self.total_user_bytes_flushed as f64
         }
     }
 }
@@ -146,7 +154,9 @@ impl Counters {
         }
     }
 
-    pub(crate) fn snapshot(&self, levels: Vec<LevelStats>) -> Stats {
+    /// The counters plus the shape and the lifetime totals `(user bytes
+    /// flushed, table bytes written)`.
+    pub(crate) fn snapshot(&self, levels: Vec<LevelStats>, totals: (u64, u64)) -> Stats {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         Stats {
             gets: l(&self.gets),
@@ -159,6 +169,8 @@ impl Counters {
             flushes: l(&self.flushes),
             user_bytes_written: l(&self.user_bytes_written),
             table_bytes_written: l(&self.table_bytes_written),
+            total_user_bytes_flushed: totals.0,
+            total_table_bytes_written: totals.1,
             compactions: l(&self.compactions),
             compaction_bytes_read: l(&self.compaction_bytes_read),
             compaction_bytes_written: l(&self.compaction_bytes_written),

@@ -431,3 +431,39 @@ fn readers_see_a_current_value_while_compactions_run() {
         );
     }
 }
+
+#[test]
+fn write_amplification_is_kept_across_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = deep_options();
+    let first;
+    {
+        let db = Db::open_with(dir.path(), opts.clone()).unwrap();
+        filler(&db, "key", 2000); // 8-byte keys, 100-byte values
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+        first = db.stats();
+        assert_eq!(first.total_user_bytes_flushed, 2000 * 108);
+        assert_eq!(first.user_bytes_written, 2000 * 108);
+        assert!(first.compactions > 0);
+        let live: u64 = first.levels.iter().map(|l| l.bytes).sum();
+        assert!(
+            first.total_table_bytes_written > live,
+            "compaction rewrote data"
+        );
+        assert_eq!(first.total_table_bytes_written, first.table_bytes_written);
+        assert!(first.write_amplification() > 1.0);
+    }
+    let db = Db::open_with(dir.path(), opts).unwrap();
+    let again = db.stats();
+    assert_eq!(again.user_bytes_written, 0, "per-open counters restart");
+    assert_eq!(
+        again.total_user_bytes_flushed,
+        first.total_user_bytes_flushed
+    );
+    assert_eq!(
+        again.total_table_bytes_written,
+        first.total_table_bytes_written
+    );
+    assert_eq!(again.write_amplification(), first.write_amplification());
+}

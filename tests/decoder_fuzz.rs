@@ -235,6 +235,8 @@ fn version_edit() -> impl Strategy<Value = VersionEdit> {
             last_sequence: last.map(SequenceNumber),
             deleted_files: deleted,
             new_files: new,
+            user_bytes_flushed: next.map(|n| n / 2),
+            table_bytes_written: log,
         })
 }
 

@@ -19,15 +19,17 @@
 //! | 4 | `last_sequence` | varint, at most 2^56 − 1 | at most once |
 //! | 5 | deleted file | varint level (< 64), varint file number | any number |
 //! | 6 | new file | varint level (< 64), varint file number, varint file size in bytes, length-prefixed smallest internal key, length-prefixed largest internal key, varint entry count, varint tombstone count | any number |
+//! | 7 | `user_bytes_flushed` | varint: total key + value bytes flushed from memtables since the database was created | at most once |
+//! | 8 | `table_bytes_written` | varint: total bytes of SSTables written by flushes and compactions since creation | at most once |
 //!
 //! Tags are frozen on disk: a retired tag is never reused, and a new field
 //! gets the next unused number. A reader rejects an unknown tag, so a newer
 //! field must come with a newer `format_version`.
 //!
-//! [`VersionEdit::encode`] writes tags 1–4 (those present) in tag order,
-//! then every deleted file, then every new file, each list in its `Vec`
-//! order. [`VersionEdit::decode`] accepts the fields in any order, but
-//! rejects a repeated tag 1–4, a level of 64 or more, a key that is not an
+//! [`VersionEdit::encode`] writes tags 1–4 and 7–8 (those present) in tag
+//! order, then every deleted file, then every new file, each list in its
+//! `Vec` order. [`VersionEdit::decode`] accepts the fields in any order, but
+//! rejects a repeated tag 1–4 or 7–8, a level of 64 or more, a key that is not an
 //! internal key, a smallest key that sorts after the largest, a tombstone
 //! count above the entry count, and a sequence number beyond
 //! [`SequenceNumber::MAX`].
@@ -66,6 +68,8 @@ const TAG_NEXT_FILE_NUMBER: u64 = 3;
 const TAG_LAST_SEQUENCE: u64 = 4;
 const TAG_DELETED_FILE: u64 = 5;
 const TAG_NEW_FILE: u64 = 6;
+const TAG_USER_BYTES_FLUSHED: u64 = 7;
+const TAG_TABLE_BYTES_WRITTEN: u64 = 8;
 
 /// What the manifest records about one SSTable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,6 +110,13 @@ pub struct VersionEdit {
     pub deleted_files: Vec<(u32, u64)>,
     /// Files added, as `(level, metadata)`.
     pub new_files: Vec<(u32, FileMetaData)>,
+    /// Running total, since the database was created, of key and value
+    /// bytes that flushes moved from memtables into SSTables.
+    pub user_bytes_flushed: Option<u64>,
+    /// Running total, since the database was created, of SSTable bytes
+    /// written by flushes and compactions. Divided by `user_bytes_flushed`
+    /// it is the write amplification.
+    pub table_bytes_written: Option<u64>,
 }
 
 impl VersionEdit {
@@ -136,6 +147,14 @@ impl VersionEdit {
         if let Some(s) = self.last_sequence {
             put_varint(&mut out, TAG_LAST_SEQUENCE);
             put_varint(&mut out, s.get());
+        }
+        if let Some(n) = self.user_bytes_flushed {
+            put_varint(&mut out, TAG_USER_BYTES_FLUSHED);
+            put_varint(&mut out, n);
+        }
+        if let Some(n) = self.table_bytes_written {
+            put_varint(&mut out, TAG_TABLE_BYTES_WRITTEN);
+            put_varint(&mut out, n);
         }
         for &(level, number) in &self.deleted_files {
             put_varint(&mut out, TAG_DELETED_FILE);
@@ -254,6 +273,14 @@ fn decode_fields(bytes: &[u8]) -> std::result::Result<VersionEdit, EditError> {
                 check_sequence(s).map_err(fail)?;
                 set_once(&mut edit.last_sequence, s, "last_sequence").map_err(fail)?;
             }
+            TAG_USER_BYTES_FLUSHED => {
+                let n = d.varint()?;
+                set_once(&mut edit.user_bytes_flushed, n, "user_bytes_flushed").map_err(fail)?;
+            }
+            TAG_TABLE_BYTES_WRITTEN => {
+                let n = d.varint()?;
+                set_once(&mut edit.table_bytes_written, n, "table_bytes_written").map_err(fail)?;
+            }
             TAG_DELETED_FILE => {
                 let level = d.varint32()?;
                 check_level(level).map_err(fail)?;
@@ -365,7 +392,21 @@ mod tests {
                     num_tombstones: 1,
                 },
             )],
+            user_bytes_flushed: None,
+            table_bytes_written: None,
         }
+    }
+
+    #[test]
+    fn byte_totals_golden_bytes() {
+        let e = VersionEdit {
+            user_bytes_flushed: Some(300),
+            table_bytes_written: Some(1),
+            ..VersionEdit::default()
+        };
+        assert_eq!(e.encode(), [0x07, 0xac, 0x02, 0x08, 0x01]);
+        assert_eq!(dec(&e.encode()).unwrap(), e);
+        assert!(dec(&[0x07, 0x01, 0x07, 0x02]).is_err(), "tag 7 twice");
     }
 
     #[rustfmt::skip]
@@ -434,6 +475,8 @@ mod tests {
             log_number: Some(u64::MAX),
             next_file_number: Some(0),
             last_sequence: Some(SequenceNumber::MAX),
+            user_bytes_flushed: Some(u64::MAX),
+            table_bytes_written: Some(u64::MAX),
             deleted_files: vec![(63, u64::MAX), (0, 0)],
             new_files: vec![
                 (
@@ -470,8 +513,8 @@ mod tests {
 
     #[test]
     fn unknown_and_reserved_tags_are_rejected() {
-        let d = detail(dec(&[0x02, 0x05, 0x07, 0x01]).unwrap_err());
-        assert_eq!(d, "version edit, byte 2: unknown tag 7");
+        let d = detail(dec(&[0x02, 0x05, 0x09, 0x01]).unwrap_err());
+        assert_eq!(d, "version edit, byte 2: unknown tag 9");
         let d = detail(dec(&[0x00]).unwrap_err());
         assert_eq!(d, "version edit, byte 0: unknown tag 0");
     }
@@ -622,15 +665,21 @@ mod tests {
             proptest::option::of((0..=SequenceNumber::MAX.0).prop_map(SequenceNumber)),
             proptest::collection::vec((0..MAX_LEVELS, any::<u64>()), 0..4),
             proptest::collection::vec((0..MAX_LEVELS, arb_file()), 0..4),
+            proptest::option::of(any::<u64>()),
+            proptest::option::of(any::<u64>()),
         )
-            .prop_map(|(fv, log, next, seq, del, new)| VersionEdit {
-                format_version: fv,
-                log_number: log,
-                next_file_number: next,
-                last_sequence: seq,
-                deleted_files: del,
-                new_files: new,
-            })
+            .prop_map(
+                |(fv, log, next, seq, del, new, flushed, written)| VersionEdit {
+                    format_version: fv,
+                    log_number: log,
+                    next_file_number: next,
+                    last_sequence: seq,
+                    deleted_files: del,
+                    new_files: new,
+                    user_bytes_flushed: flushed,
+                    table_bytes_written: written,
+                },
+            )
     }
 
     proptest! {

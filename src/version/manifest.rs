@@ -333,6 +333,7 @@ mod tests {
             last_sequence: Some(SequenceNumber(100)),
             deleted_files: vec![],
             new_files: vec![(0, file(4, "a", "m"))],
+            ..VersionEdit::default()
         }
     }
 

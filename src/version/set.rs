@@ -170,6 +170,10 @@ pub struct ReplayedState {
     pub next_file_number: u64,
     /// Largest sequence number recorded.
     pub last_sequence: u64,
+    /// Key and value bytes flushed since the database was created.
+    pub user_bytes_flushed: u64,
+    /// SSTable bytes written since the database was created.
+    pub table_bytes_written: u64,
 }
 
 impl ReplayedState {
@@ -192,6 +196,12 @@ impl ReplayedState {
             }
             if let Some(n) = e.last_sequence {
                 s.last_sequence = s.last_sequence.max(n.0);
+            }
+            if let Some(n) = e.user_bytes_flushed {
+                s.user_bytes_flushed = n;
+            }
+            if let Some(n) = e.table_bytes_written {
+                s.table_bytes_written = n;
             }
             for &(level, number) in &e.deleted_files {
                 let files = s
