@@ -1,0 +1,337 @@
+//! Background work: memtable rotation, flushes, compactions, write
+//! stalls and the thread that runs them.
+
+use std::collections::BTreeMap;
+use std::fs::{self};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::compaction::{self, Compaction, MergeContext};
+use crate::filename::{self, FileType};
+use crate::key::SequenceNumber;
+use crate::log::LogWriter;
+use crate::memtable::MemTable;
+use crate::sstable::{Table, TableBuilder, TableOptions};
+use crate::version::edit::{FileMetaData, VersionEdit};
+use crate::version::manifest::{self};
+use crate::{CompactionStyle, Error, Result};
+
+use super::recovery::list_dir;
+use super::{DbInner, SuperVersion, WriteState};
+
+impl DbInner {
+    /// Freezes the active memtable and starts a new one with a new WAL,
+    /// first waiting while `max_immutable_memtables` already wait for
+    /// flushing (the write stall that bounds memory).
+    pub(super) fn rotate_memtable(&self, w: &mut WriteState) -> Result<()> {
+        {
+            let mut bg = self.bg.lock();
+            while self.current.read().imms.len() >= self.options.max_immutable_memtables {
+                if let Some(e) = &bg.error {
+                    return Err(Error::Background(e.clone()));
+                }
+                self.bg_cv.wait(&mut bg);
+            }
+        }
+        let number = self.next_file_number.fetch_add(1, Ordering::SeqCst);
+        // `create` syncs the directory, so the new WAL cannot vanish.
+        let wal = LogWriter::create(&filename::wal_path(&self.dir, number))?;
+        let old_wal = w.wal.replace(wal);
+        // The old WAL's records are already with the OS; with `sync` they
+        // are on disk too. Closing it loses nothing.
+        drop(old_wal);
+        let mem = Arc::new(MemTable::new(number));
+        let frozen = std::mem::replace(&mut w.mem, Arc::clone(&mem));
+        {
+            let mut cur = self.current.write();
+            let mut imms = Vec::with_capacity(cur.imms.len() + 1);
+            imms.push(frozen);
+            imms.extend(cur.imms.iter().cloned());
+            *cur = Arc::new(SuperVersion {
+                mem,
+                imms,
+                version: Arc::clone(&cur.version),
+            });
+        }
+        let _bg = self.bg.lock();
+        self.bg_cv.notify_all();
+        Ok(())
+    }
+
+    /// Writes the oldest frozen memtable `imm` to a level-0 SSTable, logs
+    /// the edit to the manifest, installs the new version and deletes the
+    /// memtable's WAL.
+    fn flush_memtable(&self, imm: &Arc<MemTable>) -> Result<()> {
+        let number = self.next_file_number.fetch_add(1, Ordering::SeqCst);
+        let (meta, table) = write_table(&self.dir, number, self.table_options.clone(), imm)?;
+        let mut vs = self.versions.lock();
+        // WALs older than the next-oldest unflushed memtable are obsolete.
+        let log_number = {
+            let cur = self.current.read();
+            match cur.imms.len() {
+                0 | 1 => cur.mem.wal_number(),
+                n => cur.imms[n - 2].wal_number(),
+            }
+        };
+        vs.last_seq = vs.last_seq.max(imm.largest_seq().0);
+        let edit = VersionEdit {
+            log_number: Some(log_number),
+            next_file_number: Some(self.next_file_number.load(Ordering::SeqCst)),
+            last_sequence: Some(SequenceNumber(vs.last_seq)),
+            new_files: vec![(0, meta.clone())],
+            user_bytes_flushed: Some(vs.user_bytes_flushed + imm.user_bytes()),
+            table_bytes_written: Some(vs.table_bytes_written + meta.file_size),
+            ..Default::default()
+        };
+        vs.manifest
+            .as_mut()
+            .ok_or(Error::ReadOnly)?
+            .log_edit(&edit)?;
+        vs.user_bytes_flushed += imm.user_bytes();
+        vs.table_bytes_written += meta.file_size;
+        {
+            let mut cur = self.current.write();
+            let mut opened = BTreeMap::from([(number, table)]);
+            let version = cur.version.apply(&edit, &mut opened)?;
+            let imms = cur
+                .imms
+                .iter()
+                .filter(|m| !Arc::ptr_eq(m, imm))
+                .cloned()
+                .collect();
+            *cur = Arc::new(SuperVersion {
+                mem: Arc::clone(&cur.mem),
+                imms,
+                version: Arc::new(version),
+            });
+        }
+        drop(vs);
+        self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .table_bytes_written
+            .fetch_add(meta.file_size, Ordering::Relaxed);
+        remove_obsolete_wals(&self.dir, log_number)
+    }
+}
+
+impl DbInner {
+    /// The write stall: with automatic compaction, a write waits while level
+    /// 0 holds `level0_stop_trigger` files or more, and is delayed by 1 ms
+    /// once it holds `level0_slowdown_trigger`, so that compaction keeps up
+    /// and the files a read probes stay bounded.
+    pub(super) fn throttle_for_level0(&self) -> Result<()> {
+        if self.options.compaction_style == CompactionStyle::None {
+            return Ok(());
+        }
+        let level0 = || self.current.read().version.levels[0].len();
+        if level0() >= self.options.level0_stop_trigger {
+            let mut bg = self.bg.lock();
+            while level0() >= self.options.level0_stop_trigger {
+                if let Some(e) = &bg.error {
+                    return Err(Error::Background(e.clone()));
+                }
+                self.bg_cv.wait(&mut bg);
+            }
+        } else if level0() >= self.options.level0_slowdown_trigger {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        Ok(())
+    }
+
+    /// The oldest sequence number a reader may still read at: the oldest
+    /// live snapshot, else the newest visible sequence.
+    fn smallest_snapshot(&self) -> SequenceNumber {
+        let snaps = self.snapshots.lock();
+        match snaps.keys().next() {
+            Some(&s) => SequenceNumber(s),
+            None => SequenceNumber(self.visible_seq.load(Ordering::Acquire)),
+        }
+    }
+
+    /// Runs one automatic compaction if the picker finds one and no other
+    /// compaction is running.
+    fn compact_once_if_needed(&self) -> Result<()> {
+        let Some(mut pointers) = self.compaction.try_lock() else {
+            return Ok(());
+        };
+        let version = Arc::clone(&self.current.read().version);
+        match compaction::pick(&version, &self.options, &mut pointers) {
+            Some(c) => self.run_compaction(&c),
+            None => Ok(()),
+        }
+    }
+
+    /// Executes `c`: merges its inputs into new tables (or moves a single
+    /// file), logs one manifest edit, installs the new version and marks the
+    /// inputs obsolete so that each is deleted once no reader holds it.
+    /// The caller holds the `compaction` lock.
+    fn run_compaction(&self, c: &Compaction) -> Result<()> {
+        let (outputs, counts) = if c.trivial_move {
+            (Vec::new(), compaction::CompactionCounts::default())
+        } else {
+            let next = || self.next_file_number.fetch_add(1, Ordering::SeqCst);
+            let ctx = MergeContext {
+                dir: &self.dir,
+                table_options: self.table_options.clone(),
+                target_file_size: self.options.target_file_size,
+                smallest_snapshot: self.smallest_snapshot(),
+                new_file_number: &next,
+            };
+            compaction::merge(c, &ctx)?
+        };
+        manifest::sync_dir(&self.dir)?;
+        let mut edit = compaction::edit_for(c, &outputs);
+        let mut opened: BTreeMap<u64, Arc<Table>> = outputs
+            .iter()
+            .map(|o| (o.meta.number, Arc::clone(&o.table)))
+            .collect();
+        if c.trivial_move {
+            let (_, f) = &c.inputs[0];
+            opened.insert(f.meta.number, Arc::clone(&f.table));
+        }
+        let mut vs = self.versions.lock();
+        edit.next_file_number = Some(self.next_file_number.load(Ordering::SeqCst));
+        edit.last_sequence = Some(SequenceNumber(vs.last_seq));
+        edit.table_bytes_written = Some(vs.table_bytes_written + counts.bytes_written);
+        if let Err(e) = vs
+            .manifest
+            .as_mut()
+            .ok_or(Error::ReadOnly)
+            .and_then(|m| m.log_edit(&edit))
+        {
+            for o in &outputs {
+                let _ = fs::remove_file(o.table.path());
+            }
+            return Err(e);
+        }
+        vs.table_bytes_written += counts.bytes_written;
+        {
+            let mut cur = self.current.write();
+            let version = cur.version.apply(&edit, &mut opened)?;
+            *cur = Arc::new(SuperVersion {
+                mem: Arc::clone(&cur.mem),
+                imms: cur.imms.clone(),
+                version: Arc::new(version),
+            });
+        }
+        drop(vs);
+        if !c.trivial_move {
+            for (_, f) in &c.inputs {
+                f.mark_obsolete();
+            }
+        }
+        let r = Ordering::Relaxed;
+        let k = &self.counters;
+        k.compactions.fetch_add(1, r);
+        k.compaction_bytes_read.fetch_add(counts.bytes_read, r);
+        k.compaction_bytes_written
+            .fetch_add(counts.bytes_written, r);
+        k.table_bytes_written.fetch_add(counts.bytes_written, r);
+        k.tombstones_dropped.fetch_add(counts.tombstones_dropped, r);
+        k.versions_dropped.fetch_add(counts.versions_dropped, r);
+        Ok(())
+    }
+
+    /// Compacts, level by level from 0, the files overlapping `range` (all
+    /// files if `None`) into the next level, down to the deepest level that
+    /// holds data (at least level 1), which is then compacted into itself.
+    pub(super) fn compact_manually(&self, range: Option<(&[u8], &[u8])>) -> Result<()> {
+        let mut _pointers = self.compaction.lock();
+        let deepest = {
+            let v = &self.current.read().version;
+            (1..v.levels.len())
+                .rev()
+                .find(|&l| !v.levels[l].is_empty())
+                .unwrap_or(1)
+        };
+        let mut result = Ok(());
+        for level in 0..=deepest {
+            let version = Arc::clone(&self.current.read().version);
+            if let Some(c) = compaction::pick_manual(&version, level, range, level == deepest) {
+                result = self.run_compaction(&c);
+                if result.is_err() {
+                    break;
+                }
+            }
+        }
+        drop(_pointers);
+        let _bg = self.bg.lock();
+        self.bg_cv.notify_all();
+        result
+    }
+}
+
+/// Writes `mem` to SSTable `number` in `dir`, synced (file and directory),
+/// and opens it.
+pub(super) fn write_table(
+    dir: &Path,
+    number: u64,
+    opts: TableOptions,
+    mem: &MemTable,
+) -> Result<(FileMetaData, Arc<Table>)> {
+    let mut builder = TableBuilder::new(&filename::table_path(dir, number), opts)?;
+    mem.for_each(|k, v| builder.add(k, v))?; // dropping an unfinished builder deletes its file
+    let out = compaction::finish_output(dir, number, builder)?;
+    manifest::sync_dir(dir)?;
+    Ok((out.meta, out.table))
+}
+
+/// Deletes every WAL numbered below `log_number`. Failures are ignored: a
+/// leftover WAL is replayed harmlessly (its writes are already in tables,
+/// and the manifest's log number skips it).
+fn remove_obsolete_wals(dir: &Path, log_number: u64) -> Result<()> {
+    for (t, path) in list_dir(dir)? {
+        if let FileType::Wal(n) = t {
+            if n < log_number {
+                let _ = fs::remove_file(path);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What the background thread does next.
+enum BgJob {
+    Flush(Arc<MemTable>),
+    Compact,
+}
+
+/// The background thread: flushes the oldest frozen memtable, else runs
+/// the compaction the style calls for, until shut down. Flushes come first
+/// because writers wait for them. A failure is recorded and ends the
+/// thread; the database then refuses writes (reads still work).
+pub(super) fn background_main(inner: Arc<DbInner>) {
+    loop {
+        let job = {
+            let mut bg = inner.bg.lock();
+            loop {
+                if bg.shutdown || bg.error.is_some() {
+                    return;
+                }
+                if let Some(m) = inner.current.read().imms.last().cloned() {
+                    break BgJob::Flush(m);
+                }
+                if !inner.compaction.is_locked()
+                    && compaction::needs_compaction(&inner.current.read().version, &inner.options)
+                {
+                    break BgJob::Compact;
+                }
+                inner.bg_cv.wait(&mut bg);
+            }
+        };
+        let result = match job {
+            BgJob::Flush(imm) => inner
+                .flush_memtable(&imm)
+                .map_err(|e| format!("flush failed: {e}")),
+            BgJob::Compact => inner
+                .compact_once_if_needed()
+                .map_err(|e| format!("compaction failed: {e}")),
+        };
+        let mut bg = inner.bg.lock();
+        if let Err(e) = result {
+            bg.error.get_or_insert(e);
+        }
+        inner.bg_cv.notify_all();
+    }
+}

@@ -1,0 +1,652 @@
+//! [`Db`]: open, read, write, iterate, flush and close a database.
+//!
+//! - [`recovery`]: opening a directory (locking, manifest and WAL replay,
+//!   cleanup);
+//! - [`background`]: memtable rotation, flushes, compactions and the
+//!   background thread;
+//! - [`read`]: point lookups and iterators over one super-version.
+//!
+//! Concurrency: any number of threads may call any method through a shared
+//! `&Db` (or `Arc<Db>`). Writers are serialised by one mutex around the WAL;
+//! readers take no lock beyond cloning an `Arc` of the current
+//! [`SuperVersion`]. One background thread flushes frozen memtables and
+//! runs compactions.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::ops::RangeBounds;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::compaction::{self};
+use crate::error::IoContext;
+use crate::filename::{self};
+use crate::iter::DbIterator;
+use crate::key::SequenceNumber;
+use crate::log::LogWriter;
+use crate::memtable::MemTable;
+use crate::sstable::TableOptions;
+use crate::stats::{Counters, GetCounts, LevelStats, Stats};
+use crate::version::manifest::{self, Manifest};
+use crate::version::set::{ReplayedState, Version};
+use crate::write_batch::{check_lengths, WriteBatch};
+use crate::{Error, Options, Result};
+
+/// What a reader needs to see the whole database at one moment: the active
+/// memtable, the frozen memtables waiting for flush (newest first) and the
+/// current [`Version`] of SSTables. Replaced as a whole, never mutated.
+#[derive(Debug)]
+pub(crate) struct SuperVersion {
+    pub mem: Arc<MemTable>,
+    pub imms: Vec<Arc<MemTable>>,
+    pub version: Arc<Version>,
+}
+
+/// State owned by the (single) writer.
+struct WriteState {
+    /// `None` when the database is open read-only.
+    wal: Option<LogWriter>,
+    mem: Arc<MemTable>,
+    last_seq: u64,
+}
+
+/// State owned by whoever changes the file set.
+struct VersionState {
+    /// `None` when the database is open read-only.
+    manifest: Option<Manifest>,
+    last_seq: u64,
+    /// Key and value bytes flushed since creation (manifest tag 7).
+    user_bytes_flushed: u64,
+    /// SSTable bytes written since creation (manifest tag 8).
+    table_bytes_written: u64,
+}
+
+#[derive(Default)]
+struct BgState {
+    shutdown: bool,
+    error: Option<String>,
+}
+
+struct DbInner {
+    dir: PathBuf,
+    options: Options,
+    table_options: TableOptions,
+    read_only: bool,
+    write: Mutex<WriteState>,
+    versions: Mutex<VersionState>,
+    current: RwLock<Arc<SuperVersion>>,
+    /// Largest sequence number whose batch is fully in a memtable: the
+    /// view a new read gets.
+    visible_seq: AtomicU64,
+    next_file_number: AtomicU64,
+    bg: Mutex<BgState>,
+    bg_cv: Condvar,
+    counters: Counters,
+    /// Live snapshots: sequence number -> how many snapshots hold it.
+    snapshots: Mutex<BTreeMap<u64, usize>>,
+    /// Held while a compaction runs, so that only one runs at a time;
+    /// guards the leveled picker's round-robin key per level.
+    compaction: Mutex<Vec<Vec<u8>>>,
+    /// Held (with an exclusive lock) until the database is dropped; `None`
+    /// when open read-only.
+    _lock: Option<File>,
+}
+
+/// An open siftdb database: a directory of WAL, SSTable and manifest files.
+///
+/// `Db` is `Send + Sync`; share it between threads with `Arc<Db>`. Dropping
+/// it (or calling [`Db::close`]) stops the background thread and syncs the
+/// WAL, so every acknowledged write is in an SSTable or in the synced WAL.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = siftdb::Db::open(dir.path())?;
+/// db.put("apple", "red")?;
+/// assert_eq!(db.get("apple")?.as_deref(), Some(&b"red"[..]));
+/// # Ok::<(), siftdb::Error>(())
+/// ```
+pub struct Db {
+    inner: Arc<DbInner>,
+    bg_thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("dir", &self.inner.dir).finish()
+    }
+}
+
+impl Db {
+    /// Opens the database in directory `path` with default [`Options`],
+    /// creating it if missing.
+    ///
+    /// # Errors
+    /// As [`Db::open_with`].
+    pub fn open(path: impl AsRef<Path>) -> Result<Db> {
+        Db::open_with(path, Options::default())
+    }
+
+    /// Opens (or, with `create_if_missing`, creates) the database in
+    /// directory `path`, replaying the manifest and any WAL left by the last
+    /// process; recovered WAL contents are flushed to a level-0 SSTable and
+    /// a fresh WAL and manifest are started.
+    ///
+    /// # Errors
+    /// - [`Error::InvalidArgument`] for bad options;
+    /// - [`Error::NotADatabase`] if `path` is a file, a non-empty directory
+    ///   without a database, or missing with `create_if_missing == false`;
+    ///   or a database exists and `error_if_exists` is set;
+    /// - [`Error::Locked`] if another `Db` holds it;
+    /// - [`Error::Corruption`] for damaged files (a torn tail at the end of
+    ///   a WAL is not damage: those unacknowledged bytes are dropped);
+    /// - [`Error::UnsupportedVersion`] for a newer format;
+    /// - [`Error::Io`] for failed file operations.
+    pub fn open_with(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        options.validate()?;
+        let dir = path.as_ref().to_path_buf();
+        let not_db = |detail: &str| Error::NotADatabase {
+            path: dir.clone(),
+            detail: detail.to_string(),
+        };
+        match fs::metadata(&dir) {
+            Ok(m) if !m.is_dir() => return Err(not_db("exists and is not a directory")),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if !options.create_if_missing {
+                    return Err(not_db("does not exist (create_if_missing is false)"));
+                }
+                fs::create_dir_all(&dir)
+                    .context(|| format!("create directory {}", dir.display()))?;
+            }
+            Err(e) => return Err(Error::io(format!("stat {}", dir.display()), e)),
+        }
+        if !filename::current_path(&dir).exists() {
+            // Refuse a foreign directory, or one we may not create a
+            // database in, before leaving a LOCK file in it.
+            check_fresh_directory(&dir)?;
+            if !options.create_if_missing {
+                return Err(not_db("holds no database (create_if_missing is false)"));
+            }
+        }
+        let lock = acquire_lock(&dir)?;
+        let state = match manifest::read_current(&dir)? {
+            Some(number) => {
+                if options.error_if_exists {
+                    return Err(not_db("a database already exists (error_if_exists is set)"));
+                }
+                replay_manifest(&dir, number)?
+            }
+            None => {
+                check_fresh_directory(&dir)?;
+                if !options.create_if_missing {
+                    return Err(not_db("holds no database (create_if_missing is false)"));
+                }
+                ReplayedState {
+                    files: vec![BTreeMap::new(); crate::version::set::NUM_LEVELS],
+                    next_file_number: 1,
+                    ..Default::default()
+                }
+            }
+        };
+        recover(dir, options, Some(lock), state)
+    }
+
+    /// Opens an existing database for reading only, as tools do: no file is
+    /// created, changed or deleted, no lock is taken (so it works while
+    /// another process has the database open), and WAL contents are
+    /// replayed into memory only. Writes, `flush` and `compact` return
+    /// [`Error::ReadOnly`]. The view is fixed at open; if another process
+    /// compacts meanwhile, files may vanish and reads report
+    /// [`Error::Io`].
+    ///
+    /// # Errors
+    /// As [`Db::open_with`], and [`Error::NotADatabase`] if there is no
+    /// database at `path`.
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        options.validate()?;
+        let dir = path.as_ref().to_path_buf();
+        let Some(number) = manifest::read_current(&dir).map_err(|e| match e {
+            Error::Io { .. } if !dir.is_dir() => Error::NotADatabase {
+                path: dir.clone(),
+                detail: "is not a directory".into(),
+            },
+            e => e,
+        })?
+        else {
+            return Err(Error::NotADatabase {
+                path: dir.clone(),
+                detail: "holds no database (no CURRENT file)".into(),
+            });
+        };
+        let state = replay_manifest(&dir, number)?;
+        recover(dir, options, None, state)
+    }
+
+    /// Sets `key` to `value`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a key over 65,535 bytes or a value over
+    /// `u32::MAX` bytes (nothing is written); [`Error::Io`] if the WAL write
+    /// fails; [`Error::Background`] after an earlier background failure.
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value)?;
+        self.write(b)
+    }
+
+    /// Deletes `key` (writes a tombstone; deleting an absent key is fine).
+    ///
+    /// # Errors
+    /// As [`Db::put`].
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key)?;
+        self.write(b)
+    }
+
+    /// Applies every update of `batch` atomically: one WAL record, one
+    /// range of sequence numbers, made visible to readers all at once.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the WAL write or sync fails (the database then
+    /// turns read-only: a partly written record must not be followed by
+    /// more); [`Error::Background`] after an earlier background failure.
+    pub fn write(&self, mut batch: WriteBatch) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let inner = &*self.inner;
+        let mut w = inner.write.lock();
+        inner.check_writable()?;
+        inner.throttle_for_level0()?;
+        if w.mem.approximate_size() >= inner.options.write_buffer_size {
+            inner.rotate_memtable(&mut w)?;
+        }
+        let first = w.last_seq + 1;
+        if first + batch.len() as u64 > SequenceNumber::MAX.0 {
+            return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
+        }
+        let payload = batch.encode(SequenceNumber(first));
+        let sync = inner.options.sync;
+        let logged = match w.wal.as_mut() {
+            Some(wal) => wal
+                .append(payload)
+                .and_then(|_| if sync { wal.sync() } else { Ok(()) }),
+            None => Err(Error::ReadOnly),
+        };
+        if let Err(e) = logged {
+            inner.set_bg_error(&e);
+            return Err(e);
+        }
+        let mut user_bytes = 0u64;
+        for (i, op) in batch.iter().enumerate() {
+            w.mem.insert(
+                op.key,
+                SequenceNumber(first + i as u64),
+                op.value_type,
+                op.value,
+            );
+            user_bytes += (op.key.len() + op.value.len()) as u64;
+        }
+        w.last_seq += batch.len() as u64;
+        inner.visible_seq.store(w.last_seq, Ordering::Release);
+        inner
+            .counters
+            .user_bytes_written
+            .fetch_add(user_bytes, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The value of `key`, or `None` if it is absent or deleted.
+    ///
+    /// Reads the active memtable, the frozen memtables newest first, level-0
+    /// SSTables newest first, then the one candidate file of each deeper
+    /// level; the first version found answers. For each SSTable it checks
+    /// the key range, then the Bloom filter (with one hash of the key per
+    /// `get`, shared by every file), and reads one data block only if both
+    /// pass.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a key over 65,535 bytes;
+    /// [`Error::Corruption`] if a block read fails its checksum.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        let key = key.as_ref();
+        check_lengths(key.len(), 0)?;
+        let (sv, seq) = self.inner.view();
+        let mut counts = GetCounts::default();
+        let r = get_from(&sv, key, seq, &mut counts);
+        self.inner.counters.add_get(&counts);
+        r
+    }
+
+    /// Iterates the live pairs with keys in `range`, in key order
+    /// (double-ended: `.rev()` walks backwards), as of the moment of the
+    /// call. Items are `Result<(key, value)>`.
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> DbIterator {
+        let lo = map_bound(range.start_bound());
+        let hi = map_bound(range.end_bound());
+        let (sv, seq) = self.inner.view();
+        iterate(sv, seq, lo, hi)
+    }
+
+    /// Iterates the live pairs whose key starts with `prefix`, in key order.
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
+        let (lo, hi) = prefix_bounds(prefix.as_ref());
+        let (sv, seq) = self.inner.view();
+        iterate(sv, seq, lo, hi)
+    }
+
+    /// Freezes the active memtable (if it holds anything) and waits until
+    /// every frozen memtable is written to a level-0 SSTable.
+    ///
+    /// # Errors
+    /// [`Error::Background`] if a flush fails; [`Error::Io`] if the new WAL
+    /// cannot be created.
+    pub fn flush(&self) -> Result<()> {
+        {
+            let mut w = self.inner.write.lock();
+            self.inner.check_writable()?;
+            if !w.mem.is_empty() {
+                self.inner.rotate_memtable(&mut w)?;
+            }
+        }
+        let mut bg = self.inner.bg.lock();
+        loop {
+            if let Some(e) = &bg.error {
+                return Err(Error::Background(e.clone()));
+            }
+            if self.inner.current.read().imms.is_empty() {
+                return Ok(());
+            }
+            self.inner.bg_cv.wait(&mut bg);
+        }
+    }
+
+    /// Flushes, then compacts every level into the next, down to the deepest
+    /// level holding data, and waits. Afterwards that level holds all data,
+    /// without dead versions and (unless a snapshot still needs them)
+    /// without tombstones.
+    ///
+    /// # Errors
+    /// As [`Db::flush`]; [`Error::Corruption`] or [`Error::Io`] from the
+    /// merge (the database is unchanged then).
+    pub fn compact(&self) -> Result<()> {
+        self.flush()?; // also refuses a read-only database
+        self.inner.compact_manually(None)
+    }
+
+    /// As [`Db::compact`], but only for files overlapping the user keys
+    /// `[lo, hi]` (level-0 files are widened to every file that overlaps
+    /// them, so that no older overlapping file stays above the output).
+    ///
+    /// # Errors
+    /// As [`Db::compact`]; [`Error::InvalidArgument`] if `lo > hi`.
+    pub fn compact_range(&self, lo: impl AsRef<[u8]>, hi: impl AsRef<[u8]>) -> Result<()> {
+        let (lo, hi) = (lo.as_ref(), hi.as_ref());
+        if lo > hi {
+            return Err(Error::InvalidArgument(
+                "compact_range: lo sorts after hi".into(),
+            ));
+        }
+        self.flush()?;
+        self.inner.compact_manually(Some((lo, hi)))
+    }
+
+    /// A consistent read-only view of the database as of now. Reads through
+    /// it ignore every later write; compactions keep every version it can
+    /// see until it is dropped.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut snaps = self.inner.snapshots.lock();
+        let seq = self.inner.visible_seq.load(Ordering::Acquire);
+        *snaps.entry(seq).or_insert(0) += 1;
+        Snapshot {
+            inner: Arc::clone(&self.inner),
+            seq: SequenceNumber(seq),
+        }
+    }
+
+    /// Waits until no frozen memtable awaits flushing and the compaction
+    /// style finds nothing more to do: the tree has settled.
+    ///
+    /// # Errors
+    /// [`Error::Background`] if a flush or compaction failed.
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        let inner = &*self.inner;
+        let mut bg = inner.bg.lock();
+        loop {
+            if let Some(e) = &bg.error {
+                return Err(Error::Background(e.clone()));
+            }
+            let idle = {
+                let cur = inner.current.read();
+                cur.imms.is_empty() && !compaction::needs_compaction(&cur.version, &inner.options)
+            };
+            if idle && !inner.compaction.is_locked() {
+                return Ok(());
+            }
+            // Background work notifies after every job; the timeout covers
+            // a manual compaction finishing between the check and the wait.
+            inner
+                .bg_cv
+                .wait_for(&mut bg, std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// The SSTables of the current version, level 0 first (newest first
+    /// within level 0, by smallest key in deeper levels).
+    pub fn live_files(&self) -> Vec<LiveFile> {
+        let sv = self.inner.current.read().clone();
+        sv.version
+            .files()
+            .map(|(level, f)| LiveFile {
+                level,
+                number: f.meta.number,
+                path: f.table.path().to_path_buf(),
+                file_size: f.meta.file_size,
+                properties: f.table.properties().clone(),
+            })
+            .collect()
+    }
+
+    /// Counters since open and the shape of the current version.
+    pub fn stats(&self) -> Stats {
+        let sv = self.inner.current.read().clone();
+        let levels = sv
+            .version
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(level, files)| {
+                let mut s = LevelStats {
+                    level,
+                    files: files.len(),
+                    ..Default::default()
+                };
+                for f in files {
+                    let p = f.table.properties();
+                    s.bytes += f.meta.file_size;
+                    s.entries += p.num_entries;
+                    s.distinct_keys += p.num_distinct_keys;
+                    s.tombstones += p.num_tombstones;
+                    s.filter_bits += p.filter_bits;
+                }
+                s
+            })
+            .collect();
+        let vs = self.inner.versions.lock();
+        let totals = (vs.user_bytes_flushed, vs.table_bytes_written);
+        drop(vs);
+        self.inner.counters.snapshot(levels, totals)
+    }
+
+    /// The database directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The options the database was opened with.
+    pub fn options(&self) -> &Options {
+        &self.inner.options
+    }
+
+    /// The sequence number of the newest visible write (0 for none).
+    pub fn last_sequence(&self) -> SequenceNumber {
+        SequenceNumber(self.inner.visible_seq.load(Ordering::Acquire))
+    }
+
+    /// Stops the background thread and syncs the WAL. Dropping a `Db` does
+    /// the same but cannot report errors.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the final WAL sync fails.
+    pub fn close(mut self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<()> {
+        {
+            let mut bg = self.inner.bg.lock();
+            bg.shutdown = true;
+            self.inner.bg_cv.notify_all();
+        }
+        if let Some(t) = self.bg_thread.take() {
+            let _ = t.join();
+        }
+        match self.inner.write.lock().wal.as_mut() {
+            Some(wal) => wal.sync(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        if self.bg_thread.is_some() {
+            let _ = self.shutdown();
+        }
+    }
+}
+
+/// One SSTable of the current version, as [`Db::live_files`] lists it.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LiveFile {
+    /// Level (0 = newest, overlapping files).
+    pub level: usize,
+    /// File number (the `NNNNNN` of `NNNNNN.sst`).
+    pub number: u64,
+    /// Full path of the file.
+    pub path: PathBuf,
+    /// Size on disk, in bytes.
+    pub file_size: u64,
+    /// The table's properties block: counts, key and sequence ranges, and
+    /// filter parameters.
+    pub properties: crate::sstable::TableProperties,
+}
+
+/// A read-only view of a [`Db`] fixed at the moment [`Db::snapshot`] was
+/// called: `get`, `range` and `prefix` behave as on the `Db`, but see no
+/// write made after that moment, however many flushes and compactions
+/// follow. Dropping it releases the old versions it kept alive. It may
+/// outlive the `Db` handle; reads then still work.
+pub struct Snapshot {
+    inner: Arc<DbInner>,
+    seq: SequenceNumber,
+}
+
+impl Snapshot {
+    /// The sequence number this snapshot reads at.
+    pub fn sequence(&self) -> SequenceNumber {
+        self.seq
+    }
+
+    /// The value `key` had when the snapshot was taken.
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        let key = key.as_ref();
+        check_lengths(key.len(), 0)?;
+        let sv = self.inner.current.read().clone();
+        let mut counts = GetCounts::default();
+        let r = get_from(&sv, key, self.seq, &mut counts);
+        self.inner.counters.add_get(&counts);
+        r
+    }
+
+    /// As [`Db::range`], as of the snapshot.
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> DbIterator {
+        let sv = self.inner.current.read().clone();
+        iterate(
+            sv,
+            self.seq,
+            map_bound(range.start_bound()),
+            map_bound(range.end_bound()),
+        )
+    }
+
+    /// As [`Db::prefix`], as of the snapshot.
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
+        let sv = self.inner.current.read().clone();
+        let (lo, hi) = prefix_bounds(prefix.as_ref());
+        iterate(sv, self.seq, lo, hi)
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        let mut snaps = self.inner.snapshots.lock();
+        if let Some(n) = snaps.get_mut(&self.seq.0) {
+            *n -= 1;
+            if *n == 0 {
+                snaps.remove(&self.seq.0);
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot").field("seq", &self.seq).finish()
+    }
+}
+
+mod background;
+mod read;
+mod recovery;
+
+use read::{get_from, iterate, map_bound, prefix_bounds};
+use recovery::{acquire_lock, check_fresh_directory, recover, replay_manifest};
+
+impl DbInner {
+    /// The sequence number and super-version a new read uses. The sequence
+    /// is loaded first: every write it covers is in that super-version's
+    /// memtables or tables, because a memtable leaves a super-version only
+    /// when its table joins it.
+    fn view(&self) -> (Arc<SuperVersion>, SequenceNumber) {
+        let seq = SequenceNumber(self.visible_seq.load(Ordering::Acquire));
+        (self.current.read().clone(), seq)
+    }
+
+    /// Refuses writes to a read-only database or one a background error
+    /// made read-only.
+    fn check_writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
+        match &self.bg.lock().error {
+            Some(e) => Err(Error::Background(e.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn set_bg_error(&self, e: &Error) {
+        let mut bg = self.bg.lock();
+        bg.error.get_or_insert_with(|| e.to_string());
+        self.bg_cv.notify_all();
+    }
+}

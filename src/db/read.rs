@@ -1,0 +1,162 @@
+//! Reads over one super-version: point lookups with their counters, and
+//! range iterators.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use crate::filter::{hash_key, KeyHash};
+use crate::iter::{DbIterator, EntrySource};
+use crate::key::{SequenceNumber, ValueType};
+use crate::sstable::TableGet;
+use crate::stats::GetCounts;
+use crate::version::set::TableFile;
+use crate::Result;
+
+use super::SuperVersion;
+
+/// Point lookup in one super-version at sequence `seq`.
+pub(super) fn get_from(
+    sv: &SuperVersion,
+    key: &[u8],
+    seq: SequenceNumber,
+    c: &mut GetCounts,
+) -> Result<Option<Vec<u8>>> {
+    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+        if let Some((_, vt, value)) = mem.get(key, seq) {
+            c.memtable_hit = true;
+            return Ok((vt == ValueType::Value).then_some(value));
+        }
+    }
+    let hash = hash_key(key);
+    for f in &sv.version.levels[0] {
+        if let Some(answer) = probe(f, key, seq, hash, c)? {
+            return Ok(answer);
+        }
+    }
+    for files in &sv.version.levels[1..] {
+        // Disjoint, sorted files: the only candidate is the first whose
+        // largest key is >= key.
+        let i = files.partition_point(|f| f.largest_user_key() < key);
+        match files.get(i) {
+            Some(f) => {
+                if let Some(answer) = probe(f, key, seq, hash, c)? {
+                    return Ok(answer);
+                }
+            }
+            // Past the level's last key: skipped by key range.
+            None if !files.is_empty() => c.range_skips += 1,
+            None => {}
+        }
+    }
+    Ok(None)
+}
+
+/// Looks `key` up in one table: `Some(answer)` ends the search.
+fn probe(
+    f: &TableFile,
+    key: &[u8],
+    seq: SequenceNumber,
+    hash: KeyHash,
+    c: &mut GetCounts,
+) -> Result<Option<Option<Vec<u8>>>> {
+    let has_filter = f.table.has_filter();
+    match f.table.get(key, seq, hash)? {
+        TableGet::OutOfRange => {
+            c.range_skips += 1;
+            Ok(None)
+        }
+        TableGet::FilterNegative => {
+            c.filter_probes += 1;
+            c.filter_negatives += 1;
+            Ok(None)
+        }
+        TableGet::Searched { block, entry } => {
+            if has_filter {
+                c.filter_probes += 1;
+            }
+            if block.is_some() {
+                c.data_block_reads += 1;
+            }
+            match entry {
+                Some((_, ValueType::Value, v)) => Ok(Some(Some(v))),
+                Some((_, ValueType::Deletion, _)) => Ok(Some(None)),
+                None => {
+                    if has_filter {
+                        c.filter_false_positives += 1;
+                    }
+                    Ok(None)
+                }
+            }
+        }
+    }
+}
+
+pub(super) fn map_bound<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<Vec<u8>> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// The user-key bounds of the keys starting with `p`.
+pub(super) fn prefix_bounds(p: &[u8]) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let hi = match crate::key::prefix_successor(p) {
+        Some(s) => Bound::Excluded(s),
+        None => Bound::Unbounded,
+    };
+    (Bound::Included(p.to_vec()), hi)
+}
+
+/// True if a file spanning user keys `[smallest, largest]` may hold a key
+/// within `(lo, hi)`.
+fn overlaps(smallest: &[u8], largest: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
+    let above_lo = match lo {
+        Bound::Included(k) => largest >= k.as_slice(),
+        Bound::Excluded(k) => largest > k.as_slice(),
+        Bound::Unbounded => true,
+    };
+    let below_hi = match hi {
+        Bound::Included(k) => smallest <= k.as_slice(),
+        Bound::Excluded(k) => smallest < k.as_slice(),
+        Bound::Unbounded => true,
+    };
+    above_lo && below_hi
+}
+
+pub(super) fn iterate(
+    sv: Arc<SuperVersion>,
+    seq: SequenceNumber,
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+) -> DbIterator {
+    let mut sources: Vec<EntrySource> = Vec::new();
+    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+        let (l, h) = (
+            lo.as_ref().map(Vec::as_slice),
+            hi.as_ref().map(Vec::as_slice),
+        );
+        sources.push(Box::new(mem.iter(l, h)));
+    }
+    for (_, f) in sv.version.files() {
+        if overlaps(f.smallest_user_key(), f.largest_user_key(), &lo, &hi) {
+            sources.push(Box::new(f.table.iter(lo.clone(), hi.clone())));
+        }
+    }
+    DbIterator::new(sources, seq, Box::new(sv))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlap_cases() {
+        let inc = |s: &str| Bound::Included(s.as_bytes().to_vec());
+        let exc = |s: &str| Bound::Excluded(s.as_bytes().to_vec());
+        assert!(overlaps(b"b", b"d", &inc("d"), &Bound::Unbounded));
+        assert!(!overlaps(b"b", b"d", &exc("d"), &Bound::Unbounded));
+        assert!(!overlaps(b"b", b"d", &Bound::Unbounded, &exc("b")));
+        assert!(overlaps(b"b", b"d", &Bound::Unbounded, &inc("b")));
+    }
+}
