@@ -1,9 +1,10 @@
-//! Read amplification of point lookups over overlapping runs, with and
-//! without Bloom filters: measured with the engine's counters, next to the
-//! model (see `siftdb_bench::readamp`).
+//! Read amplification of point lookups over overlapping runs and over the
+//! levels of a tree built by leveled compaction, with and without Bloom
+//! filters: measured with the engine's counters, next to the model (see
+//! `siftdb_bench::readamp`).
 //!
 //! `cargo bench --bench read_amplification` writes the tables to stdout,
-//! progress to stderr, and `target/readamp/readamp.csv` plus three SVG
+//! progress to stderr, and `target/readamp/readamp.csv` plus four SVG
 //! plots. It exits with status 1 if a point disagrees with the model
 //! beyond tolerance, and 2 on an error (including an engine counter that
 //! disagrees with the files' filters).

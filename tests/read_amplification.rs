@@ -1,13 +1,15 @@
-//! The read-amplification model holds on a small layout: 8 overlapping
-//! runs without filters and with 10 bits/key, measured with the engine's
-//! own counters (see `siftdb_bench::readamp`).
+//! The read-amplification model holds on small layouts: 8 overlapping
+//! runs without filters and with 10 bits/key, and a 3-level tree built by
+//! leveled compaction, measured with the engine's own counters (see
+//! `siftdb_bench::readamp`).
 //!
 //! Seeded, so the same numbers every run. The number of lookups per point
 //! is raised until a standard error is at most a fifth of the tolerance,
 //! so a correct engine fails these assertions by chance with probability
 //! well under one in a million.
 
-use siftdb_bench::readamp::{self, agrees, describe, Config, Headline, Point};
+use siftdb_bench::readamp::model::{bloom_fpr, leveled_present_reads, present_reads};
+use siftdb_bench::readamp::{self, agrees, describe, Config, Headline, Layout, Point};
 
 fn small_config() -> Config {
     let mut c = Config::default();
@@ -16,8 +18,22 @@ fn small_config() -> Config {
     c.bits_per_key = vec![0, 10];
     c.hashes_sweep = Vec::new();
     c.debian_files = Vec::new();
+    c.leveled_levels = Vec::new();
     c.plots = false;
     c
+}
+
+fn assert_checks_pass(p: &Point) {
+    for c in p.checks() {
+        assert!(
+            c.ok,
+            "{}: {} measured {} vs theory {}",
+            describe(p),
+            c.quantity,
+            c.measured,
+            c.theory
+        );
+    }
 }
 
 fn run(c: &Config) -> Vec<Point> {
@@ -37,16 +53,7 @@ fn eight_runs_match_the_model_and_the_headline() {
     // theory < 0.02): reads for absent keys, present keys and the mix,
     // false-positive rate, bits set, probes and skips per lookup.
     for p in &points {
-        for c in p.checks() {
-            assert!(
-                c.ok,
-                "{}: {} measured {} vs theory {}",
-                describe(p),
-                c.quantity,
-                c.measured,
-                c.theory
-            );
-        }
+        assert_checks_pass(p);
     }
 
     // Present keys are found in exactly one run; absent keys read a block
@@ -97,4 +104,52 @@ fn same_seed_same_numbers() {
     assert_eq!(a, run(&c));
     c.seed += 1;
     assert_ne!(a, run(&c));
+}
+
+#[test]
+fn three_levels_after_leveled_compaction_match_the_model() {
+    let mut c = small_config();
+    c.files = Vec::new();
+    c.leveled_levels = vec![3];
+    c.leveled_bits_per_key = vec![10];
+    let points = run(&c);
+    assert_eq!(points.len(), 1);
+    let p = &points[0];
+    assert_eq!((p.layout, p.files, p.levels), (Layout::Leveled, 3, 3));
+    // 21 units of 2 flushes: 1, 4 and 16 units in levels 1, 2 and 3, one
+    // SSTable each; real compactions built it.
+    assert_eq!(p.level_files, vec![1, 1, 1]);
+    assert_eq!(p.level_keys.iter().sum::<u64>(), 20_000);
+    let unit = 20_000.0 / 21.0;
+    for (keys, units) in p.level_keys.iter().zip([1.0, 4.0, 16.0]) {
+        assert!(
+            (*keys as f64 - units * unit).abs() <= units,
+            "{:?}",
+            p.level_keys
+        );
+    }
+    assert!(p.compactions >= 21, "{}", p.compactions);
+    assert_checks_pass(p);
+
+    // One candidate file per level: absent keys read about 3·p blocks,
+    // present keys 1 + p·(levels above), weighted towards the deep level.
+    let q = bloom_fpr(10.0, 7);
+    assert_eq!(p.hashes, 7);
+    assert!(agrees(p.reads_absent, 3.0 * q), "{}", p.reads_absent);
+    let closed = leveled_present_reads(&p.level_keys, &[q; 3]);
+    // The same but for the few keys beyond an upper level's key range.
+    assert!(
+        (p.theory_present - closed).abs() < 0.01 * (closed - 1.0),
+        "{} vs {closed}",
+        p.theory_present
+    );
+    assert!(p.theory_present > present_reads(3, q));
+    assert!(agrees(p.reads_present, closed), "{}", p.reads_present);
+    // Every level spans the key space: only keys beyond a level's smallest
+    // or largest key are skipped by key range.
+    assert!(
+        p.range_skips_per_lookup < 0.01,
+        "{}",
+        p.range_skips_per_lookup
+    );
 }

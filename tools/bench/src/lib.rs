@@ -1,9 +1,9 @@
 //! Benchmarks of siftdb that count the engine's work with its own
 //! statistics and put each figure next to the model that predicts it.
 //!
-//! * [`readamp`]: data-block reads per point lookup over overlapping runs,
-//!   with and without Bloom filters (`cargo bench --bench
-//!   read_amplification`, or `kvctl bench readamp`).
+//! * [`readamp`]: data-block reads per point lookup over overlapping runs
+//!   and over the levels of a tree built by leveled compaction, with and
+//!   without Bloom filters (`cargo bench --bench read_amplification`).
 
 #![deny(missing_docs)]
 

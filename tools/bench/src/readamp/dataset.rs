@@ -1,10 +1,12 @@
 //! The keys a benchmark point loads and looks up, and how they are laid
-//! out into runs.
+//! out into runs ([`load_runs`]) or into a leveled tree ([`load_leveled`]).
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
+use siftdb::util::coding::varint_len;
+use siftdb::version::set::NUM_LEVELS;
 use siftdb::{CompactionStyle, Db, Options};
 
 use super::{Error, Result};
@@ -223,6 +225,203 @@ pub fn load_runs(dir: &Path, ds: &Dataset, layout: &RunLayout, options: Options)
     Ok(db)
 }
 
+/// Level-0 files that trigger a compaction in the leveled layout: the
+/// smallest trigger the engine accepts, so one compaction *unit* of data
+/// is two flushes.
+pub const LEVELED_L0_TRIGGER: usize = 2;
+
+/// The most non-empty levels a leveled layout can ask for (levels 1 to 6).
+pub const MAX_LEVELS: usize = NUM_LEVELS - 1;
+
+/// How a leveled point is built: `units = 1 + M + … + M^(D−1)` equal
+/// compaction units of uniformly random keys, each written as
+/// [`LEVELED_L0_TRIGGER`] flushes, with level budgets of `M − ½` units
+/// times `M^(i−1)` and outputs never cut, so that leveled compaction
+/// leaves level `i` holding `M^(i−1)` units in one SSTable. See the
+/// `readamp` module documentation ("The leveled layout").
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeveledPlan {
+    /// Non-empty levels wanted, `D`.
+    pub levels: usize,
+    /// Level size multiplier `M`.
+    pub multiplier: u32,
+    /// Compaction units written: `1 + M + … + M^(D−1)`.
+    pub units: usize,
+    /// Estimated SSTable bytes of one unit (entries plus about 1% of block
+    /// trailers, restart points and index).
+    pub unit_bytes: f64,
+}
+
+impl LeveledPlan {
+    /// The plan for `levels` non-empty levels of the present keys of `ds`
+    /// at multiplier `multiplier` and `bits_per_key` filter bits per key.
+    ///
+    /// # Errors
+    /// [`Error::Config`] if `levels` is outside `1..=`[`MAX_LEVELS`], the
+    /// multiplier is below 2, there are too few keys for one per flush, or
+    /// the level-1 budget would be under the engine's 1024-byte minimum.
+    pub fn new(
+        ds: &Dataset,
+        levels: usize,
+        multiplier: u32,
+        bits_per_key: u32,
+    ) -> Result<LeveledPlan> {
+        let entries: usize = ds
+            .present
+            .iter()
+            .map(|(k, v)| entry_bytes(k.len(), v.len()))
+            .sum();
+        let keys = ds.present.len();
+        let raw = entries as f64 + keys as f64 * f64::from(bits_per_key) / 8.0;
+        LeveledPlan::for_size(keys, raw, levels, multiplier)
+    }
+
+    /// The plan for `keys` keys whose data-block entries and filter bits
+    /// take `raw_bytes` in all.
+    ///
+    /// # Errors
+    /// As [`LeveledPlan::new`].
+    pub fn for_size(
+        keys: usize,
+        raw_bytes: f64,
+        levels: usize,
+        multiplier: u32,
+    ) -> Result<LeveledPlan> {
+        let units = leveled_units(levels, multiplier)?;
+        if units.saturating_mul(LEVELED_L0_TRIGGER) > keys {
+            return Err(Error::Config(format!(
+                "{levels} levels at multiplier {multiplier} need {units} units of \
+                 {LEVELED_L0_TRIGGER} flushes, so at least {} keys; keys is {keys}",
+                units.saturating_mul(LEVELED_L0_TRIGGER)
+            )));
+        }
+        let plan = LeveledPlan {
+            levels,
+            multiplier,
+            units,
+            unit_bytes: raw_bytes * 1.01 / units as f64,
+        };
+        if plan.level_base() < 1024 {
+            return Err(Error::Config(format!(
+                "{levels} levels at multiplier {multiplier} leave {:.0} bytes per unit; \
+                 the level-1 budget must be at least 1024 bytes (use more keys)",
+                plan.unit_bytes
+            )));
+        }
+        Ok(plan)
+    }
+
+    /// Flushes of the load, [`LEVELED_L0_TRIGGER`] per unit.
+    pub fn flushes(&self) -> usize {
+        self.units * LEVELED_L0_TRIGGER
+    }
+
+    /// `max_bytes_for_level_base`: `M − ½` units.
+    fn level_base(&self) -> u64 {
+        ((f64::from(self.multiplier) - 0.5) * self.unit_bytes).round() as u64
+    }
+
+    /// Options for the leveled layout: leveled compaction triggered by two
+    /// level-0 files, level budgets of `(M − ½)·M^(i−1)` units, outputs
+    /// never cut (`target_file_size` of 1 TiB, so a level that overflows
+    /// moves down whole and leaves no key-range hole), a write buffer that
+    /// never fills (units are cut by explicit flushes), and the given
+    /// filter.
+    pub fn options(&self, bits_per_key: u32, hashes: Option<u32>) -> Options {
+        let mut o = Options::default();
+        o.compaction_style = CompactionStyle::Leveled;
+        o.write_buffer_size = 1 << 40;
+        o.bits_per_key = bits_per_key;
+        o.bloom_hashes = hashes;
+        o.level0_compaction_trigger = LEVELED_L0_TRIGGER;
+        o.max_bytes_for_level_base = self.level_base();
+        o.level_size_multiplier = self.multiplier;
+        o.target_file_size = 1 << 40;
+        o
+    }
+}
+
+/// Bytes of one data-block entry (shared-prefix, suffix-length and
+/// value-length varints, then the internal key and the value) for a key of
+/// `key_len` bytes and a value of `value_len`, before prefix compression.
+pub fn entry_bytes(key_len: usize, value_len: usize) -> usize {
+    let ik = key_len + 8;
+    1 + varint_len(ik as u64) + varint_len(value_len as u64) + ik + value_len
+}
+
+/// `1 + M + … + M^(D−1)`, checked.
+fn leveled_units(levels: usize, multiplier: u32) -> Result<usize> {
+    if !(1..=MAX_LEVELS).contains(&levels) {
+        return Err(Error::Config(format!(
+            "a leveled layout has {levels} levels; it must have 1..={MAX_LEVELS}"
+        )));
+    }
+    if multiplier < 2 {
+        return Err(Error::Config(format!(
+            "level multiplier {multiplier}; it must be at least 2"
+        )));
+    }
+    let mut units = 0usize;
+    let mut unit = 1usize;
+    for _ in 0..levels {
+        units = units.saturating_add(unit);
+        unit = unit.saturating_mul(multiplier as usize);
+    }
+    Ok(units)
+}
+
+/// Creates a database in the empty directory `dir` with `options` (from
+/// [`LeveledPlan::options`]) and loads the present keys of `ds` as
+/// `plan.flushes()` flushes of a seeded shuffle (each a uniform sample of
+/// the key space), waiting after each flush until compaction has settled,
+/// so the result depends on the data only, not on timing.
+///
+/// # Errors
+/// Engine errors; [`Error::Config`] for options that are not leveled with
+/// a write buffer that never fills; [`Error::Layout`] if the database does
+/// not end up with level 0 empty and exactly levels 1 to `plan.levels`
+/// non-empty.
+pub fn load_leveled(
+    dir: &Path,
+    ds: &Dataset,
+    plan: &LeveledPlan,
+    options: Options,
+    seed: u64,
+) -> Result<Db> {
+    if options.compaction_style != CompactionStyle::Leveled || options.write_buffer_size < (1 << 40)
+    {
+        return Err(Error::Config(
+            "load_leveled needs leveled compaction and a write buffer that never fills \
+             (see LeveledPlan::options)"
+                .into(),
+        ));
+    }
+    let db = Db::open_with(dir, options)?;
+    let flushes = RunLayout::random(ds.present.len(), plan.flushes(), seed);
+    for run in &flushes.runs {
+        for &i in run {
+            let (k, v) = &ds.present[i];
+            db.put(k, v)?;
+        }
+        db.flush()?;
+        db.wait_for_compactions()?;
+    }
+    let stats = db.stats();
+    let files: Vec<usize> = stats.levels.iter().map(|l| l.files).collect();
+    let wanted = |level: usize| (1..=plan.levels).contains(&level);
+    if files
+        .iter()
+        .enumerate()
+        .any(|(level, &n)| (n > 0) != wanted(level))
+    {
+        return Err(Error::Layout(format!(
+            "expected level 0 empty and levels 1 to {} non-empty, found files per level {files:?}",
+            plan.levels
+        )));
+    }
+    Ok(db)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,6 +444,25 @@ mod tests {
         let [lo, hi] = sentinels(&ds);
         assert!(ds.present.iter().all(|(k, _)| &lo < k && k < &hi));
         assert!(ds.absent.iter().all(|k| &lo < k && k < &hi));
+    }
+
+    #[test]
+    fn leveled_plan_units_and_budgets() {
+        let ds = Dataset::synthetic(10_000, 16, 100, 1).unwrap();
+        let p = LeveledPlan::new(&ds, 3, 4, 10).unwrap();
+        assert_eq!((p.units, p.flushes()), (21, 42));
+        // 16 + 8 key bytes, 100 value bytes, 3 varint bytes, 1.25 filter.
+        let want = 10_000.0 * 128.25 * 1.01 / 21.0;
+        assert!((p.unit_bytes - want).abs() < 1e-6, "{}", p.unit_bytes);
+        let o = p.options(10, None);
+        assert_eq!(o.max_bytes_for_level_base, (3.5 * want).round() as u64);
+        assert_eq!(o.level_size_multiplier, 4);
+        o.validate().unwrap();
+        assert!(LeveledPlan::new(&ds, 0, 4, 10).is_err());
+        assert!(LeveledPlan::new(&ds, 7, 4, 10).is_err());
+        assert!(LeveledPlan::new(&ds, 2, 1, 10).is_err());
+        // 1 + 10 + ... + 10^5 units cannot get one key per flush.
+        assert!(LeveledPlan::new(&ds, 6, 10, 10).is_err());
     }
 
     #[test]

@@ -15,7 +15,8 @@ use super::model::{self, FileModel};
 use super::{tolerance, Config, Error, Layout, Point, Result, Sweep};
 use crate::rng::Rng;
 
-/// What to measure: one layout of runs and one filter configuration.
+/// What to measure: one layout (`files` runs, or `files` non-empty levels
+/// for [`Layout::Leveled`]) and one filter configuration.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct PointSpec {
     pub layout: Layout,
@@ -31,8 +32,9 @@ impl PointSpec {
     pub fn name(&self) -> String {
         let k = self.hashes.map_or("best".to_string(), |k| k.to_string());
         format!(
-            "{} L={} bits/key={} k={k}",
+            "{} {}={} bits/key={} k={k}",
             self.layout.as_str(),
+            self.layout.count_name(),
             self.files,
             self.bits_per_key
         )
@@ -40,15 +42,42 @@ impl PointSpec {
 }
 
 /// One SSTable seen from outside the engine.
-struct FileView {
-    table: Table,
-    policy: Option<Arc<dyn FilterPolicy>>,
+pub(super) struct FileView {
+    pub table: Arc<Table>,
+    pub policy: Option<Arc<dyn FilterPolicy>>,
 }
 
 impl FileView {
+    /// Opens SSTable `number` at `path` (read-only; it is immutable) with
+    /// the filter policy its properties name.
+    pub fn open(path: &Path, number: u64) -> Result<FileView> {
+        let table = Table::open(path, number)?;
+        let policy = if table.has_filter() {
+            policy_for_name(&table.properties().filter_policy)
+        } else {
+            None
+        };
+        Ok(FileView {
+            table: Arc::new(table),
+            policy,
+        })
+    }
+
+    /// The model of this file's filter; `lookup_keys` is its distinct keys.
+    pub fn model(&self) -> FileModel {
+        let s = self.table.filter_bytes().and_then(bloom_stats);
+        let keys = self.table.properties().num_distinct_keys;
+        FileModel {
+            lookup_keys: keys,
+            filter_keys: keys,
+            filter_bits: s.map_or(0, |s| s.bits),
+            hashes: s.map_or(0, |s| s.num_hashes),
+        }
+    }
+
     /// Whether a lookup of a key with this hash passes the file's filter
     /// (always true without one).
-    fn passes(&self, hash: siftdb::filter::KeyHash) -> bool {
+    pub fn passes(&self, hash: siftdb::filter::KeyHash) -> bool {
         match (&self.policy, self.table.filter_bytes()) {
             (Some(p), Some(f)) => p.may_match(f, hash),
             _ => true,
@@ -57,34 +86,74 @@ impl FileView {
 }
 
 /// The counters one batch of lookups should move, counted outside the
-/// engine from the filters themselves.
-#[derive(Debug, Default, Clone, Copy)]
-struct Tally {
-    gets: u64,
-    probes: u64,
-    negatives: u64,
-    false_positives: u64,
-    reads: u64,
+/// engine from the files' key ranges and filters themselves.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Tally {
+    pub gets: u64,
+    pub memtable_hits: u64,
+    pub range_skips: u64,
+    pub probes: u64,
+    pub negatives: u64,
+    pub false_positives: u64,
+    pub reads: u64,
 }
 
 impl Tally {
     /// The engine's counts between two snapshots.
-    fn delta(before: &Stats, after: &Stats) -> (Tally, u64, u64) {
-        (
-            Tally {
-                gets: after.gets - before.gets,
-                probes: after.filter_probes - before.filter_probes,
-                negatives: after.filter_negatives - before.filter_negatives,
-                false_positives: after.filter_false_positives - before.filter_false_positives,
-                reads: after.data_block_reads - before.data_block_reads,
-            },
-            after.range_skips - before.range_skips,
-            after.memtable_hits - before.memtable_hits,
-        )
+    pub fn delta(before: &Stats, after: &Stats) -> Tally {
+        Tally {
+            gets: after.gets - before.gets,
+            memtable_hits: after.memtable_hits - before.memtable_hits,
+            range_skips: after.range_skips - before.range_skips,
+            probes: after.filter_probes - before.filter_probes,
+            negatives: after.filter_negatives - before.filter_negatives,
+            false_positives: after.filter_false_positives - before.filter_false_positives,
+            reads: after.data_block_reads - before.data_block_reads,
+        }
+    }
+
+    /// Accounts the file holding the key: its filter passes (if it has
+    /// one) and one data block is read.
+    pub fn hit(&mut self, f: &FileView) {
+        if f.policy.is_some() {
+            self.probes += 1;
+        }
+        self.reads += 1;
+    }
+
+    /// Checks the engine's counts `got` of the `what` lookups of `point`
+    /// against this independent count.
+    ///
+    /// # Errors
+    /// [`Error::CounterMismatch`] naming the first counter that differs.
+    pub fn check(&self, got: &Tally, point: &str, what: &str) -> Result<()> {
+        for (counter, g, w) in [
+            ("gets", got.gets, self.gets),
+            ("memtable_hits", got.memtable_hits, self.memtable_hits),
+            ("range_skips", got.range_skips, self.range_skips),
+            ("filter_probes", got.probes, self.probes),
+            ("filter_negatives", got.negatives, self.negatives),
+            (
+                "filter_false_positives",
+                got.false_positives,
+                self.false_positives,
+            ),
+            ("data_block_reads", got.reads, self.reads),
+        ] {
+            if g != w {
+                return Err(Error::CounterMismatch {
+                    point: format!("{point}, {what} lookups"),
+                    counter,
+                    engine: g,
+                    expected: w,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Accounts one consulted file that does not hold the key.
-    fn miss(&mut self, f: &FileView, hash: siftdb::filter::KeyHash) {
+    pub fn miss(&mut self, f: &FileView, hash: siftdb::filter::KeyHash) {
         if f.policy.is_some() {
             self.probes += 1;
             if f.passes(hash) {
@@ -233,51 +302,17 @@ pub(crate) fn measure(
         for f in &newest_first[..spec.files - 1 - holder] {
             want_present.miss(f, h);
         }
-        if newest_first[spec.files - 1 - holder].policy.is_some() {
-            want_present.probes += 1;
-        }
-        want_present.reads += 1;
+        want_present.hit(newest_first[spec.files - 1 - holder]);
     }
     let s2 = db.stats();
     drop(db);
 
-    let (got_absent, rs_a, mh_a) = Tally::delta(&s0, &s1);
-    let (got_present, rs_p, mh_p) = Tally::delta(&s1, &s2);
-    for (what, got, want) in [
-        ("absent", got_absent, want_absent),
-        ("present", got_present, want_present),
-    ] {
-        for (counter, g, w) in [
-            ("gets", got.gets, want.gets),
-            ("filter_probes", got.probes, want.probes),
-            ("filter_negatives", got.negatives, want.negatives),
-            (
-                "filter_false_positives",
-                got.false_positives,
-                want.false_positives,
-            ),
-            ("data_block_reads", got.reads, want.reads),
-        ] {
-            if g != w {
-                return Err(Error::CounterMismatch {
-                    point: format!("{name}, {what} lookups"),
-                    counter,
-                    engine: g,
-                    expected: w,
-                });
-            }
-        }
-    }
-    for (counter, g) in [("range_skips", rs_a + rs_p), ("memtable_hits", mh_a + mh_p)] {
-        if g != 0 {
-            return Err(Error::CounterMismatch {
-                point: name.clone(),
-                counter,
-                engine: g,
-                expected: 0,
-            });
-        }
-    }
+    // Runs span every key (sentinels), so nothing is skipped by key range.
+    let got_absent = Tally::delta(&s0, &s1);
+    let got_present = Tally::delta(&s1, &s2);
+    want_absent.check(&got_absent, &name, "absent")?;
+    want_present.check(&got_present, &name, "present")?;
+    let (rs_a, rs_p) = (got_absent.range_skips, got_present.range_skips);
 
     let f = cfg.absent_fraction;
     let (na, np) = (n_absent as f64, n_present as f64);
@@ -330,13 +365,19 @@ pub(crate) fn measure(
         filter_probes_per_lookup: f * pa + (1.0 - f) * pp,
         probes_theory: theory.mixed_probes(f),
         filter_bits_per_key: bits as f64 / distinct as f64,
+        levels: 0,
+        level_keys: Vec::new(),
+        level_files: Vec::new(),
+        compactions: 0,
+        range_skips_per_lookup: f * rs_a as f64 / na + (1.0 - f) * rs_p as f64 / np,
+        range_skips_theory: 0.0,
     })
 }
 
 /// Seed stream of the lookups.
-const STREAM_LOOKUPS: u64 = 3;
+pub(super) const STREAM_LOOKUPS: u64 = 3;
 
-fn wrong(point: &str, key: &[u8], detail: &str) -> Error {
+pub(super) fn wrong(point: &str, key: &[u8], detail: &str) -> Error {
     Error::WrongAnswer {
         point: point.to_string(),
         key: siftdb::escape::escape_bytes(key),
@@ -348,7 +389,7 @@ fn wrong(point: &str, key: &[u8], detail: &str) -> Error {
 /// lookup)`, `sigmas` standard errors of the mean stay within the
 /// acceptance tolerance of the mean; at least `base`, at most
 /// `cfg.max_lookups`.
-fn needed(base: usize, quantities: &[(f64, f64, f64)], cfg: &Config) -> usize {
+pub(super) fn needed(base: usize, quantities: &[(f64, f64, f64)], cfg: &Config) -> usize {
     let mut n = base as f64;
     for &(mean, var, per_lookup) in quantities {
         if var <= 0.0 || per_lookup <= 0.0 {
@@ -371,13 +412,7 @@ fn open_files(dir: &Path) -> Result<Vec<FileView>> {
         let entry = entry.map_err(|e| Error::io(format!("list {}", dir.display()), e))?;
         let name = entry.file_name();
         if let Some(FileType::Table(n)) = name.to_str().and_then(parse_file_name) {
-            let table = Table::open(&entry.path(), n)?;
-            let policy = if table.has_filter() {
-                policy_for_name(&table.properties().filter_policy)
-            } else {
-                None
-            };
-            files.push(FileView { table, policy });
+            files.push(FileView::open(&entry.path(), n)?);
         }
     }
     files.sort_by_key(|f| (f.table.properties().largest_seq, f.table.file_number()));

@@ -1,7 +1,7 @@
 //! The read-amplification benchmark: data-block reads per point lookup
-//! over `L` overlapping runs, with and without Bloom filters, measured with
-//! the engine's own [`siftdb::Stats`] counters and set next to the model
-//! that predicts them.
+//! over `L` overlapping runs, and over `D` levels of a leveled tree, with
+//! and without Bloom filters, measured with the engine's own
+//! [`siftdb::Stats`] counters and set next to the model that predicts them.
 //!
 //! # The model
 //!
@@ -40,13 +40,58 @@
 //!   the English words of `tests/data/english-words.txt.gz` that are not
 //!   package names as absent keys.
 //!
+//! # The leveled layout
+//!
+//! [`Layout::Leveled`] builds a tree with real leveled compaction
+//! ([`siftdb::CompactionStyle::Leveled`]) that ends with level 0 empty and
+//! exactly `D` non-empty levels, each one SSTable spanning the whole key
+//! space, level `i` holding `M^(i−1)` times as many keys as level 1 (`M` =
+//! [`Config::leveled_multiplier`], 4). In levels 1 and deeper a lookup
+//! consults one candidate file per level, found by key range, so this is
+//! the run model with `L = D`, except that a present key is more likely to
+//! be deep (see [`model`], "A leveled tree"):
+//!
+//! | lookup | data-block reads | without filters |
+//! |---|---|---|
+//! | absent key | `Σ_j p_j` | `D` |
+//! | present key | `Σ_j w_j·(1 + Σ_{i<j} p_i)` | `Σ_j w_j·j` |
+//!
+//! with `w_j` the fraction of keys in level `j`. The synthetic present keys
+//! are shuffled and written as `U = 1 + M + … + M^(D−1)` equal *units* of
+//! two flushes each (every flush a uniform sample of the key space),
+//! waiting after each flush for compaction to settle, with
+//!
+//! * `level0_compaction_trigger` = 2: each unit is merged into level 1;
+//! * `max_bytes_for_level_base` = `(M − ½)` units and
+//!   `level_size_multiplier` = `M`: level `i` overflows when it holds `M`
+//!   times `M^(i−1)` units, and then moves down;
+//! * `target_file_size` = 1 TiB: outputs are never cut, so every level is
+//!   one file and a level that overflows moves down *whole*. With several
+//!   files per level, compaction moves one file at a time and leaves the
+//!   level a key-range hole where that file was, so key ranges, not
+//!   filters, would skip it.
+//!
+//! The levels then count units like the digits of a base-`M` number:
+//! after `U` units, the oldest `M^(D−1)` sit in level `D`, the next
+//! `M^(D−2)` in level `D−1`, …, the newest in level 1. For `D = 5` that is
+//! 341 units of about 590 keys. The shape is read back from
+//! [`siftdb::Db::live_files`] and the tables themselves: level 0 empty,
+//! levels 1 to `D` non-empty and no other, every loaded key in exactly one
+//! level, and each level covering all but [`MAX_UNCOVERED`] of the key
+//! space (a key below a level's smallest or above its largest key is
+//! skipped by range: [`siftdb::Stats::range_skips`]). The theory is
+//! evaluated key by key over every key the lookups draw from, with each
+//! level's candidate file's own `n`, `m`, `k` and key range.
+//!
 //! # What is measured
 //!
 //! Only counts, never time: the deltas of [`siftdb::Stats`] over a batch
 //! of absent lookups and a batch of present lookups. The engine's counts
 //! are checked, exactly, against a count made outside the engine by
-//! probing each file's filter block with the same key hash; a difference
-//! is an [`Error::CounterMismatch`]. The theory is evaluated per file, with
+//! finding the files a lookup consults (every run; in a leveled tree the
+//! candidate file of each level, or a range skip) and probing each file's
+//! filter block with the same key hash; a difference is an
+//! [`Error::CounterMismatch`]. The theory is evaluated per file, with
 //! each file's own `n`, `m` and `k`.
 //!
 //! The batch sizes start at [`Config::absent_lookups`] and
@@ -57,10 +102,12 @@
 //! # Running it
 //!
 //! `cargo bench --bench read_amplification` runs [`Config::default`] and
-//! writes `target/readamp/readamp.csv` and three SVG plots; `kvctl bench
-//! readamp` calls [`run_and_report`].
+//! writes `target/readamp/readamp.csv` and four SVG plots through
+//! [`run_and_report_with`]; other tools can call [`run_and_report`]
+//! (`kvctl` has no `bench` subcommand yet).
 
 mod dataset;
+mod leveled;
 mod measure;
 pub mod model;
 mod plot;
@@ -72,7 +119,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-pub use dataset::{bench_options, load_runs, sentinels, Dataset, RunLayout};
+pub use dataset::{
+    bench_options, load_leveled, load_runs, sentinels, Dataset, LeveledPlan, RunLayout,
+    LEVELED_L0_TRIGGER, MAX_LEVELS,
+};
+pub use leveled::MAX_UNCOVERED;
 pub use plot::{write_plots, PLOT_FILES};
 pub use report::{write_csv, write_table, CSV_COLUMNS};
 
@@ -156,6 +207,9 @@ pub enum Layout {
     Synthetic,
     /// Debian package names (present) and English words (absent).
     Debian,
+    /// The synthetic keys in a tree built by leveled compaction, with
+    /// `files` non-empty levels below an empty level 0.
+    Leveled,
 }
 
 impl Layout {
@@ -164,6 +218,15 @@ impl Layout {
         match self {
             Layout::Synthetic => "synthetic",
             Layout::Debian => "debian",
+            Layout::Leveled => "leveled",
+        }
+    }
+
+    /// What [`Point::files`] counts, in short: `L` runs, or `D` levels.
+    pub fn count_name(self) -> &'static str {
+        match self {
+            Layout::Leveled => "D",
+            _ => "L",
         }
     }
 
@@ -172,6 +235,7 @@ impl Layout {
         match self {
             Layout::Synthetic => 0x5157_0000,
             Layout::Debian => 0xdeb1_a000,
+            Layout::Leveled => 0x1e7e_1000,
         }
     }
 }
@@ -186,6 +250,8 @@ pub enum Sweep {
     Hashes,
     /// The real-data layout at fixed bits per key.
     RealData,
+    /// Non-empty levels × bits per key of the leveled layout.
+    Levels,
 }
 
 impl Sweep {
@@ -195,6 +261,7 @@ impl Sweep {
             Sweep::FilesBits => "files_x_bits",
             Sweep::Hashes => "hashes",
             Sweep::RealData => "real_data",
+            Sweep::Levels => "levels_x_bits",
         }
     }
 }
@@ -239,6 +306,17 @@ pub struct Config {
     pub debian_files: Vec<usize>,
     /// Bits per key of the Debian layout. Defaults to 10.
     pub debian_bits_per_key: u32,
+    /// Non-empty levels `D` of the leveled layout (the synthetic keys after
+    /// real leveled compaction; see the module docs); empty skips it, at
+    /// most [`MAX_LEVELS`]. Defaults to 1, 2, 3, 4, 5.
+    pub leveled_levels: Vec<usize>,
+    /// Bits per key of the leveled layout, each with the best `k`.
+    /// Defaults to 0 and 10.
+    pub leveled_bits_per_key: Vec<u32>,
+    /// Level size multiplier `M` of the leveled layout: level `i` holds
+    /// `M^(i−1)` times the keys of level 1. `1 + M + … + M^(D−1)` units of
+    /// two flushes must fit in [`Config::keys`]. Defaults to 4.
+    pub leveled_multiplier: u32,
     /// Directory holding `debian-packages.tsv.gz` and
     /// `english-words.txt.gz`. Defaults to the repository's `tests/data`.
     pub data_dir: PathBuf,
@@ -280,6 +358,9 @@ impl Default for Config {
             hashes_sweep_bits: 10,
             debian_files: vec![1, 4, 8, 16],
             debian_bits_per_key: 10,
+            leveled_levels: (1..=5).collect(),
+            leveled_bits_per_key: vec![0, 10],
+            leveled_multiplier: 4,
             data_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data"),
             out_dir: PathBuf::from("target/readamp"),
             work_dir: None,
@@ -317,9 +398,19 @@ impl Config {
                 self.keys
             ));
         }
+        if !self.leveled_levels.is_empty() {
+            if self.leveled_bits_per_key.is_empty() {
+                return bad("leveled_levels needs at least one leveled_bits_per_key".into());
+            }
+            let raw = (dataset::entry_bytes(self.key_len, self.value_len) * self.keys) as f64;
+            for &d in &self.leveled_levels {
+                LeveledPlan::for_size(self.keys, raw, d, self.leveled_multiplier)?;
+            }
+        }
         for &b in self
             .bits_per_key
             .iter()
+            .chain(&self.leveled_bits_per_key)
             .chain([&self.hashes_sweep_bits, &self.debian_bits_per_key])
         {
             if b > 64 {
@@ -372,6 +463,17 @@ impl Config {
                 hashes: None,
             });
         }
+        for &levels in &self.leveled_levels {
+            for &bits_per_key in &self.leveled_bits_per_key {
+                specs.push(PointSpec {
+                    layout: Layout::Leveled,
+                    sweep: Sweep::Levels,
+                    files: levels,
+                    bits_per_key,
+                    hashes: None,
+                });
+            }
+        }
         specs
     }
 }
@@ -386,7 +488,8 @@ pub struct Point {
     pub layout: Layout,
     /// Sweep the point belongs to.
     pub sweep: Sweep,
-    /// Runs (level-0 files) `L`.
+    /// Runs (level-0 files) `L`; for [`Layout::Leveled`], the non-empty
+    /// levels `D`, which is also the most files a lookup consults.
     pub files: usize,
     /// Configured filter bits per key (0 = no filters).
     pub bits_per_key: u32,
@@ -415,7 +518,9 @@ pub struct Point {
     /// Filter false positives / filter probes of files not holding the
     /// key; `None` without filters.
     pub fpr_measured: Option<f64>,
-    /// Model: `(1 − e^(−k·n/m))^k`, averaged over files.
+    /// Model: `(1 − e^(−k·n/m))^k`, averaged over files (for
+    /// [`Layout::Leveled`], over the expected probes of files not holding
+    /// the key).
     pub fpr_theory: Option<f64>,
     /// Fraction of filter bits set, over all files' filters.
     pub bits_set_fraction: Option<f64>,
@@ -433,6 +538,22 @@ pub struct Point {
     /// Filter bits per distinct key actually stored (`Σm / Σn`; slightly
     /// above `bits_per_key` as `m` is rounded up to whole bytes).
     pub filter_bits_per_key: f64,
+    /// Non-empty levels below level 0 (0 for the run layouts, whose runs
+    /// are all in level 0).
+    pub levels: usize,
+    /// Distinct keys per non-empty level, level 1 first (empty for runs).
+    pub level_keys: Vec<u64>,
+    /// SSTables per non-empty level, level 1 first (empty for runs).
+    pub level_files: Vec<usize>,
+    /// Compactions the engine ran while the layout was built (trivial moves
+    /// included; 0 for runs, which are never compacted).
+    pub compactions: u64,
+    /// Levels skipped because the candidate file's key range does not cover
+    /// the key, per lookup at `absent_fraction` (always 0 for runs, whose
+    /// sentinels make every run span every key).
+    pub range_skips_per_lookup: f64,
+    /// Model: range skips per lookup.
+    pub range_skips_theory: f64,
 }
 
 /// One measured quantity of a [`Point`] next to its theory.
@@ -479,6 +600,13 @@ impl Point {
             self.filter_probes_per_lookup,
             self.probes_theory,
         );
+        if self.layout == Layout::Leveled {
+            add(
+                "range_skips_per_lookup",
+                self.range_skips_per_lookup,
+                self.range_skips_theory,
+            );
+        }
         out
     }
 
@@ -529,7 +657,7 @@ pub struct Progress<'a> {
 }
 
 /// Measures every point of `cfg` (files × bits per key, the `k` sweep,
-/// then the Debian layout), calling `progress` after each (in completion
+/// the Debian layout, then levels × bits per key), calling `progress` after each (in completion
 /// order, on the calling thread). Returns the points in that sweep order.
 ///
 /// # Errors
@@ -540,7 +668,10 @@ pub fn run(cfg: &Config, progress: &mut dyn FnMut(&Progress<'_>)) -> Result<Vec<
     cfg.validate()?;
     let start = Instant::now();
     let specs = cfg.specs();
-    let synthetic = if specs.iter().any(|s| s.layout == Layout::Synthetic) {
+    let synthetic = if specs
+        .iter()
+        .any(|s| matches!(s.layout, Layout::Synthetic | Layout::Leveled))
+    {
         Dataset::synthetic(cfg.keys, cfg.key_len, cfg.value_len, cfg.seed)?
     } else {
         Dataset::default()
@@ -577,11 +708,11 @@ pub fn run(cfg: &Config, progress: &mut dyn FnMut(&Progress<'_>)) -> Result<Vec<
                 if i >= specs.len() || stop.load(Ordering::Relaxed) {
                     return;
                 }
-                let ds = match specs[i].layout {
-                    Layout::Synthetic => synthetic,
-                    Layout::Debian => debian,
+                let r = match specs[i].layout {
+                    Layout::Debian => measure::measure(&specs[i], debian, cfg, work_dir),
+                    Layout::Leveled => leveled::measure(&specs[i], synthetic, cfg, work_dir),
+                    Layout::Synthetic => measure::measure(&specs[i], synthetic, cfg, work_dir),
                 };
-                let r = measure::measure(&specs[i], ds, cfg, work_dir);
                 if r.is_err() {
                     stop.store(true, Ordering::Relaxed);
                 }
@@ -741,11 +872,12 @@ pub fn run_and_report_with(
 }
 
 /// A one-line description of a point, e.g. `synthetic L=8 bits/key=10
-/// k=7`.
+/// k=7` or `leveled D=5 bits/key=10 k=7`.
 pub fn describe(p: &Point) -> String {
     format!(
-        "{} L={} bits/key={} k={}",
+        "{} {}={} bits/key={} k={}",
         p.layout.as_str(),
+        p.layout.count_name(),
         p.files,
         p.bits_per_key,
         p.hashes
@@ -772,7 +904,10 @@ mod tests {
         let c = Config::default();
         c.validate().unwrap();
         let specs = c.specs();
-        assert_eq!(specs.len(), 6 * 9 + 12 + 4);
+        assert_eq!(specs.len(), 6 * 9 + 12 + 4 + 5 * 2);
+        assert!(specs
+            .iter()
+            .any(|s| s.layout == Layout::Leveled && s.files == 5 && s.bits_per_key == 10));
         assert!(specs.iter().any(|s| s.files == 8 && s.bits_per_key == 0));
         assert!(specs.iter().any(|s| s.files == 8 && s.bits_per_key == 10));
         let bad = Config {
@@ -785,5 +920,15 @@ mod tests {
             ..Config::default()
         };
         assert!(bad.validate().is_err());
+        // 1 + 4 + … + 4^5 = 1365 units of 2 flushes fit in 200,000 keys,
+        // not in 2,000; 7 levels do not exist.
+        for (keys, levels, ok) in [(200_000, 6, true), (2_000, 6, false), (200_000, 7, false)] {
+            let c = Config {
+                keys,
+                leveled_levels: vec![levels],
+                ..Config::default()
+            };
+            assert_eq!(c.validate().is_ok(), ok, "{keys} keys, {levels} levels");
+        }
     }
 }

@@ -25,6 +25,28 @@
 //! bytes and unequal run sizes are part of the theory rather than of the
 //! measurement error. The closed forms above ([`absent_reads`],
 //! [`present_reads`], [`mixed_reads`]) are the same model with equal runs.
+//!
+//! # A leveled tree
+//!
+//! In levels 1 and deeper the files of a level have disjoint key ranges, so
+//! a lookup consults one *candidate* file per level (the first whose
+//! largest key is `>=` the key), newest level first, and skips the level
+//! without any work if that file's range does not cover the key (a *range
+//! skip*). With `D` non-empty levels, each covering the whole key space,
+//! level `j` holding a fraction `w_j` of the keys and a filter of
+//! false-positive rate `p_j`, this is the run model with `L = D` except
+//! that a present key is not equally likely to be in any level:
+//!
+//! * an absent key reads `Σ_j p_j` blocks (no filters: `D`);
+//! * a present key in level `j` reads `1 + Σ_{i<j} p_i`, so on average
+//!   `Σ_j w_j · (1 + Σ_{i<j} p_i)` (no filters: `Σ_j w_j · j`), which is
+//!   more than the runs' `1 + ((D−1)/2)·p` because deeper levels hold more
+//!   keys ([`leveled_present_reads`], [`leveled_absent_reads`]).
+//!
+//! [`Paths`] evaluates the same model one lookup key at a time, with the
+//! candidate file each level actually offers for that key (or a range
+//! skip): averaged over every key a batch draws from, that is the exact
+//! expectation for the files as they are, key ranges included.
 
 /// The filter of one SSTable (one run), as the model sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -172,6 +194,161 @@ pub fn expected(files: &[FileModel]) -> Expected {
     }
 }
 
+/// Expected counts of one batch of lookups in a tree where key ranges
+/// decide which files a lookup consults (levels 1 and deeper), built one
+/// lookup key at a time with [`Paths::add`]. Add every key the batch draws
+/// from (uniformly): the means are then exact expectations, and the
+/// variances those of one lookup drawn at random (the spread over keys plus
+/// the filters' coin flips), for sizing samples.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Paths {
+    keys: u64,
+    reads: f64,
+    reads_sq: f64,
+    reads_within: f64,
+    skips: f64,
+    probes: f64,
+    range_skips: f64,
+    range_skips_sq: f64,
+    false_positives: f64,
+    other_probes: f64,
+}
+
+impl Paths {
+    /// Adds one lookup key. `consulted` lists, newest level first, every
+    /// level the lookup passes without finding the key: `Some(file)` when
+    /// that level's candidate file covers the key (its filter is probed and
+    /// a false positive, probability `p`, costs a read; without a filter
+    /// the block is always read), `None` when the level is skipped by key
+    /// range. `holder` is the file holding the key (present keys): its
+    /// filter is probed and one block is always read.
+    pub fn add(&mut self, consulted: &[Option<FileModel>], holder: Option<&FileModel>) {
+        let (mut reads, mut var, mut skips, mut probes) = (0.0, 0.0, 0.0, 0.0);
+        let (mut range, mut fp, mut other) = (0.0, 0.0, 0.0);
+        for c in consulted {
+            match c {
+                None => range += 1.0,
+                Some(f) => {
+                    let p = f.fpr();
+                    reads += p;
+                    var += p * (1.0 - p);
+                    if f.fill().is_some() {
+                        probes += 1.0;
+                        other += 1.0;
+                        fp += p;
+                        skips += 1.0 - p;
+                    }
+                }
+            }
+        }
+        if let Some(h) = holder {
+            reads += 1.0;
+            if h.fill().is_some() {
+                probes += 1.0;
+            }
+        }
+        self.keys += 1;
+        self.reads += reads;
+        self.reads_sq += reads * reads;
+        self.reads_within += var;
+        self.skips += skips + range;
+        self.probes += probes;
+        self.range_skips += range;
+        self.range_skips_sq += range * range;
+        self.false_positives += fp;
+        self.other_probes += other;
+    }
+
+    /// Lookup keys added.
+    pub fn keys(&self) -> u64 {
+        self.keys
+    }
+
+    fn mean(&self, sum: f64) -> f64 {
+        if self.keys == 0 {
+            0.0
+        } else {
+            sum / self.keys as f64
+        }
+    }
+
+    /// Data-block reads per lookup.
+    pub fn reads(&self) -> f64 {
+        self.mean(self.reads)
+    }
+
+    /// Variance of the reads of one lookup.
+    pub fn reads_variance(&self) -> f64 {
+        let m = self.reads();
+        self.mean(self.reads_within) + (self.mean(self.reads_sq) - m * m).max(0.0)
+    }
+
+    /// Files skipped per lookup: filter negatives plus range skips.
+    pub fn skips(&self) -> f64 {
+        self.mean(self.skips)
+    }
+
+    /// Filter probes per lookup.
+    pub fn probes(&self) -> f64 {
+        self.mean(self.probes)
+    }
+
+    /// Levels skipped by key range per lookup.
+    pub fn range_skips(&self) -> f64 {
+        self.mean(self.range_skips)
+    }
+
+    /// Variance of the range skips of one lookup (they depend on the key
+    /// only).
+    pub fn range_skips_variance(&self) -> f64 {
+        let m = self.range_skips();
+        (self.mean(self.range_skips_sq) - m * m).max(0.0)
+    }
+
+    /// Filter false positives per lookup.
+    pub fn false_positives(&self) -> f64 {
+        self.mean(self.false_positives)
+    }
+
+    /// Filter probes of files not holding the key, per lookup.
+    pub fn other_probes(&self) -> f64 {
+        self.mean(self.other_probes)
+    }
+
+    /// The false-positive rate the filters probed are expected to show:
+    /// false positives over probes of files not holding the key; `None`
+    /// when no filter is probed.
+    pub fn fpr(&self) -> Option<f64> {
+        (self.other_probes > 0.0).then(|| self.false_positives / self.other_probes)
+    }
+}
+
+/// Data-block reads per absent-key lookup in a leveled tree whose every
+/// level covers the whole key space, with filter false-positive rates `p`
+/// (one per non-empty level; 1.0 for no filter): `Σ_j p_j`.
+pub fn leveled_absent_reads(p: &[f64]) -> f64 {
+    p.iter().sum()
+}
+
+/// Data-block reads per present-key lookup in a leveled tree whose
+/// non-empty levels, newest first, hold `level_keys` keys and have filter
+/// false-positive rates `p`, every level covering the whole key space:
+/// `Σ_j w_j · (1 + Σ_{i<j} p_i)` with `w_j = level_keys[j] / Σ level_keys`;
+/// `Σ_j w_j · j` (levels numbered from 1) without filters. 0 without keys.
+pub fn leveled_present_reads(level_keys: &[u64], p: &[f64]) -> f64 {
+    let total: u64 = level_keys.iter().sum();
+    if total == 0 {
+        return 0.0;
+    }
+    let mut above = 0.0;
+    let mut reads = 0.0;
+    for (&n, &p) in level_keys.iter().zip(p) {
+        reads += n as f64 / total as f64 * (1.0 + above);
+        above += p;
+    }
+    reads
+}
+
 /// Data-block reads per absent-key lookup over `files` equal runs whose
 /// filters have false-positive rate `p` (1.0 for no filters): `L·p`.
 pub fn absent_reads(files: usize, p: f64) -> f64 {
@@ -257,6 +434,64 @@ mod tests {
             assert_eq!(none.absent_probes, 0.0);
             assert_eq!(none.absent_skips, 0.0);
         }
+    }
+
+    #[test]
+    fn paths_reduce_to_the_leveled_closed_forms() {
+        // Three levels of 100, 400 and 1600 keys, full coverage.
+        let keys = [100u64, 400, 1600];
+        for bits in [0u64, 10] {
+            let files: Vec<FileModel> = keys
+                .iter()
+                .map(|&n| FileModel {
+                    lookup_keys: n,
+                    filter_keys: n,
+                    filter_bits: bits * n,
+                    hashes: if bits == 0 { 0 } else { 7 },
+                })
+                .collect();
+            let p: Vec<f64> = files.iter().map(FileModel::fpr).collect();
+            let consulted: Vec<Option<FileModel>> = files.iter().copied().map(Some).collect();
+            let mut absent = Paths::default();
+            let mut present = Paths::default();
+            for _ in 0..10 {
+                absent.add(&consulted, None);
+            }
+            for (j, f) in files.iter().enumerate() {
+                for _ in 0..keys[j] {
+                    present.add(&consulted[..j], Some(f));
+                }
+            }
+            assert!((absent.reads() - leveled_absent_reads(&p)).abs() < 1e-12);
+            let want = leveled_present_reads(&keys, &p);
+            assert!((present.reads() - want).abs() < 1e-12);
+            assert_eq!(absent.range_skips(), 0.0);
+            if bits == 0 {
+                assert_eq!(absent.reads(), 3.0);
+                // (100·1 + 400·2 + 1600·3) / 2100
+                assert!((want - 5700.0 / 2100.0).abs() < 1e-12);
+                assert_eq!(present.probes(), 0.0);
+                assert_eq!(absent.fpr(), None);
+            } else {
+                let q = bloom_fpr(10.0, 7);
+                assert!((absent.fpr().unwrap() - q).abs() < 1e-12);
+                assert_eq!(absent.probes(), 3.0);
+                assert!((absent.skips() - 3.0 * (1.0 - q)).abs() < 1e-12);
+            }
+        }
+        // Equal levels: the run model with L = D.
+        let p = bloom_fpr(10.0, 7);
+        let r = leveled_present_reads(&[5, 5, 5, 5], &[p; 4]);
+        assert!((r - present_reads(4, p)).abs() < 1e-12);
+        // A range skip costs nothing and is counted.
+        let f = equal(1, 10, 7)[0];
+        let mut one = Paths::default();
+        one.add(&[None, Some(f)], None);
+        one.add(&[Some(f), Some(f)], None);
+        assert!((one.range_skips() - 0.5).abs() < 1e-12);
+        assert!((one.range_skips_variance() - 0.25).abs() < 1e-12);
+        assert!((one.reads() - 1.5 * f.fpr()).abs() < 1e-12);
+        assert!((one.skips() - (0.5 + 1.5 * (1.0 - f.fpr()))).abs() < 1e-12);
     }
 
     #[test]

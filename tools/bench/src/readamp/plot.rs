@@ -13,11 +13,13 @@ use super::report::is_grid;
 use super::{Error, Layout, Point, Result, Sweep, HEADLINE_BITS_PER_KEY, HEADLINE_FILES};
 
 /// The files [`write_plots`] writes into its directory, in order: reads per
-/// lookup vs runs, false-positive rate vs bits per key, and vs `k`.
-pub const PLOT_FILES: [&str; 3] = [
+/// lookup vs runs, false-positive rate vs bits per key, and vs `k`, and
+/// reads per lookup vs levels of a leveled tree.
+pub const PLOT_FILES: [&str; 4] = [
     "reads-vs-files.svg",
     "fpr-vs-bits-per-key.svg",
     "fpr-vs-hashes.svg",
+    "reads-vs-levels.svg",
 ];
 
 type DrawResult = std::result::Result<(), Box<dyn std::error::Error>>;
@@ -38,7 +40,7 @@ const BLUE: RGBColor = RGBColor(30, 90, 200);
 const GREEN: RGBColor = RGBColor(20, 150, 70);
 const GREY: RGBColor = RGBColor(90, 90, 90);
 
-/// Draws the three plots of `points` (SVG, [`PLOT_FILES`]) into the
+/// Draws the four plots of `points` (SVG, [`PLOT_FILES`]) into the
 /// existing directory `dir`, skipping a plot whose points are missing, and
 /// returns the paths written.
 ///
@@ -46,10 +48,11 @@ const GREY: RGBColor = RGBColor(90, 90, 90);
 /// [`Error::Plot`] if drawing or writing a plot fails.
 pub fn write_plots(points: &[Point], dir: &Path) -> Result<Vec<PathBuf>> {
     let mut written = Vec::new();
-    let plots: [(&str, DrawFn); 3] = [
+    let plots: [(&str, DrawFn); 4] = [
         (PLOT_FILES[0], reads_vs_files),
         (PLOT_FILES[1], fpr_vs_bits),
         (PLOT_FILES[2], fpr_vs_hashes),
+        (PLOT_FILES[3], reads_vs_levels),
     ];
     for (name, draw) in plots {
         let path = dir.join(name);
@@ -579,6 +582,230 @@ fn fpr_vs_hashes(points: &[Point], path: &Path) -> Option<DrawResult> {
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::UpperRight)
+            .label_font(("sans-serif", LEGEND))
+            .background_style(WHITE.mix(0.9))
+            .border_style(GREY)
+            .draw()?;
+        root.present()?;
+        Ok(())
+    })())
+}
+
+/// (4) Reads per lookup vs non-empty levels of a leveled tree, absent and
+/// present keys, without filters and with the largest bits per key run;
+/// measured points over each point's own theory, and the equal-runs model
+/// of plot (1) for comparison.
+fn reads_vs_levels(points: &[Point], path: &Path) -> Option<DrawResult> {
+    let leveled: Vec<&Point> = points
+        .iter()
+        .filter(|p| p.layout == Layout::Leveled)
+        .collect();
+    let bits = leveled.iter().map(|p| p.bits_per_key).max()?;
+    let none: Vec<&Point> = leveled
+        .iter()
+        .copied()
+        .filter(|p| p.bits_per_key == 0)
+        .collect();
+    let with: Vec<&Point> = leveled
+        .iter()
+        .copied()
+        .filter(|p| bits > 0 && p.bits_per_key == bits)
+        .collect();
+    Some((|| -> DrawResult {
+        let deepest = leveled.iter().max_by_key(|p| p.files).copied();
+        let max_d = deepest.map_or(1, |p| p.files) as f64;
+        let (lo, hi) = bounds(leveled.iter().flat_map(|p| {
+            [
+                p.reads_absent,
+                p.reads_present,
+                p.theory_absent,
+                p.theory_present,
+            ]
+        }));
+        let (y_lo, y_hi) = ((lo * 0.5).min(0.005), hi * 40.0);
+        let k = with.first().map_or(0, |p| p.hashes);
+        let p_model = bloom_fpr(f64::from(bits), k);
+        let root = SVGBackend::new(path, SIZE).into_drawing_area();
+        let shape = deepest.map_or(String::new(), |p| {
+            let keys: Vec<String> = p
+                .level_keys
+                .iter()
+                .map(|&n| thousands(n as usize))
+                .collect();
+            format!(
+                " At D = {}: {} keys in levels 1–{}.",
+                p.files,
+                keys.join(" / "),
+                p.files
+            )
+        });
+        let line1 = format!(
+            "siftdb: {} random 16-byte keys after leveled compaction; level 0 empty, D non-empty \
+             levels, one SSTable each.",
+            thousands(leveled.first().map_or(0, |p| p.keys))
+        );
+        let line2 = format!(
+            "Each level holds {} times the keys of the one above, so most keys are deep.{shape}",
+            deepest
+                .and_then(|p| {
+                    let (a, b) = (*p.level_keys.first()?, *p.level_keys.get(1)?);
+                    (a > 0).then(|| format!("{:.0}", b as f64 / a as f64))
+                })
+                .unwrap_or_else(|| "M".into())
+        );
+        let line3 = format!(
+            "Dots: measured with the engine's counters. Solid lines: model from each file's n, m, k \
+             and key range (p = {:.2}% at {bits} bits/key, k = {k}).",
+            p_model * 100.0
+        );
+        let area = titled(
+            &root,
+            "Data-block reads per point lookup vs levels of a leveled tree",
+            &[&line1, &line2, &line3],
+        )?;
+        let mut chart = ChartBuilder::on(&area)
+            .margin(20)
+            .x_label_area_size(55)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0.6f64..max_d + 0.4, (y_lo..y_hi).log_scale())?;
+        chart
+            .configure_mesh()
+            .x_desc("non-empty levels D (one candidate SSTable per level)")
+            .y_desc("data-block reads per lookup (log scale)")
+            .axis_desc_style(("sans-serif", AXIS_DESC))
+            .label_style(("sans-serif", TICKS))
+            .x_labels(max_d as usize + 2)
+            .x_label_formatter(&|v| {
+                if (v - v.round()).abs() < 1e-9 && *v >= 1.0 {
+                    format!("{}", v.round())
+                } else {
+                    String::new()
+                }
+            })
+            .y_labels(5)
+            .y_label_formatter(&log_tick)
+            .light_line_style(WHITE)
+            .draw()?;
+
+        type Series<'s> = (String, RGBColor, &'s [&'s Point], bool);
+        let series: [Series<'_>; 4] = [
+            (
+                "absent keys, no filters — model: D (less range skips)".into(),
+                RED,
+                &none,
+                true,
+            ),
+            (
+                "present keys, no filters — model: Σ w_j·j".into(),
+                ORANGE,
+                &none,
+                false,
+            ),
+            (
+                format!("absent keys, {bits} bits/key — model: Σ p_j ≈ D·p"),
+                BLUE,
+                &with,
+                true,
+            ),
+            (
+                format!("present keys, {bits} bits/key — model: Σ w_j·(1 + Σ_(i<j) p_i)"),
+                GREEN,
+                &with,
+                false,
+            ),
+        ];
+        for (label, color, pts, absent) in &series {
+            if pts.is_empty() {
+                continue;
+            }
+            let c = *color;
+            let pick = |p: &Point, theory: bool| match (absent, theory) {
+                (true, false) => p.reads_absent,
+                (true, true) => p.theory_absent,
+                (false, false) => p.reads_present,
+                (false, true) => p.theory_present,
+            };
+            let theory: Vec<(f64, f64)> = pts
+                .iter()
+                .map(|p| (p.files as f64, pick(p, true)))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(theory, c.stroke_width(2)))?
+                .label(label.as_str())
+                .legend(move |(x, y)| {
+                    EmptyElement::at((x, y))
+                        + PathElement::new(vec![(0, 0), (24, 0)], c.stroke_width(2))
+                        + Circle::new((12, 0), 5, c.filled())
+                });
+            chart.draw_series(
+                pts.iter()
+                    .map(|p| Circle::new((p.files as f64, pick(p, false)), 5, c.filled())),
+            )?;
+        }
+        // The equal-runs model of plot (1) at L = D, for comparison.
+        let runs: Vec<(f64, f64)> = (0..=100)
+            .map(|i| {
+                let l = 1.0 + (max_d - 1.0) * f64::from(i) / 100.0;
+                (l, (l + 1.0) / 2.0)
+            })
+            .collect();
+        chart
+            .draw_series(DashedLineSeries::new(runs, 6, 4, ORANGE.stroke_width(1)))?
+            .label("present keys, no filters, D equal overlapping runs: (D+1)/2")
+            .legend(|(x, y)| {
+                DashedPathElement::new(vec![(x, y), (x + 24, y)], 6, 4, ORANGE.stroke_width(1))
+            });
+        if bits > 0 {
+            let runs: Vec<(f64, f64)> = (0..=100)
+                .map(|i| {
+                    let l = 1.0 + (max_d - 1.0) * f64::from(i) / 100.0;
+                    (l, 1.0 + (l - 1.0) / 2.0 * p_model)
+                })
+                .collect();
+            chart
+                .draw_series(DashedLineSeries::new(runs, 6, 4, GREEN.stroke_width(1)))?
+                .label(format!(
+                    "present keys, {bits} bits/key, D equal runs: 1 + (D−1)/2·p"
+                ))
+                .legend(|(x, y)| {
+                    DashedPathElement::new(vec![(x, y), (x + 24, y)], 6, 4, GREEN.stroke_width(1))
+                });
+        }
+        let deepest_d = deepest.map_or(0, |p| p.files);
+        let at = |pts: &[&'_ Point]| -> Option<Point> {
+            pts.iter()
+                .find(|p| p.files == deepest_d)
+                .map(|p| (*p).clone())
+        };
+        if let (Some(a), Some(b)) = (at(&none), at(&with)) {
+            let style = ("sans-serif", LEGEND).into_font().color(&BLACK);
+            let lines = [
+                format!(
+                    "At D = {}, {:.0}% of lookups absent: {:.2} reads per lookup without filters,",
+                    a.files,
+                    a.absent_fraction * 100.0,
+                    a.reads_mixed
+                ),
+                format!(
+                    "{:.2} with {bits} bits/key ({:.0}% fewer; model {:.2} and {:.2}).",
+                    b.reads_mixed,
+                    (1.0 - b.reads_mixed / a.reads_mixed) * 100.0,
+                    a.theory_mixed,
+                    b.theory_mixed
+                ),
+            ];
+            let (x0, y0) = chart.backend_coord(&(1.6, y_lo));
+            for (i, line) in lines.iter().enumerate() {
+                root.draw(&Text::new(
+                    line.clone(),
+                    (x0, y0 - 48 + 20 * i as i32),
+                    style.clone(),
+                ))?;
+            }
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
             .label_font(("sans-serif", LEGEND))
             .background_style(WHITE.mix(0.9))
             .border_style(GREY)

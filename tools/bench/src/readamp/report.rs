@@ -6,8 +6,11 @@ use std::path::Path;
 use super::{Error, Layout, Point, Result, Summary, Sweep};
 
 /// The CSV header, in column order. The first fifteen columns are the
-/// stable interface; later ones may be added to.
-pub const CSV_COLUMNS: [&str; 26] = [
+/// stable interface; later ones may be added to. For `layout` = `leveled`,
+/// `files` is the number of non-empty levels `D` (also in `levels`), and
+/// `level_keys` / `level_files` list keys and SSTables per level, level 1
+/// first, separated by spaces.
+pub const CSV_COLUMNS: [&str; 32] = [
     "files",
     "bits_per_key",
     "hashes",
@@ -34,10 +37,20 @@ pub const CSV_COLUMNS: [&str; 26] = [
     "probes_theory",
     "filter_bits_per_key",
     "within_tolerance",
+    "levels",
+    "level_keys",
+    "level_files",
+    "compactions",
+    "range_skips_per_lookup",
+    "range_skips_theory",
 ];
 
 fn opt(v: Option<f64>) -> String {
     v.map_or(String::new(), |v| v.to_string())
+}
+
+fn spaced<T: ToString>(v: &[T]) -> String {
+    v.iter().map(T::to_string).collect::<Vec<_>>().join(" ")
 }
 
 fn csv_row(p: &Point) -> String {
@@ -68,6 +81,12 @@ fn csv_row(p: &Point) -> String {
         p.probes_theory.to_string(),
         p.filter_bits_per_key.to_string(),
         p.within_tolerance().to_string(),
+        p.levels.to_string(),
+        spaced(&p.level_keys),
+        spaced(&p.level_files),
+        p.compactions.to_string(),
+        p.range_skips_per_lookup.to_string(),
+        p.range_skips_theory.to_string(),
     ];
     cells.join(",")
 }
@@ -166,11 +185,12 @@ fn key_cells(p: &Point) -> Vec<String> {
     ]
 }
 
-/// Writes the two tables of `points`: data-block reads per lookup
-/// (absent, present, mixed), and the filters (false-positive rate, bits
-/// set, probes and files skipped per lookup); each quantity as measured,
-/// theory and their ratio. `ok` is `yes` when every check of the row is
-/// within tolerance.
+/// Writes the tables of `points`: data-block reads per lookup (absent,
+/// present, mixed), and the filters (false-positive rate, bits set, probes
+/// and files skipped per lookup); each quantity as measured, theory and
+/// their ratio. `ok` is `yes` when every check of the row is within
+/// tolerance. `L/D` is the number of runs `L`, or of non-empty levels `D`
+/// for the leveled layout, whose shape a third table lists.
 ///
 /// # Errors
 /// Errors of `out`.
@@ -195,7 +215,7 @@ pub fn write_table(points: &[Point], out: &mut dyn Write) -> io::Result<()> {
             "".into(),
         ],
         [
-            "layout", "L", "bits/key", "k", "lookups", "measured", "theory", "ratio", "measured",
+            "layout", "L/D", "bits/key", "k", "lookups", "measured", "theory", "ratio", "measured",
             "theory", "ratio", "measured", "theory", "ratio", "ok",
         ]
         .iter()
@@ -240,7 +260,7 @@ pub fn write_table(points: &[Point], out: &mut dyn Write) -> io::Result<()> {
             "".into(),
         ],
         [
-            "layout", "L", "bits/key", "k", "measured", "theory", "ratio", "measured", "theory",
+            "layout", "L/D", "bits/key", "k", "measured", "theory", "ratio", "measured", "theory",
             "measured", "theory", "measured", "theory",
         ]
         .iter()
@@ -266,7 +286,58 @@ pub fn write_table(points: &[Point], out: &mut dyn Write) -> io::Result<()> {
         "Filters (per lookup figures at {:.0}% absent lookups)",
         f * 100.0
     )?;
-    render(out, &rows, &[4, 7, 9, 11])
+    render(out, &rows, &[4, 7, 9, 11])?;
+
+    let leveled: Vec<&Point> = points
+        .iter()
+        .filter(|p| p.layout == Layout::Leveled)
+        .collect();
+    if leveled.is_empty() {
+        return Ok(());
+    }
+    let mut rows = vec![
+        vec![
+            "".into(),
+            "".into(),
+            "".into(),
+            "".into(),
+            "".into(),
+            "".into(),
+            "range skips/lookup".into(),
+        ],
+        [
+            "layout",
+            "D",
+            "bits/key",
+            "compactions",
+            "files per level",
+            "keys per level",
+            "measured",
+            "theory",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+    ];
+    for p in leveled {
+        rows.push(vec![
+            p.layout.as_str().to_string(),
+            p.files.to_string(),
+            p.bits_per_key.to_string(),
+            p.compactions.to_string(),
+            spaced(&p.level_files),
+            spaced(&p.level_keys),
+            sig(p.range_skips_per_lookup),
+            sig(p.range_skips_theory),
+        ]);
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Leveled trees after compaction: level 0 empty, D non-empty levels (level 1 first), \
+         one candidate file per level"
+    )?;
+    render(out, &rows, &[6])
 }
 
 /// Writes the headline, the tables, any misses and the output files.
