@@ -1,14 +1,16 @@
 //! kvctl: the command-line tool of siftdb.
 //!
 //! Each subcommand lives in a module next to its clap arguments
-//! (`data`: import/export/get/put/delete/scan, `stats`, `demo`); this file
-//! only parses the command line, dispatches, and turns errors into the exit
-//! codes listed in [`error`].
+//! (`data`: import/export/get/put/delete/scan, `stats`, `demo`, and
+//! `inspect/`: info, sst, verify, manifest, wal, explain, filters); this
+//! file only parses the command line, dispatches, and turns errors into the
+//! exit codes listed in [`error`].
 
 mod data;
 mod demo;
 mod error;
 mod format;
+mod inspect;
 mod stats;
 
 use std::process::ExitCode;
@@ -50,6 +52,20 @@ enum Command {
     Stats(stats::StatsArgs),
     /// Build a database from built-in real data and measure what Bloom filters save
     Demo(demo::DemoArgs),
+    /// Format version, last sequence, manifest, WALs, options the files reveal, levels
+    Info(inspect::info::InfoArgs),
+    /// List the live SSTables, or decode one .sst file
+    Sst(inspect::sst::SstArgs),
+    /// Check every checksum and invariant of a database or one file (exit 3 on damage)
+    Verify(inspect::verify::VerifyArgs),
+    /// Decode the manifest's version edits
+    Manifest(inspect::logs::ManifestArgs),
+    /// Decode write-ahead log records
+    Wal(inspect::logs::WalArgs),
+    /// Show the path of one point lookup: memtables, SSTables, filters, blocks
+    Explain(inspect::explain::ExplainArgs),
+    /// Per-SSTable Bloom filter health: bits set, implied vs design false-positive rate
+    Filters(inspect::filters::FiltersArgs),
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
@@ -62,6 +78,13 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Scan(a) => data::scan(a),
         Command::Stats(a) => stats::run(a),
         Command::Demo(a) => demo::run(a),
+        Command::Info(a) => inspect::info::run(a),
+        Command::Sst(a) => inspect::sst::run(a),
+        Command::Verify(a) => inspect::verify::run(a),
+        Command::Manifest(a) => inspect::logs::manifest(a),
+        Command::Wal(a) => inspect::logs::wal(a),
+        Command::Explain(a) => inspect::explain::run(a),
+        Command::Filters(a) => inspect::filters::run(a),
     }
 }
 

@@ -1,0 +1,121 @@
+//! `kvctl filters`: the health of every SSTable's Bloom filter.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::{json, Value};
+use siftdb::inspect::{TableInfo, DEGRADED_FACTOR};
+
+use super::sst::filter_json;
+use super::{emit, emit_json, percent, snapshot, table_name};
+use crate::error::CliError;
+use crate::format::{count, group, Align, Table};
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  kvctl filters ./db\n\n\
+implied FPR = (bits set / m)^k, the rate the filter's actual bits give an absent \
+key; design FPR = (1 - e^(-k/(m/n)))^k for its m bits, k probes and n keys. A \
+WARNING row marks a filter whose implied rate is more than twice its design \
+(built over more keys than the table holds, or damaged bits).")]
+pub struct FiltersArgs {
+    /// Database directory
+    pub db: PathBuf,
+    /// Print JSON (schema in DESIGN.md, "kvctl JSON output")
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The JSON document `filters --json` prints.
+pub fn filters_json(tables: &[TableInfo]) -> Value {
+    let rows: Vec<Value> = tables
+        .iter()
+        .map(|t| {
+            let mut v = filter_json(&t.filter);
+            v["level"] = json!(t.level);
+            v["number"] = json!(t.number);
+            v["name"] = json!(table_name(t.number));
+            v
+        })
+        .collect();
+    json!({
+        "filters": rows,
+        "warnings": tables.iter().filter(|t| t.filter.degraded()).count(),
+    })
+}
+
+/// The human table and a summary line.
+pub fn filters_text(tables: &[TableInfo]) -> String {
+    let mut t = Table::new(&[
+        ("level", Align::Left),
+        ("file", Align::Left),
+        ("keys", Align::Right),
+        ("m (bits)", Align::Right),
+        ("k", Align::Right),
+        ("bits/key", Align::Right),
+        ("bits set", Align::Right),
+        ("implied FPR", Align::Right),
+        ("design FPR", Align::Right),
+        ("health", Align::Left),
+    ]);
+    let mut warnings = 0u64;
+    for i in tables {
+        let f = &i.filter;
+        let level = i.level.map_or(String::new(), |l| format!("L{l}"));
+        let Some(b) = f.bloom else {
+            let why = if f.policy.is_empty() {
+                "no filter"
+            } else if f.known_policy {
+                "malformed filter (treated as \"may match\")"
+            } else {
+                "unknown policy (ignored)"
+            };
+            t.row(vec![
+                level,
+                table_name(i.number),
+                group(f.keys),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                why.into(),
+            ]);
+            continue;
+        };
+        let health = if f.degraded() {
+            warnings += 1;
+            format!("WARNING: implied rate > {DEGRADED_FACTOR}x design")
+        } else {
+            "ok".into()
+        };
+        t.row(vec![
+            level,
+            table_name(i.number),
+            group(f.keys),
+            group(b.bits),
+            b.num_hashes.to_string(),
+            format!("{:.2}", f.bits_per_key()),
+            percent(f.fraction_set().unwrap_or(0.0)),
+            percent(f.implied_fpr().unwrap_or(1.0)),
+            percent(f.design_fpr().unwrap_or(1.0)),
+            health,
+        ]);
+    }
+    let mut out = t.render("");
+    out.push_str(&format!(
+        "{}, {} above {DEGRADED_FACTOR}x their design rate\n",
+        count(tables.len() as u64, "SSTable"),
+        group(warnings)
+    ));
+    out
+}
+
+pub fn run(args: &FiltersArgs) -> Result<(), CliError> {
+    let tables = snapshot(&args.db)?.tables();
+    if args.json {
+        emit_json(&filters_json(&tables))
+    } else {
+        emit(&filters_text(&tables))
+    }
+}

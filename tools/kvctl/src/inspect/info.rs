@@ -1,0 +1,231 @@
+//! `kvctl info`: what the manifest, the WALs and the tables' properties say
+//! about a database.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::{json, Value};
+use siftdb::filename::manifest_name;
+use siftdb::inspect::{filter_settings, level_summaries, DbSnapshot, LevelSummary};
+use siftdb::version::set::NUM_LEVELS;
+
+use super::{emit, emit_json, file_name, snapshot};
+use crate::error::CliError;
+use crate::format::{count, group, human_bytes, Align, Table};
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  kvctl info ./db\n\n\
+Options are not stored in format version 1: the `options` lines show what the \
+SSTables' properties reveal about the ones they were written with.")]
+pub struct InfoArgs {
+    /// Database directory
+    pub db: PathBuf,
+    /// Print JSON (schema in DESIGN.md, "kvctl JSON output")
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// SSTable bytes written per key and value byte flushed, over the
+/// database's life (manifest tags 7 and 8); 0 before the first flush.
+fn write_amplification(s: &DbSnapshot) -> f64 {
+    if s.state.user_bytes_flushed == 0 {
+        0.0
+    } else {
+        s.state.table_bytes_written as f64 / s.state.user_bytes_flushed as f64
+    }
+}
+
+fn level_json(l: &LevelSummary) -> Value {
+    json!({
+        "files": l.files,
+        "bytes": l.bytes,
+        "entries": l.entries,
+        "distinct_keys": l.distinct_keys,
+        "tombstones": l.tombstones,
+        "filter_bytes": l.filter_bytes,
+        "filter_bits": l.filter_bits,
+        "filter_bits_per_key": l.bits_per_key(),
+    })
+}
+
+/// The JSON document `info --json` prints.
+pub fn info_json(s: &DbSnapshot) -> Value {
+    let tables = s.tables();
+    let (levels, total) = level_summaries(&tables, NUM_LEVELS);
+    let blocks: u64 = tables.iter().map(|t| t.data_blocks).sum();
+    let block_bytes: u64 = tables.iter().map(|t| t.data_bytes).sum();
+    let torn = |t: &Option<siftdb::log::TornTail>| {
+        t.as_ref().map_or(
+            Value::Null,
+            |t| json!({ "offset": t.offset, "reason": t.reason }),
+        )
+    };
+    json!({
+        "path": s.dir.display().to_string(),
+        "format_version": s.manifest.format_version(),
+        "manifest": {
+            "name": manifest_name(s.manifest_number),
+            "number": s.manifest_number,
+            "size": s.manifest.size,
+            "edits": s.manifest.records.len(),
+            "torn_tail": torn(&s.manifest.torn_tail),
+        },
+        "last_sequence": s.last_sequence.0,
+        "manifest_last_sequence": s.state.last_sequence,
+        "log_number": s.state.log_number,
+        "user_bytes_flushed": s.state.user_bytes_flushed,
+        "table_bytes_written": s.state.table_bytes_written,
+        "write_amplification": write_amplification(s),
+        "next_file_number": s.state.next_file_number,
+        "wals": s.wals.iter().map(|w| json!({
+            "name": file_name(&w.path),
+            "number": w.number,
+            "size": w.size,
+            "records": w.records,
+            "ops": w.ops,
+            "torn_tail": torn(&w.torn_tail),
+        })).collect::<Vec<_>>(),
+        "options": {
+            "persisted": false,
+            "filters": filter_settings(&tables).iter().map(|f| json!({
+                "policy": f.policy,
+                "bits_per_key": f.bits_per_key,
+                "num_hashes": f.num_hashes,
+                "files": f.files,
+            })).collect::<Vec<_>>(),
+            "data_blocks": blocks,
+            "average_data_block_bytes": block_bytes.checked_div(blocks).unwrap_or(0),
+        },
+        "levels": levels.iter().map(|l| {
+            let mut v = level_json(l);
+            v["level"] = json!(l.level);
+            v
+        }).collect::<Vec<_>>(),
+        "total": level_json(&total),
+    })
+}
+
+/// The human report.
+pub fn info_text(s: &DbSnapshot) -> String {
+    let tables = s.tables();
+    let (levels, total) = level_summaries(&tables, NUM_LEVELS);
+    let mut head = Table::new(&[("", Align::Left), ("", Align::Left)]);
+    let mut kv = |k: &str, v: String| head.row(vec![k.to_string(), v]);
+    kv("database", s.dir.display().to_string());
+    kv("format version", s.manifest.format_version().to_string());
+    let mut m = format!(
+        "{} ({}, {})",
+        manifest_name(s.manifest_number),
+        count(s.manifest.records.len() as u64, "edit"),
+        human_bytes(s.manifest.size)
+    );
+    if let Some(t) = &s.manifest.torn_tail {
+        m.push_str(&format!(
+            "; torn final record at offset {} ignored",
+            t.offset
+        ));
+    }
+    kv("manifest", m);
+    kv("last sequence", group(s.last_sequence.0));
+    kv("log number", s.state.log_number.to_string());
+    kv("next file number", s.state.next_file_number.to_string());
+    kv(
+        "write amp",
+        format!(
+            "{:.2} ({} of SSTables written for {} of keys and values flushed, since creation)",
+            write_amplification(s),
+            human_bytes(s.state.table_bytes_written),
+            human_bytes(s.state.user_bytes_flushed)
+        ),
+    );
+    if s.wals.is_empty() {
+        kv("WAL", "none".into());
+    }
+    for w in &s.wals {
+        let mut v = format!(
+            "{}  {}, {}, {}",
+            file_name(&w.path),
+            human_bytes(w.size),
+            count(w.records, "record"),
+            count(w.ops, "update")
+        );
+        if let Some(t) = &w.torn_tail {
+            v.push_str(&format!("; torn tail at offset {}", t.offset));
+        }
+        kv("WAL", v);
+    }
+    kv(
+        "options",
+        "not persisted in format version 1; the SSTables' properties show:".into(),
+    );
+    for f in filter_settings(&tables) {
+        let v = if f.policy.is_empty() {
+            format!("no filter ({})", count(f.files, "SSTable"))
+        } else {
+            format!(
+                "filter {}, {} bits/key, k = {} ({})",
+                f.policy,
+                f.bits_per_key,
+                f.num_hashes,
+                count(f.files, "SSTable")
+            )
+        };
+        kv("", v);
+    }
+    let blocks: u64 = tables.iter().map(|t| t.data_blocks).sum();
+    let bytes: u64 = tables.iter().map(|t| t.data_bytes).sum();
+    if let Some(average) = bytes.checked_div(blocks) {
+        kv(
+            "",
+            format!(
+                "data blocks average {} ({})",
+                human_bytes(average),
+                count(blocks, "block")
+            ),
+        );
+    }
+    let mut out = head.render("");
+    // The header row of the key/value table is empty: drop it.
+    out = out
+        .split_once('\n')
+        .map_or(out.clone(), |(_, r)| r.to_string());
+    out.push('\n');
+
+    let mut t = Table::new(&[
+        ("level", Align::Left),
+        ("files", Align::Right),
+        ("size", Align::Right),
+        ("entries", Align::Right),
+        ("distinct keys", Align::Right),
+        ("tombstones", Align::Right),
+        ("filter memory", Align::Right),
+        ("bits/key", Align::Right),
+    ]);
+    let cells = |name: String, l: &LevelSummary| {
+        vec![
+            name,
+            group(l.files),
+            human_bytes(l.bytes),
+            group(l.entries),
+            group(l.distinct_keys),
+            group(l.tombstones),
+            human_bytes(l.filter_bytes),
+            format!("{:.2}", l.bits_per_key()),
+        ]
+    };
+    for l in levels.iter().filter(|l| l.files > 0) {
+        t.row(cells(format!("L{}", l.level), l));
+    }
+    t.row(cells("total".into(), &total));
+    out.push_str(&t.render(""));
+    out
+}
+
+pub fn run(args: &InfoArgs) -> Result<(), CliError> {
+    let s = snapshot(&args.db)?;
+    if args.json {
+        emit_json(&info_json(&s))
+    } else {
+        emit(&info_text(&s))
+    }
+}

@@ -1,0 +1,461 @@
+//! `kvctl sst list` (the live SSTables of a database) and `kvctl sst dump`
+//! (one table file, with or without its database).
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use serde_json::{json, Map, Value};
+use siftdb::inspect::{
+    open_table, properties_block, table_entries, FilterInfo, PropertyValue, TableInfo,
+};
+use siftdb::key::ParsedInternalKey;
+use siftdb::sstable::Table;
+
+use super::{emit, emit_json, file_name, handle_json, percent, snapshot, table_name, Show};
+use crate::error::CliError;
+use crate::format::{escaped_arg, group, human_bytes, Align, Bytes, Table as TextTable};
+
+/// Key bounds longer than this are cut in `sst list`'s table.
+const KEY_PREVIEW: usize = 24;
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  kvctl sst list ./db")]
+pub struct SstArgs {
+    #[command(subcommand)]
+    pub command: SstCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SstCommand {
+    /// One row per live SSTable: level, size, counts, key and sequence ranges, filter bits/key
+    List(ListArgs),
+    /// Decode one .sst file (no database needed): properties, index, entries, filter
+    Dump(DumpArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  kvctl sst list ./db --json")]
+pub struct ListArgs {
+    /// Database directory
+    pub db: PathBuf,
+    /// Print keys as hex
+    #[arg(long)]
+    pub hex: bool,
+    /// Print JSON (schema in DESIGN.md, "kvctl JSON output")
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example:\n  kvctl sst dump ./db/000012.sst --entries --from 'libc' --limit 20\n\n\
+Without a section flag, prints the properties and the filter. Human output cuts \
+values to 48 characters; --json prints them whole."
+)]
+pub struct DumpArgs {
+    /// The .sst file
+    pub file: PathBuf,
+    /// The properties block, as stored
+    #[arg(long)]
+    pub props: bool,
+    /// The index: one data block per row, with its handle and last key
+    #[arg(long)]
+    pub index: bool,
+    /// Every entry (all versions and tombstones) with sequence and type
+    #[arg(long)]
+    pub entries: bool,
+    /// With --entries: start at the first key >= K
+    #[arg(long, value_name = "K", value_parser = escaped_arg, requires = "entries")]
+    pub from: Option<Bytes>,
+    /// With --entries: print at most N entries
+    #[arg(long, value_name = "N", requires = "entries")]
+    pub limit: Option<usize>,
+    /// The filter: m, k, bits set, implied and design false-positive rates
+    #[arg(long)]
+    pub filter: bool,
+    /// Print keys and values as hex
+    #[arg(long)]
+    pub hex: bool,
+    /// Print JSON (schema in DESIGN.md, "kvctl JSON output")
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: &SstArgs) -> Result<(), CliError> {
+    match &args.command {
+        SstCommand::List(a) => list(a),
+        SstCommand::Dump(a) => dump(a),
+    }
+}
+
+// ---------------------------------------------------------------- list
+
+fn list_row_json(t: &TableInfo, show: Show) -> Value {
+    let p = &t.properties;
+    json!({
+        "level": t.level,
+        "number": t.number,
+        "name": table_name(t.number),
+        "size": t.file_size,
+        "entries": p.num_entries,
+        "distinct_keys": p.num_distinct_keys,
+        "tombstones": p.num_tombstones,
+        "smallest_key": show.bytes(&p.smallest_user_key),
+        "largest_key": show.bytes(&p.largest_user_key),
+        "smallest_seq": p.smallest_seq.0,
+        "largest_seq": p.largest_seq.0,
+        "data_blocks": t.data_blocks,
+        "filter_bits_per_key": t.filter.bits_per_key(),
+    })
+}
+
+/// The `sst list` table.
+pub fn list_table(tables: &[TableInfo], show: Show) -> TextTable {
+    let mut t = TextTable::new(&[
+        ("level", Align::Left),
+        ("file", Align::Left),
+        ("size", Align::Right),
+        ("entries", Align::Right),
+        ("keys", Align::Right),
+        ("tombstones", Align::Right),
+        ("key range", Align::Left),
+        ("seq range", Align::Left),
+        ("bits/key", Align::Right),
+    ]);
+    for i in tables {
+        let p = &i.properties;
+        t.row(vec![
+            i.level.map_or(String::new(), |l| format!("L{l}")),
+            table_name(i.number),
+            human_bytes(i.file_size),
+            group(p.num_entries),
+            group(p.num_distinct_keys),
+            group(p.num_tombstones),
+            format!(
+                "{} .. {}",
+                show.short(&p.smallest_user_key, KEY_PREVIEW),
+                show.short(&p.largest_user_key, KEY_PREVIEW)
+            ),
+            format!("{} .. {}", p.smallest_seq, p.largest_seq),
+            format!("{:.2}", i.filter.bits_per_key()),
+        ]);
+    }
+    t
+}
+
+fn list(args: &ListArgs) -> Result<(), CliError> {
+    let show = Show { hex: args.hex };
+    let tables = snapshot(&args.db)?.tables();
+    if args.json {
+        let rows: Vec<Value> = tables.iter().map(|t| list_row_json(t, show)).collect();
+        return emit_json(&json!({ "tables": rows }));
+    }
+    let mut out = list_table(&tables, show).render("");
+    if tables.is_empty() {
+        out.push_str("(no SSTables yet: writes since the last flush are in the WAL)\n");
+    }
+    emit(&out)
+}
+
+// ---------------------------------------------------------------- dump
+
+/// `"key"@seq type` parts of an encoded internal key.
+fn internal_parts(key: &[u8], show: Show) -> (String, u64, &'static str) {
+    match ParsedInternalKey::parse(key) {
+        Some(p) => (show.bytes(p.user_key), p.seq.0, p.value_type.name()),
+        None => (show.bytes(key), 0, "?"),
+    }
+}
+
+/// JSON of a filter's health.
+pub fn filter_json(f: &FilterInfo) -> Value {
+    json!({
+        "policy": f.policy,
+        "known_policy": f.known_policy,
+        "block_bytes": f.block_bytes,
+        "keys": f.keys,
+        "configured_bits_per_key": f.configured_bits_per_key,
+        "bits": f.bloom.map(|b| b.bits),
+        "num_hashes": f.bloom.map(|b| b.num_hashes),
+        "bits_set": f.bloom.map(|b| b.bits_set),
+        "fraction_set": f.fraction_set(),
+        "bits_per_key": f.bits_per_key(),
+        "implied_fpr": f.implied_fpr(),
+        "design_fpr": f.design_fpr(),
+        "warning": f.degraded(),
+    })
+}
+
+fn filter_lines(f: &FilterInfo) -> String {
+    if f.policy.is_empty() {
+        return "no filter: every lookup within the key range reads a data block\n".into();
+    }
+    let mut t = TextTable::new(&[("", Align::Left), ("", Align::Left)]);
+    t.row(vec!["policy".into(), f.policy.clone()]);
+    let Some(b) = f.bloom else {
+        t.row(vec![
+            "state".into(),
+            if f.known_policy {
+                "malformed: lookups treat it as \"may match\"".into()
+            } else {
+                "unknown policy: lookups ignore it".into()
+            },
+        ]);
+        return strip_header(t.render(""));
+    };
+    t.row(vec!["keys".into(), group(f.keys)]);
+    t.row(vec![
+        "m".into(),
+        format!(
+            "{} bits ({} bytes with k)",
+            group(b.bits),
+            group(f.block_bytes)
+        ),
+    ]);
+    t.row(vec!["k".into(), b.num_hashes.to_string()]);
+    t.row(vec![
+        "bits/key".into(),
+        format!(
+            "{:.2} (configured {})",
+            f.bits_per_key(),
+            f.configured_bits_per_key
+        ),
+    ]);
+    t.row(vec![
+        "bits set".into(),
+        format!(
+            "{} ({})",
+            group(b.bits_set),
+            percent(f.fraction_set().unwrap_or(0.0))
+        ),
+    ]);
+    t.row(vec![
+        "implied FPR".into(),
+        format!(
+            "{}  = (bits set / m)^k",
+            percent(f.implied_fpr().unwrap_or(1.0))
+        ),
+    ]);
+    t.row(vec![
+        "design FPR".into(),
+        format!(
+            "{}  = (1 - e^(-k/(m/n)))^k",
+            percent(f.design_fpr().unwrap_or(1.0))
+        ),
+    ]);
+    if f.degraded() {
+        t.row(vec![
+            "WARNING".into(),
+            "implied rate is more than twice the design rate".into(),
+        ]);
+    }
+    strip_header(t.render(""))
+}
+
+/// Drops the (empty) header line of a two-column key/value table.
+fn strip_header(s: String) -> String {
+    match s.split_once('\n') {
+        Some(("", rest)) => rest.to_string(),
+        _ => s,
+    }
+}
+
+/// Which sections `sst dump` prints.
+struct Sections {
+    props: bool,
+    index: bool,
+    entries: bool,
+    filter: bool,
+}
+
+fn sections(a: &DumpArgs) -> Sections {
+    if a.props || a.index || a.entries || a.filter {
+        Sections {
+            props: a.props,
+            index: a.index,
+            entries: a.entries,
+            filter: a.filter,
+        }
+    } else {
+        Sections {
+            props: true,
+            index: false,
+            entries: false,
+            filter: true,
+        }
+    }
+}
+
+fn prop_value(v: &PropertyValue, show: Show) -> Value {
+    match v {
+        PropertyValue::Number(n) => json!(n),
+        PropertyValue::Bytes(b) => json!(show.bytes(b)),
+    }
+}
+
+/// The JSON document `sst dump --json` prints.
+pub fn dump_json(t: &Table, a: &DumpArgs) -> Result<Value, CliError> {
+    let show = Show { hex: a.hex };
+    let s = sections(a);
+    let f = t.footer();
+    let mut doc = Map::new();
+    doc.insert("file".into(), json!(t.path().display().to_string()));
+    doc.insert("number".into(), json!(t.file_number()));
+    doc.insert("size".into(), json!(t.file_size()));
+    doc.insert(
+        "footer".into(),
+        json!({
+            "index": handle_json(f.index),
+            "filter": if f.filter.is_null() { Value::Null } else { handle_json(f.filter) },
+            "properties": handle_json(f.properties),
+            "format_version": f.format_version,
+        }),
+    );
+    if s.props {
+        let mut m = Map::new();
+        for (name, v) in properties_block(t)? {
+            m.insert(name, prop_value(&v, show));
+        }
+        doc.insert("properties".into(), Value::Object(m));
+    }
+    if s.index {
+        let rows: Vec<Value> = t
+            .index()
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let (k, seq, ty) = internal_parts(&e.last_key, show);
+                json!({
+                    "block": i,
+                    "offset": e.handle.offset,
+                    "size": e.handle.size,
+                    "last_key": k,
+                    "last_seq": seq,
+                    "last_type": ty,
+                })
+            })
+            .collect();
+        doc.insert("index".into(), Value::Array(rows));
+    }
+    if s.entries {
+        let mut rows = Vec::new();
+        for e in table_entries(t, a.from.as_deref()).take(a.limit.unwrap_or(usize::MAX)) {
+            let e = e?;
+            rows.push(json!({
+                "block": e.block,
+                "key": show.bytes(&e.user_key),
+                "seq": e.seq.0,
+                "type": e.value_type.name(),
+                "value": show.bytes(&e.value),
+            }));
+        }
+        doc.insert("entries".into(), Value::Array(rows));
+    }
+    if s.filter {
+        doc.insert("filter".into(), filter_json(&FilterInfo::of(t)));
+    }
+    Ok(Value::Object(doc))
+}
+
+/// The human dump.
+pub fn dump_text(t: &Table, a: &DumpArgs) -> Result<String, CliError> {
+    let show = Show { hex: a.hex };
+    let s = sections(a);
+    let f = t.footer();
+    let mut out = format!(
+        "{}: {} bytes, {} data blocks, format version {}\n",
+        file_name(t.path()),
+        group(t.file_size()),
+        group(t.index().len() as u64),
+        f.format_version
+    );
+    let filter = if f.filter.is_null() {
+        "none".to_string()
+    } else {
+        f.filter.to_string()
+    };
+    out.push_str(&format!(
+        "footer: index {}, filter {filter}, properties {}\n",
+        f.index, f.properties
+    ));
+    if s.props {
+        out.push_str("\nproperties\n");
+        let mut tt = TextTable::new(&[("name", Align::Left), ("value", Align::Left)]);
+        for (name, v) in properties_block(t)? {
+            let v = match v {
+                PropertyValue::Number(n) => n.to_string(),
+                PropertyValue::Bytes(b) => show.bytes(&b),
+            };
+            tt.row(vec![name, v]);
+        }
+        out.push_str(&tt.render("  "));
+    }
+    if s.index {
+        out.push_str("\nindex\n");
+        let mut tt = TextTable::new(&[
+            ("block", Align::Right),
+            ("offset", Align::Right),
+            ("size", Align::Right),
+            ("last key", Align::Left),
+            ("seq", Align::Right),
+            ("type", Align::Left),
+        ]);
+        for (i, e) in t.index().iter().enumerate() {
+            let (k, seq, ty) = internal_parts(&e.last_key, show);
+            tt.row(vec![
+                i.to_string(),
+                e.handle.offset.to_string(),
+                e.handle.size.to_string(),
+                k,
+                seq.to_string(),
+                ty.to_string(),
+            ]);
+        }
+        out.push_str(&tt.render("  "));
+    }
+    if s.entries {
+        out.push_str("\nentries\n");
+        let mut tt = TextTable::new(&[
+            ("block", Align::Right),
+            ("key", Align::Left),
+            ("seq", Align::Right),
+            ("type", Align::Left),
+            ("value", Align::Left),
+        ]);
+        for e in table_entries(t, a.from.as_deref()).take(a.limit.unwrap_or(usize::MAX)) {
+            let e = e?;
+            tt.row(vec![
+                e.block.to_string(),
+                show.bytes(&e.user_key),
+                e.seq.to_string(),
+                e.value_type.name().to_string(),
+                show.value(&e.value),
+            ]);
+        }
+        out.push_str(&tt.render("  "));
+    }
+    if s.filter {
+        out.push_str("\nfilter\n");
+        for line in filter_lines(&FilterInfo::of(t)).lines() {
+            out.push_str("  ");
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+fn dump(a: &DumpArgs) -> Result<(), CliError> {
+    if !a.file.is_file() {
+        return Err(CliError::usage(format!(
+            "{}: not a file (sst dump takes one .sst file; see `kvctl sst list DB`)",
+            a.file.display()
+        )));
+    }
+    let t = open_table(&a.file)?;
+    if a.json {
+        emit_json(&dump_json(&t, a)?)
+    } else {
+        emit(&dump_text(&t, a)?)
+    }
+}
