@@ -1,11 +1,14 @@
 //! kvctl: the command-line tool of siftdb.
 //!
 //! Each subcommand lives in a module next to its clap arguments
-//! (`data`: import/export/get/put/delete/scan, `stats`, `demo`, and
+//! (`data`: import/export/get/put/delete/scan, `stats`, `compact`,
+//! `bench`, `demo`, and
 //! `inspect/`: info, sst, verify, manifest, wal, explain, filters); this
 //! file only parses the command line, dispatches, and turns errors into the
 //! exit codes listed in [`error`].
 
+mod bench;
+mod compact;
 mod data;
 mod demo;
 mod error;
@@ -50,6 +53,10 @@ enum Command {
     Scan(data::ScanArgs),
     /// Show SSTables per level: files, bytes, entries, tombstones, filter bits
     Stats(stats::StatsArgs),
+    /// Compact the whole database (or a key range) down to its deepest level
+    Compact(compact::CompactArgs),
+    /// Run benchmarks: `bench readamp` measures reads per lookup against the model
+    Bench(bench::BenchArgs),
     /// Build a database from built-in real data and measure what Bloom filters save
     Demo(demo::DemoArgs),
     /// Format version, last sequence, manifest, WALs, options the files reveal, levels
@@ -77,6 +84,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Delete(a) => data::delete(a),
         Command::Scan(a) => data::scan(a),
         Command::Stats(a) => stats::run(a),
+        Command::Compact(a) => compact::run(a),
+        Command::Bench(a) => bench::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Info(a) => inspect::info::run(a),
         Command::Sst(a) => inspect::sst::run(a),

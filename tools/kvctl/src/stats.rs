@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::json;
-use siftdb::LevelStats;
+use siftdb::{LevelStats, Stats};
 
 use crate::data::open_read_only;
 use crate::error::{write_failed, CliError};
@@ -16,7 +16,8 @@ use crate::format::{group, human_bytes, Align, Table};
 pub struct StatsArgs {
     /// Database directory
     pub db: PathBuf,
-    /// Print JSON: {"levels": [...], "total": {...}} with every level, empty ones included
+    /// Print JSON: {"levels": [...], "total": {...}, "write_amplification": f64,
+    /// "user_bytes_flushed": u64, "table_bytes_written": u64}, every level included
     #[arg(long)]
     pub json: bool,
 }
@@ -48,7 +49,8 @@ fn level_json(l: &LevelStats) -> serde_json::Value {
 }
 
 /// The JSON document `stats --json` prints.
-pub fn stats_json(levels: &[LevelStats]) -> serde_json::Value {
+pub fn stats_json(stats: &Stats) -> serde_json::Value {
+    let levels = &stats.levels;
     let levels_json: Vec<serde_json::Value> = levels
         .iter()
         .map(|l| {
@@ -57,7 +59,13 @@ pub fn stats_json(levels: &[LevelStats]) -> serde_json::Value {
             v
         })
         .collect();
-    json!({ "levels": levels_json, "total": level_json(&total(levels)) })
+    json!({
+        "levels": levels_json,
+        "total": level_json(&total(levels)),
+        "write_amplification": stats.write_amplification(),
+        "user_bytes_flushed": stats.total_user_bytes_flushed,
+        "table_bytes_written": stats.total_table_bytes_written,
+    })
 }
 
 /// The levels table: non-empty levels, then a total row.
@@ -89,19 +97,30 @@ pub fn levels_table(levels: &[LevelStats]) -> Table {
     t
 }
 
+/// `write amplification 1.95 (... since creation)`, one line.
+pub fn write_amplification_line(stats: &Stats) -> String {
+    format!(
+        "write amplification {:.2} ({} of SSTables written for {} of keys and values flushed, since creation)\n",
+        stats.write_amplification(),
+        human_bytes(stats.total_table_bytes_written),
+        human_bytes(stats.total_user_bytes_flushed),
+    )
+}
+
 pub fn run(args: &StatsArgs) -> Result<(), CliError> {
     let db = open_read_only(&args.db)?;
     let stats = db.stats();
     db.close()?;
     let mut out = io::stdout().lock();
     let text = if args.json {
-        format!("{:#}\n", stats_json(&stats.levels))
+        format!("{:#}\n", stats_json(&stats))
     } else {
         let empty = stats.levels.iter().all(|l| l.files == 0);
         let mut s = levels_table(&stats.levels).render("");
         if empty {
             s.push_str("(no SSTables yet: writes since the last flush are in the WAL)\n");
         }
+        s.push_str(&write_amplification_line(&stats));
         s
     };
     out.write_all(text.as_bytes()).map_err(write_failed)

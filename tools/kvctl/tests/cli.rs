@@ -350,3 +350,96 @@ fn demo_reports_and_passes() {
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(stderr(&o).contains("fresh directory"), "{}", stderr(&o));
 }
+
+#[test]
+fn compact_merges_files_drops_deletes_and_reports_write_amplification() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("many.tsv");
+    let mut text = String::new();
+    for i in 0..3000 {
+        text.push_str(&format!("key{i:05}\t{}\n", "v".repeat(100)));
+    }
+    std::fs::write(&input, text).unwrap();
+    let db = tmp.path().join("db");
+    ok(kvctl(&[
+        "import",
+        p(&db),
+        p(&input),
+        "--write-buffer-size",
+        "64K",
+    ]));
+    for k in ["key00000", "key01500", "key02999"] {
+        ok(kvctl(&["delete", p(&db), k]));
+    }
+    // --from and --to go together.
+    let o = kvctl(&["compact", p(&db), "--from", "key0"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+
+    let o = ok(kvctl(&["compact", p(&db)]));
+    let out = stdout(&o);
+    assert!(out.contains("before\n") && out.contains("after\n"), "{out}");
+    assert!(out.contains("3 tombstones"), "{out}");
+    assert!(out.contains("write amplification "), "{out}");
+
+    let o = ok(kvctl(&["stats", p(&db), "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["total"]["entries"], 2997);
+    assert_eq!(v["total"]["tombstones"], 0);
+    let non_empty: Vec<&serde_json::Value> = v["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["files"].as_u64().unwrap() > 0)
+        .collect();
+    assert_eq!(non_empty.len(), 1, "one level after a full compaction: {v}");
+    assert_eq!(non_empty[0]["level"], 1);
+    let wa = v["write_amplification"].as_f64().unwrap();
+    assert!(wa > 1.0 && wa < 5.0, "write amplification {wa}");
+    assert_eq!(code(&kvctl(&["get", p(&db), "key01500"])), 1, "deleted");
+    assert_eq!(
+        stdout(&ok(kvctl(&["get", p(&db), "key01499"]))),
+        format!("{}\n", "v".repeat(100))
+    );
+}
+
+#[test]
+fn bench_readamp_runs_a_small_sweep() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("readamp");
+    let o = ok(kvctl(&[
+        "bench",
+        "readamp",
+        "--keys",
+        "4000",
+        "--files",
+        "1,4",
+        "--bits-per-key",
+        "0,10",
+        "--hashes",
+        "7",
+        "--no-debian",
+        "--no-leveled",
+        "--no-plots",
+        "--out",
+        p(&out_dir),
+    ]));
+    assert!(stdout(&o).contains("readamp.csv"), "{}", stdout(&o));
+    let csv = std::fs::read_to_string(out_dir.join("readamp.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert!(
+        rows[0].starts_with("files,bits_per_key,hashes,"),
+        "{}",
+        rows[0]
+    );
+    assert_eq!(
+        rows.len(),
+        1 + 4 + 1,
+        "header, 2 × 2 sweep points, one k point"
+    );
+    assert!(
+        rows[1..]
+            .iter()
+            .all(|r| r.ends_with("true") || r.contains(",true,")),
+        "{csv}"
+    );
+}
