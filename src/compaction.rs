@@ -26,6 +26,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::fs::FileSystem;
 use crate::iter::{EntrySource, MergingIterator};
 use crate::key::{ParsedInternalKey, SequenceNumber, ValueType};
 use crate::options::{CompactionStyle, Options};
@@ -273,6 +274,8 @@ pub(crate) struct Output {
 /// Where compaction gets what it needs from the database.
 pub(crate) struct MergeContext<'a> {
     pub dir: &'a Path,
+    /// Outputs are written (and, on failure, removed) through this.
+    pub fs: &'a Arc<dyn FileSystem>,
     pub table_options: TableOptions,
     pub target_file_size: u64,
     /// Oldest sequence number a reader may use (`S` in the module docs).
@@ -361,7 +364,9 @@ pub(crate) fn merge(
             if builder.is_none() {
                 let number = (ctx.new_file_number)();
                 let path = filename::table_path(ctx.dir, number);
-                builder = Some((number, TableBuilder::new(&path, ctx.table_options.clone())?));
+                let b =
+                    TableBuilder::with_fs(Arc::clone(ctx.fs), &path, ctx.table_options.clone())?;
+                builder = Some((number, b));
             }
             if let Some((_, b)) = builder.as_mut() {
                 b.add(&ik, &value)?;
@@ -375,7 +380,7 @@ pub(crate) fn merge(
     if let Err(e) = result {
         drop(builder); // an unfinished builder deletes its file
         for o in &outputs {
-            let _ = std::fs::remove_file(o.table.path());
+            let _ = ctx.fs.remove_file(o.table.path());
         }
         return Err(e);
     }

@@ -27,6 +27,7 @@ pub mod error;
 pub mod escape;
 pub mod filename;
 pub mod filter;
+pub mod fs;
 pub mod inspect;
 mod iter;
 pub mod key;

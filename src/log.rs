@@ -68,10 +68,10 @@
 //! with [`truncate_to`] (which [`LogWriter::open_truncated`] does).
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
+use crate::fs::{FileSystem, WritableFile};
 use crate::util::crc::crc32;
 
 /// Bytes of the header in front of every payload.
@@ -85,7 +85,7 @@ pub const MAX_PAYLOAD_LEN: u64 = u32::MAX as u64;
 /// Not internally synchronized: wrap it in a lock to share it.
 #[derive(Debug)]
 pub struct LogWriter {
-    file: File,
+    file: Box<dyn WritableFile>,
     path: PathBuf,
     /// Bytes in the file, i.e. where the next record starts.
     offset: u64,
@@ -96,19 +96,18 @@ pub struct LogWriter {
 }
 
 impl LogWriter {
-    /// Creates a new, empty log at `path`, then syncs `path`'s parent
-    /// directory so the file's existence is durable.
+    /// Creates a new, empty log at `path` through `fs`, then syncs `path`'s
+    /// parent directory so the file's existence is durable.
     ///
     /// # Errors
     /// [`Error::Io`] if `path` already exists (a log is never overwritten),
-    /// or if creating the file or syncing the directory fails.
-    pub fn create(path: &Path) -> Result<LogWriter> {
-        let file = OpenOptions::new()
-            .append(true)
-            .create_new(true)
-            .open(path)
+    /// or if creating the file or syncing the directory fails (the empty
+    /// file may then be left behind).
+    pub fn create(fs: &dyn FileSystem, path: &Path) -> Result<LogWriter> {
+        let file = fs
+            .create_new(path)
             .context(|| format!("create log {}", path.display()))?;
-        sync_dir(parent_dir(path))?;
+        sync_dir(fs, parent_dir(path))?;
         Ok(LogWriter::from_file(file, path, 0))
     }
 
@@ -126,10 +125,10 @@ impl LogWriter {
             .open(path)
             .context(|| format!("open log {}", path.display()))?;
         truncate_file(&file, path, valid_len)?;
-        Ok(LogWriter::from_file(file, path, valid_len))
+        Ok(LogWriter::from_file(Box::new(file), path, valid_len))
     }
 
-    fn from_file(file: File, path: &Path, offset: u64) -> LogWriter {
+    fn from_file(file: Box<dyn WritableFile>, path: &Path, offset: u64) -> LogWriter {
         LogWriter {
             file,
             path: path.to_path_buf(),
@@ -314,24 +313,14 @@ fn truncate_file(file: &File, path: &Path, valid_len: u64) -> Result<()> {
         .context(|| format!("sync log {}", path.display()))
 }
 
-/// `fsync`s the directory `dir`, making the creation, removal and renaming
-/// of files in it durable. A no-op on non-Unix platforms, where directories
-/// cannot be opened as files.
+/// `fsync`s the directory `dir` through `fs`, making the creation, removal
+/// and renaming of files in it durable.
 ///
 /// # Errors
 /// [`Error::Io`] if the directory cannot be opened or synced.
-pub fn sync_dir(dir: &Path) -> Result<()> {
-    #[cfg(unix)]
-    {
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .context(|| format!("sync directory {}", dir.display()))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = dir;
-        Ok(())
-    }
+pub fn sync_dir(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    fs.sync_dir(dir)
+        .context(|| format!("sync directory {}", dir.display()))
 }
 
 /// The directory holding `path` (`.` for a bare file name).
@@ -508,6 +497,7 @@ fn all_zero(bytes: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fs::StdFs;
     use proptest::prelude::*;
 
     fn frame(payload: &[u8]) -> Vec<u8> {
@@ -564,7 +554,7 @@ mod tests {
     fn writer_and_reader_round_trip() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("000001.log");
-        let mut w = LogWriter::create(&path).unwrap();
+        let mut w = LogWriter::create(&StdFs, &path).unwrap();
         assert_eq!(w.path(), path);
         assert_eq!(w.append(b"abc").unwrap(), 0);
         assert_eq!(w.append(b"").unwrap(), 15);
@@ -606,7 +596,7 @@ mod tests {
         // No user-space buffering: another reader sees the record at once.
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("1.log");
-        let mut w = LogWriter::create(&path).unwrap();
+        let mut w = LogWriter::create(&StdFs, &path).unwrap();
         w.append(b"x").unwrap();
         assert_eq!(payloads(&read_log(&path).unwrap()), [b"x"]);
     }
@@ -616,10 +606,65 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("1.log");
         std::fs::write(&path, b"keep").unwrap();
-        let err = LogWriter::create(&path).unwrap_err();
+        let err = LogWriter::create(&StdFs, &path).unwrap_err();
         assert!(matches!(err, Error::Io { ref source, .. }
             if source.kind() == std::io::ErrorKind::AlreadyExists));
         assert_eq!(std::fs::read(&path).unwrap(), b"keep");
+    }
+
+    /// A file whose writes fail after `ok_writes` successful ones, and
+    /// whose syncs fail if `fail_sync`.
+    #[derive(Debug)]
+    struct Failing {
+        ok_writes: usize,
+        fail_sync: bool,
+    }
+
+    impl WritableFile for Failing {
+        fn write_all(&mut self, _: &[u8]) -> std::io::Result<()> {
+            match self.ok_writes.checked_sub(1) {
+                Some(n) => {
+                    self.ok_writes = n;
+                    Ok(())
+                }
+                None => Err(std::io::Error::from_raw_os_error(28)),
+            }
+        }
+        fn sync_data(&mut self) -> std::io::Result<()> {
+            match self.fail_sync {
+                true => Err(std::io::Error::from_raw_os_error(5)),
+                false => Ok(()),
+            }
+        }
+        fn sync_all(&mut self) -> std::io::Result<()> {
+            self.sync_data()
+        }
+    }
+
+    #[test]
+    fn failed_append_or_sync_makes_the_writer_refuse_everything() {
+        let path = Path::new("1.log");
+        for (ok_writes, fail_sync) in [(1, false), (5, true)] {
+            let file = Box::new(Failing {
+                ok_writes,
+                fail_sync,
+            });
+            let mut w = LogWriter::from_file(file, path, 0);
+            assert_eq!(w.append(b"first").unwrap(), 0);
+            let first = if fail_sync {
+                w.sync()
+            } else {
+                w.append(b"second").map(drop)
+            };
+            let cause = first.unwrap_err().to_string();
+            let cause = cause.trim_start_matches("I/O error: ");
+            assert!(cause.contains("os error"), "{cause}");
+            for later in [w.append(b"third").map(drop), w.sync()] {
+                let e = later.unwrap_err().to_string();
+                assert!(e.contains("unusable") && e.contains(cause), "{e}");
+            }
+            assert_eq!(w.offset(), 17, "a failed append does not advance");
+        }
     }
 
     #[test]

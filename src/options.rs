@@ -1,5 +1,9 @@
 //! Tuning knobs: [`Options`] for a database, fixed at open.
 
+use std::sync::Arc;
+
+use crate::fs::{FileSystem, StdFs};
+
 /// How background compaction shapes the tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -81,6 +85,11 @@ pub struct Options {
     /// cut only between user keys, so may be a little larger). Defaults to
     /// 64 MiB.
     pub target_file_size: u64,
+    /// The file system every file the database creates, writes, syncs,
+    /// renames or removes goes through (reads go to `std::fs`; see
+    /// [`crate::fs`]). Tests wrap it to inject I/O failures. Defaults to
+    /// [`StdFs`].
+    pub file_system: Arc<dyn FileSystem>,
 }
 
 impl Default for Options {
@@ -102,6 +111,7 @@ impl Default for Options {
             max_bytes_for_level_base: 256 << 20,
             level_size_multiplier: 10,
             target_file_size: 64 << 20,
+            file_system: Arc::new(StdFs),
         }
     }
 }

@@ -2,13 +2,13 @@
 //! stalls and the thread that runs them.
 
 use std::collections::BTreeMap;
-use std::fs::{self};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::compaction::{self, Compaction, MergeContext};
 use crate::filename::{self, FileType};
+use crate::fs::FileSystem;
 use crate::key::SequenceNumber;
 use crate::log::LogWriter;
 use crate::memtable::MemTable;
@@ -36,7 +36,7 @@ impl DbInner {
         }
         let number = self.next_file_number.fetch_add(1, Ordering::SeqCst);
         // `create` syncs the directory, so the new WAL cannot vanish.
-        let wal = LogWriter::create(&filename::wal_path(&self.dir, number))?;
+        let wal = LogWriter::create(&**self.fs(), &filename::wal_path(&self.dir, number))?;
         let old_wal = w.wal.replace(wal);
         // The old WAL's records are already with the OS; with `sync` they
         // are on disk too. Closing it loses nothing.
@@ -64,7 +64,13 @@ impl DbInner {
     /// memtable's WAL.
     fn flush_memtable(&self, imm: &Arc<MemTable>) -> Result<()> {
         let number = self.next_file_number.fetch_add(1, Ordering::SeqCst);
-        let (meta, table) = write_table(&self.dir, number, self.table_options.clone(), imm)?;
+        let (meta, table) = write_table(
+            self.fs(),
+            &self.dir,
+            number,
+            self.table_options.clone(),
+            imm,
+        )?;
         let mut vs = self.versions.lock();
         // WALs older than the next-oldest unflushed memtable are obsolete.
         let log_number = {
@@ -111,7 +117,7 @@ impl DbInner {
         self.counters
             .table_bytes_written
             .fetch_add(meta.file_size, Ordering::Relaxed);
-        remove_obsolete_wals(&self.dir, log_number)
+        remove_obsolete_wals(&**self.fs(), &self.dir, log_number)
     }
 }
 
@@ -156,10 +162,14 @@ impl DbInner {
             return Ok(());
         };
         let version = Arc::clone(&self.current.read().version);
-        match compaction::pick(&version, &self.options, &mut pointers) {
-            Some(c) => self.run_compaction(&c),
-            None => Ok(()),
-        }
+        let c = compaction::pick(&version, &self.options, &mut pointers);
+        let result = c.as_ref().map_or(Ok(()), |c| self.run_compaction(c));
+        // Let go of the inputs (deleting those now obsolete, unless a reader
+        // holds them) before the lock, so that `wait_for_compactions`
+        // returns only after the deletions.
+        drop((c, version));
+        drop(pointers);
+        result
     }
 
     /// Executes `c`: merges its inputs into new tables (or moves a single
@@ -173,6 +183,7 @@ impl DbInner {
             let next = || self.next_file_number.fetch_add(1, Ordering::SeqCst);
             let ctx = MergeContext {
                 dir: &self.dir,
+                fs: self.fs(),
                 table_options: self.table_options.clone(),
                 target_file_size: self.options.target_file_size,
                 smallest_snapshot: self.smallest_snapshot(),
@@ -180,7 +191,7 @@ impl DbInner {
             };
             compaction::merge(c, &ctx)?
         };
-        manifest::sync_dir(&self.dir)?;
+        manifest::sync_dir(&**self.fs(), &self.dir)?;
         let mut edit = compaction::edit_for(c, &outputs);
         let mut opened: BTreeMap<u64, Arc<Table>> = outputs
             .iter()
@@ -194,17 +205,14 @@ impl DbInner {
         edit.next_file_number = Some(self.next_file_number.load(Ordering::SeqCst));
         edit.last_sequence = Some(SequenceNumber(vs.last_seq));
         edit.table_bytes_written = Some(vs.table_bytes_written + counts.bytes_written);
-        if let Err(e) = vs
-            .manifest
+        // If this fails, whether the edit is durable is unknown (a failed
+        // sync may follow a complete write): the outputs may be live on the
+        // next open, so they stay. If the edit did not land, that open
+        // deletes them as orphans.
+        vs.manifest
             .as_mut()
-            .ok_or(Error::ReadOnly)
-            .and_then(|m| m.log_edit(&edit))
-        {
-            for o in &outputs {
-                let _ = fs::remove_file(o.table.path());
-            }
-            return Err(e);
-        }
+            .ok_or(Error::ReadOnly)?
+            .log_edit(&edit)?;
         vs.table_bytes_written += counts.bytes_written;
         {
             let mut cur = self.current.write();
@@ -218,7 +226,7 @@ impl DbInner {
         drop(vs);
         if !c.trivial_move {
             for (_, f) in &c.inputs {
-                f.mark_obsolete();
+                f.mark_obsolete(Arc::clone(self.fs()));
             }
         }
         let r = Ordering::Relaxed;
@@ -236,6 +244,7 @@ impl DbInner {
     /// Compacts, level by level from 0, the files overlapping `range` (all
     /// files if `None`) into the next level, down to the deepest level that
     /// holds data (at least level 1), which is then compacted into itself.
+    /// A failure turns the database read-only, as in the background.
     pub(super) fn compact_manually(&self, range: Option<(&[u8], &[u8])>) -> Result<()> {
         let mut _pointers = self.compaction.lock();
         let deepest = {
@@ -247,6 +256,12 @@ impl DbInner {
         };
         let mut result = Ok(());
         for level in 0..=deepest {
+            // A background job may have failed meanwhile (while this waited
+            // for the lock, say): the database is read-only then.
+            result = self.check_writable();
+            if result.is_err() {
+                break;
+            }
             let version = Arc::clone(&self.current.read().version);
             if let Some(c) = compaction::pick_manual(&version, level, range, level == deepest) {
                 result = self.run_compaction(&c);
@@ -256,7 +271,11 @@ impl DbInner {
             }
         }
         drop(_pointers);
-        let _bg = self.bg.lock();
+        let mut bg = self.bg.lock();
+        if let Err(e) = &result {
+            bg.error
+                .get_or_insert_with(|| format!("compaction failed: {e}"));
+        }
         self.bg_cv.notify_all();
         result
     }
@@ -265,26 +284,28 @@ impl DbInner {
 /// Writes `mem` to SSTable `number` in `dir`, synced (file and directory),
 /// and opens it.
 pub(super) fn write_table(
+    fs: &Arc<dyn FileSystem>,
     dir: &Path,
     number: u64,
     opts: TableOptions,
     mem: &MemTable,
 ) -> Result<(FileMetaData, Arc<Table>)> {
-    let mut builder = TableBuilder::new(&filename::table_path(dir, number), opts)?;
+    let path = filename::table_path(dir, number);
+    let mut builder = TableBuilder::with_fs(Arc::clone(fs), &path, opts)?;
     mem.for_each(|k, v| builder.add(k, v))?; // dropping an unfinished builder deletes its file
     let out = compaction::finish_output(dir, number, builder)?;
-    manifest::sync_dir(dir)?;
+    manifest::sync_dir(&**fs, dir)?;
     Ok((out.meta, out.table))
 }
 
 /// Deletes every WAL numbered below `log_number`. Failures are ignored: a
 /// leftover WAL is replayed harmlessly (its writes are already in tables,
 /// and the manifest's log number skips it).
-fn remove_obsolete_wals(dir: &Path, log_number: u64) -> Result<()> {
-    for (t, path) in list_dir(dir)? {
+fn remove_obsolete_wals(fs: &dyn FileSystem, dir: &Path, log_number: u64) -> Result<()> {
+    for (t, path) in list_dir(fs, dir)? {
         if let FileType::Wal(n) = t {
             if n < log_number {
-                let _ = fs::remove_file(path);
+                let _ = fs.remove_file(&path);
             }
         }
     }

@@ -13,7 +13,7 @@
 //! runs compactions.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
+use std::fs::File;
 use std::ops::RangeBounds;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,6 +25,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use crate::compaction::{self};
 use crate::error::IoContext;
 use crate::filename::{self};
+use crate::fs::FileSystem;
 use crate::iter::DbIterator;
 use crate::key::SequenceNumber;
 use crate::log::LogWriter;
@@ -152,14 +153,16 @@ impl Db {
             path: dir.clone(),
             detail: detail.to_string(),
         };
-        match fs::metadata(&dir) {
+        match std::fs::metadata(&dir) {
             Ok(m) if !m.is_dir() => return Err(not_db("exists and is not a directory")),
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 if !options.create_if_missing {
                     return Err(not_db("does not exist (create_if_missing is false)"));
                 }
-                fs::create_dir_all(&dir)
+                options
+                    .file_system
+                    .create_dir_all(&dir)
                     .context(|| format!("create directory {}", dir.display()))?;
             }
             Err(e) => return Err(Error::io(format!("stat {}", dir.display()), e)),
@@ -373,7 +376,10 @@ impl Db {
     ///
     /// # Errors
     /// As [`Db::flush`]; [`Error::Corruption`] or [`Error::Io`] from the
-    /// merge (the database is unchanged then).
+    /// compaction, which then turns the database read-only, as a failed
+    /// background compaction does: later writes report
+    /// [`Error::Background`]. Every acknowledged write is still readable,
+    /// and a reopen recovers them all.
     pub fn compact(&self) -> Result<()> {
         self.flush()?; // also refuses a read-only database
         self.inner.compact_manually(None)
@@ -642,6 +648,11 @@ impl DbInner {
             Some(e) => Err(Error::Background(e.clone())),
             None => Ok(()),
         }
+    }
+
+    /// The file system every write goes through ([`Options::file_system`]).
+    fn fs(&self) -> &Arc<dyn FileSystem> {
+        &self.options.file_system
     }
 
     fn set_bg_error(&self, e: &Error) {

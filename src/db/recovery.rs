@@ -2,7 +2,7 @@
 //! and manifest, and removal of obsolete files.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::error::IoContext;
 use crate::filename::{self, FileType};
+use crate::fs::FileSystem;
 use crate::key::SequenceNumber;
 use crate::log::{read_log, LogWriter};
 use crate::memtable::MemTable;
@@ -26,22 +27,30 @@ use super::background::{background_main, write_table};
 use super::{BgState, Db, DbInner, SuperVersion, VersionState, WriteState};
 
 /// The siftdb files in `dir`, classified.
-pub(super) fn list_dir(dir: &Path) -> Result<Vec<(FileType, PathBuf)>> {
-    let mut out = Vec::new();
-    for entry in fs::read_dir(dir).context(|| format!("list {}", dir.display()))? {
-        let entry = entry.context(|| format!("list {}", dir.display()))?;
-        if let Some(t) = entry
-            .file_name()
-            .to_str()
-            .and_then(filename::parse_file_name)
-        {
-            out.push((t, entry.path()));
-        }
-    }
-    Ok(out)
+pub(super) fn list_dir(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<(FileType, PathBuf)>> {
+    let names = fs
+        .list_dir(dir)
+        .context(|| format!("list {}", dir.display()))?;
+    Ok(names
+        .into_iter()
+        .filter_map(|name| {
+            let t = name.to_str().and_then(filename::parse_file_name)?;
+            Some((t, dir.join(name)))
+        })
+        .collect())
 }
 
-/// Takes the exclusive lock on `dir/LOCK`.
+/// How long [`acquire_lock`] keeps retrying a held `LOCK` before it
+/// reports [`Error::Locked`].
+const LOCK_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Takes the exclusive lock (`flock`) on `dir/LOCK`.
+///
+/// A lock that is held is retried for [`LOCK_RETRY`] before giving up. The
+/// retry covers a race of `flock` with `fork`: a process that spawns a
+/// child right before this database was closed may have the child hold a
+/// duplicate of the old handle's descriptor until it calls `exec` (which
+/// closes it), so the lock can look held for a moment after `close`.
 pub(super) fn acquire_lock(dir: &Path) -> Result<File> {
     let path = filename::lock_path(dir);
     let file = OpenOptions::new()
@@ -51,11 +60,17 @@ pub(super) fn acquire_lock(dir: &Path) -> Result<File> {
         .truncate(false)
         .open(&path)
         .context(|| format!("open {}", path.display()))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked(dir.to_path_buf())),
-        Err(std::fs::TryLockError::Error(e)) => {
-            Err(Error::io(format!("lock {}", path.display()), e))
+    let deadline = std::time::Instant::now() + LOCK_RETRY;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => return Err(Error::Locked(dir.to_path_buf())),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(Error::io(format!("lock {}", path.display()), e))
+            }
         }
     }
 }
@@ -99,7 +114,7 @@ pub(super) fn replay_manifest(dir: &Path, number: u64) -> Result<ReplayedState> 
         needed.push(filename::wal_path(dir, state.log_number));
     }
     for path in needed {
-        match fs::metadata(&path) {
+        match std::fs::metadata(&path) {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(Error::corruption(
@@ -121,7 +136,7 @@ pub(super) fn replay_manifest(dir: &Path, number: u64) -> Result<ReplayedState> 
 /// nothing but what an interrupted creation leaves (`LOCK`, temporary
 /// files, a manifest never made current, empty WALs).
 pub(super) fn check_fresh_directory(dir: &Path) -> Result<()> {
-    for entry in fs::read_dir(dir).context(|| format!("list {}", dir.display()))? {
+    for entry in std::fs::read_dir(dir).context(|| format!("list {}", dir.display()))? {
         let entry = entry.context(|| format!("list {}", dir.display()))?;
         let name = entry.file_name();
         let kind = name.to_str().and_then(filename::parse_file_name);
@@ -163,7 +178,8 @@ pub(super) fn recover(
 ) -> Result<Db> {
     let read_only = lock.is_none();
     let table_options = TableOptions::from_db_options(&options);
-    let on_disk = list_dir(&dir)?;
+    let fs = Arc::clone(&options.file_system);
+    let on_disk = list_dir(&*fs, &dir)?;
     let max_on_disk = on_disk
         .iter()
         .filter_map(|(t, _)| match *t {
@@ -212,7 +228,7 @@ pub(super) fn recover(
         }
         let number = *next_file;
         *next_file += 1;
-        let (meta, table) = write_table(&dir, number, table_options.clone(), mem)?;
+        let (meta, table) = write_table(&fs, &dir, number, table_options.clone(), mem)?;
         totals.0 += mem.user_bytes();
         totals.1 += meta.file_size;
         let edit = VersionEdit {
@@ -248,7 +264,7 @@ pub(super) fn recover(
         let wal_number = next_file;
         let manifest_number = next_file + 1;
         next_file += 2;
-        let wal = LogWriter::create(&filename::wal_path(&dir, wal_number))?;
+        let wal = LogWriter::create(&*fs, &filename::wal_path(&dir, wal_number))?;
         let mut snapshot = VersionEdit {
             format_version: Some(FORMAT_VERSION),
             log_number: Some(wal_number),
@@ -261,12 +277,12 @@ pub(super) fn recover(
         for (level, f) in version.files() {
             snapshot.new_files.push((level as u32, f.meta.clone()));
         }
-        let manifest = Manifest::create(&dir, manifest_number, &snapshot)?;
+        let manifest = Manifest::create(&*fs, &dir, manifest_number, &snapshot)?;
 
         // Everything not in the new state is garbage now.
         let live: std::collections::HashSet<u64> =
             version.files().map(|(_, f)| f.meta.number).collect();
-        for (t, path) in list_dir(&dir)? {
+        for (t, path) in list_dir(&*fs, &dir)? {
             let obsolete = match t {
                 FileType::Wal(n) => n < wal_number,
                 FileType::Table(n) => !live.contains(&n),
@@ -275,7 +291,8 @@ pub(super) fn recover(
                 FileType::Current | FileType::Lock => false,
             };
             if obsolete {
-                fs::remove_file(&path).context(|| format!("remove {}", path.display()))?;
+                fs.remove_file(&path)
+                    .context(|| format!("remove {}", path.display()))?;
             }
         }
         (

@@ -1,14 +1,13 @@
 //! [`TableBuilder`]: writes a sorted run of internal entries to a new
 //! SSTable file (format in [`crate::sstable::format`]).
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{Error, IoContext, Result};
 use crate::escape::escape_bytes;
 use crate::filter::{hash_key, BloomFilterPolicy, FilterPolicy, KeyHash};
+use crate::fs::{FileSystem, StdFs, WritableFile};
 use crate::key::{
     compare_internal_keys, user_key_of, InternalKey, ParsedInternalKey, SequenceNumber, ValueType,
     MAX_KEY_LEN, MAX_VALUE_LEN,
@@ -115,23 +114,41 @@ impl std::fmt::Debug for TableBuilder {
 }
 
 impl TableBuilder {
-    /// Creates (or truncates) the file at `path` and returns a builder
-    /// writing to it.
+    /// Creates (or truncates) the file at `path` with `std::fs` and returns
+    /// a builder writing to it: [`TableBuilder::with_fs`] with [`StdFs`].
+    ///
+    /// # Errors
+    /// As [`TableBuilder::with_fs`].
+    pub fn new(path: &Path, opts: TableOptions) -> Result<TableBuilder> {
+        TableBuilder::with_fs(Arc::new(StdFs), path, opts)
+    }
+
+    /// Creates (or truncates) the file at `path` through `fs` and returns a
+    /// builder writing to it. `fs` is also used to delete the partial file
+    /// of an abandoned builder.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if `block_size` or `restart_interval` is
     /// 0; [`Error::Io`] if the file cannot be created.
-    pub fn new(path: &Path, opts: TableOptions) -> Result<TableBuilder> {
+    pub fn with_fs(
+        fs: Arc<dyn FileSystem>,
+        path: &Path,
+        opts: TableOptions,
+    ) -> Result<TableBuilder> {
         if opts.block_size == 0 || opts.restart_interval == 0 {
             return Err(Error::InvalidArgument(
                 "table block_size and restart_interval must be at least 1".into(),
             ));
         }
-        let file = File::create(path).context(|| format!("create {}", path.display()))?;
+        let file = fs
+            .create(path)
+            .context(|| format!("create {}", path.display()))?;
         Ok(TableBuilder {
             out: Output {
                 path: path.to_path_buf(),
-                file: BufWriter::with_capacity(WRITE_BUFFER_LEN, file),
+                fs,
+                file,
+                buf: Vec::with_capacity(WRITE_BUFFER_LEN),
                 offset: 0,
                 poisoned: false,
             },
@@ -355,8 +372,12 @@ impl TableBuilder {
 /// The file being written and the write position.
 struct Output {
     path: PathBuf,
-    file: BufWriter<File>,
-    /// Bytes handed to `file` so far (written or buffered).
+    fs: Arc<dyn FileSystem>,
+    file: Box<dyn WritableFile>,
+    /// Bytes not yet handed to `file`; written out once they reach
+    /// `WRITE_BUFFER_LEN`, and by `sync`.
+    buf: Vec<u8>,
+    /// Bytes added so far (written or buffered).
     offset: u64,
     /// Set once an I/O error leaves the file in an unknown state.
     poisoned: bool,
@@ -372,24 +393,36 @@ impl Output {
     }
 
     fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
-        let path = &self.path;
-        let r = self
-            .file
-            .write_all(bytes)
-            .context(|| format!("write {}", path.display()));
-        self.poisoned |= r.is_err();
-        r?;
+        self.buf.extend_from_slice(bytes);
         self.offset += bytes.len() as u64;
+        if self.buf.len() >= WRITE_BUFFER_LEN {
+            self.write_buffered()?;
+        }
         Ok(())
     }
 
-    /// Flushes the buffer and syncs data and metadata (`sync_all`).
-    fn sync(&mut self) -> Result<()> {
+    /// Hands the buffered bytes to the file.
+    fn write_buffered(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
         let path = &self.path;
         let r = self
             .file
-            .flush()
-            .and_then(|()| self.file.get_ref().sync_all())
+            .write_all(&self.buf)
+            .context(|| format!("write {}", path.display()));
+        self.poisoned |= r.is_err();
+        self.buf.clear();
+        r
+    }
+
+    /// Writes out the buffer and syncs data and metadata (`sync_all`).
+    fn sync(&mut self) -> Result<()> {
+        self.write_buffered()?;
+        let path = &self.path;
+        let r = self
+            .file
+            .sync_all()
             .context(|| format!("sync {}", path.display()));
         self.poisoned |= r.is_err();
         r
@@ -400,7 +433,7 @@ impl Drop for TableBuilder {
     /// Deletes the file unless `finish` succeeded.
     fn drop(&mut self) {
         if !self.finished {
-            let _ = std::fs::remove_file(&self.out.path);
+            let _ = self.out.fs.remove_file(&self.out.path);
         }
     }
 }

@@ -37,13 +37,14 @@
 //! returned, so nothing depended on it: [`replay`] drops it and reports it.
 //! Damage anywhere else is [`Error::Corruption`].
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::fs::File;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
 use crate::escape::escape_bytes;
 use crate::filename::{current_path, manifest_name, manifest_path, temp_path};
+use crate::fs::FileSystem;
 use crate::log::{read_log, LogWriter, TornTail};
 use crate::version::edit::VersionEdit;
 
@@ -68,7 +69,7 @@ pub struct Manifest {
 impl Manifest {
     /// Creates `dir/MANIFEST-<number>` holding `snapshot` as its first
     /// record, then points `CURRENT` at it, in the crash-safe order of the
-    /// module docs.
+    /// module docs. Every file operation goes through `fs`.
     ///
     /// The snapshot is written with `format_version` set to
     /// [`FORMAT_VERSION`] (filled in if it is `None`).
@@ -83,7 +84,12 @@ impl Manifest {
     /// [`VersionEdit::validate`] or carries a format version other than
     /// [`FORMAT_VERSION`]; [`Error::Io`] if the manifest already exists or
     /// any write, sync or rename fails.
-    pub fn create(dir: &Path, number: u64, snapshot: &VersionEdit) -> Result<Manifest> {
+    pub fn create(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        number: u64,
+        snapshot: &VersionEdit,
+    ) -> Result<Manifest> {
         match snapshot.format_version {
             None | Some(FORMAT_VERSION) => {}
             Some(v) => {
@@ -98,10 +104,10 @@ impl Manifest {
 
         // LogWriter::create also syncs `dir`, so the manifest's directory
         // entry is durable before CURRENT can name it.
-        let mut writer = LogWriter::create(&manifest_path(dir, number))?;
+        let mut writer = LogWriter::create(fs, &manifest_path(dir, number))?;
         writer.append(&first.encode())?;
         writer.sync()?;
-        set_current(dir, number)?;
+        set_current(fs, dir, number)?;
         Ok(Manifest { number, writer })
     }
 
@@ -146,32 +152,29 @@ impl Manifest {
 
 /// Points `dir/CURRENT` at `MANIFEST-<number>` atomically: temp file,
 /// sync, rename, directory sync.
-fn set_current(dir: &Path, number: u64) -> Result<()> {
+fn set_current(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<()> {
     let tmp = temp_path(dir, number);
     let content = format!("{}\n", manifest_name(number));
-    let written = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&tmp)
+    let written = fs
+        .create(&tmp)
         .and_then(|mut f| {
             f.write_all(content.as_bytes())?;
             f.sync_all()
         })
         .context(|| format!("write {}", tmp.display()));
     if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
+        let _ = fs.remove_file(&tmp);
         return Err(e);
     }
     let current = current_path(dir);
-    if let Err(e) = std::fs::rename(&tmp, &current) {
-        let _ = std::fs::remove_file(&tmp);
+    if let Err(e) = fs.rename(&tmp, &current) {
+        let _ = fs.remove_file(&tmp);
         return Err(Error::io(
             format!("rename {} to {}", tmp.display(), current.display()),
             e,
         ));
     }
-    sync_dir(dir)
+    sync_dir(fs, dir)
 }
 
 /// The manifest number named by `dir/CURRENT`, or `None` if `CURRENT` does
@@ -311,8 +314,10 @@ fn check_version(path: &PathBuf, offset: u64, v: u32) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fs::StdFs;
     use crate::key::{InternalKey, SequenceNumber, ValueType};
     use crate::version::edit::FileMetaData;
+    use std::fs::OpenOptions;
 
     fn file(number: u64, lo: &str, hi: &str) -> FileMetaData {
         FileMetaData {
@@ -357,7 +362,7 @@ mod tests {
 
     /// A manifest with a snapshot and two edits; returns the record offsets.
     fn write_three(dir: &Path) -> Vec<u64> {
-        let mut m = Manifest::create(dir, 2, &snapshot()).unwrap();
+        let mut m = Manifest::create(&StdFs, dir, 2, &snapshot()).unwrap();
         let mut offsets = vec![0];
         for e in later_edits() {
             offsets.push(m.size());
@@ -381,7 +386,7 @@ mod tests {
     fn create_log_and_replay() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(read_current(dir.path()).unwrap(), None);
-        let mut m = Manifest::create(dir.path(), 2, &snapshot()).unwrap();
+        let mut m = Manifest::create(&StdFs, dir.path(), 2, &snapshot()).unwrap();
         assert_eq!(m.number(), 2);
         assert_eq!(m.path(), dir.path().join("MANIFEST-000002"));
         let after_snapshot = m.size();
@@ -410,7 +415,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut s = snapshot();
         s.format_version = None;
-        Manifest::create(dir.path(), 1, &s).unwrap();
+        Manifest::create(&StdFs, dir.path(), 1, &s).unwrap();
         let r = replay(dir.path(), 1).unwrap();
         assert_eq!(r.edits, vec![snapshot()]);
     }
@@ -423,7 +428,7 @@ mod tests {
             next_file_number: Some(7),
             ..VersionEdit::default()
         };
-        Manifest::create(dir.path(), 1, &s).unwrap();
+        Manifest::create(&StdFs, dir.path(), 1, &s).unwrap();
         #[rustfmt::skip]
         let expected: &[u8] = &[
             0x06, 0x00, 0x00, 0x00, // len
@@ -440,10 +445,10 @@ mod tests {
     #[test]
     fn second_create_swaps_current() {
         let dir = tempfile::tempdir().unwrap();
-        Manifest::create(dir.path(), 2, &snapshot()).unwrap();
+        Manifest::create(&StdFs, dir.path(), 2, &snapshot()).unwrap();
         let mut s = snapshot();
         s.next_file_number = Some(12);
-        let m = Manifest::create(dir.path(), 11, &s).unwrap();
+        let m = Manifest::create(&StdFs, dir.path(), 11, &s).unwrap();
         assert_eq!(read_current(dir.path()).unwrap(), Some(11));
         assert_eq!(m.number(), 11);
         assert_eq!(replay(dir.path(), 11).unwrap().edits, vec![s]);
@@ -454,10 +459,10 @@ mod tests {
     #[test]
     fn create_refuses_an_existing_manifest() {
         let dir = tempfile::tempdir().unwrap();
-        Manifest::create(dir.path(), 2, &snapshot()).unwrap();
+        Manifest::create(&StdFs, dir.path(), 2, &snapshot()).unwrap();
         let before = std::fs::read(dir.path().join("MANIFEST-000002")).unwrap();
         assert!(matches!(
-            Manifest::create(dir.path(), 2, &VersionEdit::new()),
+            Manifest::create(&StdFs, dir.path(), 2, &VersionEdit::new()),
             Err(Error::Io { .. })
         ));
         assert_eq!(
@@ -506,7 +511,7 @@ mod tests {
     fn undecodable_edit_is_corruption_at_its_record() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("MANIFEST-000003");
-        let mut w = LogWriter::create(&path).unwrap();
+        let mut w = LogWriter::create(&StdFs, &path).unwrap();
         w.append(&snapshot().encode()).unwrap();
         let at = w.append(&[0x09, 0x01]).unwrap();
         w.sync().unwrap();
@@ -519,7 +524,7 @@ mod tests {
     fn newer_format_version_is_unsupported() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("MANIFEST-000004");
-        let mut w = LogWriter::create(&path).unwrap();
+        let mut w = LogWriter::create(&StdFs, &path).unwrap();
         // Format 2 with a tag this build does not know.
         w.append(&[0x01, 0x02, 0x63, 0x00]).unwrap();
         w.sync().unwrap();
@@ -538,7 +543,7 @@ mod tests {
         let mut s = snapshot();
         s.format_version = Some(2);
         assert!(matches!(
-            Manifest::create(dir.path(), 5, &s),
+            Manifest::create(&StdFs, dir.path(), 5, &s),
             Err(Error::InvalidArgument(_))
         ));
         assert!(!dir.path().join("MANIFEST-000005").exists());
@@ -547,13 +552,13 @@ mod tests {
     #[test]
     fn first_record_must_carry_a_version() {
         let dir = tempfile::tempdir().unwrap();
-        let mut w = LogWriter::create(&dir.path().join("MANIFEST-000006")).unwrap();
+        let mut w = LogWriter::create(&StdFs, &dir.path().join("MANIFEST-000006")).unwrap();
         w.append(&later_edits()[0].encode()).unwrap();
         let (_, offset, detail) = corruption(replay(dir.path(), 6).unwrap_err());
         assert_eq!(offset, 0);
         assert!(detail.contains("no format version"), "{detail}");
 
-        let mut w = LogWriter::create(&dir.path().join("MANIFEST-000007")).unwrap();
+        let mut w = LogWriter::create(&StdFs, &dir.path().join("MANIFEST-000007")).unwrap();
         w.append(&[0x01, 0x00]).unwrap();
         let (_, _, detail) = corruption(replay(dir.path(), 7).unwrap_err());
         assert!(detail.contains("version 0"), "{detail}");
@@ -580,7 +585,7 @@ mod tests {
     #[test]
     fn log_edit_rejects_invalid_edits_without_writing() {
         let dir = tempfile::tempdir().unwrap();
-        let mut m = Manifest::create(dir.path(), 2, &snapshot()).unwrap();
+        let mut m = Manifest::create(&StdFs, dir.path(), 2, &snapshot()).unwrap();
         let size = m.size();
         let bad_level = VersionEdit {
             deleted_files: vec![(64, 1)],

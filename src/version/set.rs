@@ -7,9 +7,9 @@
 //! deletes files, on disk) until it is done.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use crate::fs::FileSystem;
 use crate::sstable::Table;
 use crate::version::edit::{FileMetaData, VersionEdit};
 use crate::{Error, Result};
@@ -30,14 +30,15 @@ pub struct TableFile {
     pub meta: FileMetaData,
     /// The open, memory-mapped table.
     pub table: Arc<Table>,
-    obsolete: AtomicBool,
+    /// Set by `mark_obsolete`: the file system to delete the file through.
+    obsolete: OnceLock<Arc<dyn FileSystem>>,
 }
 
 impl Drop for TableFile {
     fn drop(&mut self) {
-        if self.obsolete.load(Ordering::Acquire) {
+        if let Some(fs) = self.obsolete.get() {
             // A failure leaves an orphan that the next open removes.
-            let _ = std::fs::remove_file(self.table.path());
+            let _ = fs.remove_file(self.table.path());
         }
     }
 }
@@ -48,14 +49,14 @@ impl TableFile {
         TableFile {
             meta,
             table,
-            obsolete: AtomicBool::new(false),
+            obsolete: OnceLock::new(),
         }
     }
 
-    /// Marks the file for deletion once nothing uses it. Call only after
-    /// the manifest edit that removes it is durable.
-    pub fn mark_obsolete(&self) {
-        self.obsolete.store(true, Ordering::Release);
+    /// Marks the file for deletion through `fs` once nothing uses it. Call
+    /// only after the manifest edit that removes it is durable.
+    pub fn mark_obsolete(&self, fs: Arc<dyn FileSystem>) {
+        let _ = self.obsolete.set(fs);
     }
 
     /// Smallest user key in the file.

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod fault_fs;
+
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 

@@ -1,0 +1,807 @@
+//! Campaign 3: I/O faults (RELIABILITY.md).
+//!
+//! Every file operation on the engine's write path goes through
+//! `Options::file_system`. `FaultFs` (tests/common/fault_fs.rs) numbers
+//! them and fails a chosen one with `EIO` or `ENOSPC`: only that one
+//! (transient), every later one (a dead disk), or every later one of the
+//! same kind (a full disk that still removes files); a failing write may
+//! first write half its buffer.
+//!
+//! `workload_sweep` runs a workload (open, 48 small batches with flushes and
+//! leveled compactions after every few, a manual compaction, close) once
+//! to count its operations, then once per operation with that operation
+//! failing. Each run must surface the fault (never a panic, never a hang,
+//! never a silent failure), refuse every write after a background error
+//! with `Error::Background` naming the cause, keep answering reads, and,
+//! reopened on a healthy file system, hold every acknowledged write and at
+//! most the one batch whose WAL append failed. `open_sweep` does the same
+//! for the operations of `Db::open` recovering a database.
+//!
+//! `SIFTDB_IO_FAULT_DENSE=1` runs every fault mode with both error codes
+//! at every operation (three times the CI size).
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::fault_fs::{Fault, FaultFs, Op, OpKind, Persist, Targeted, EIO, ENOSPC};
+use common::{env_u64, scratch_dir, Rng};
+use siftdb::{Db, Error, Options, WriteBatch};
+
+const BATCHES: u64 = 48;
+const KEYS: u64 = 40;
+/// A run that takes longer than this is a hang.
+const RUN_TIMEOUT: Duration = Duration::from_secs(30);
+
+type State = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Tiny buffers and budgets: a flush every few batches, leveled compactions
+/// down to level 2 or 3.
+fn options(fs: &FaultFs, sync: bool) -> Options {
+    let mut o = Options::default();
+    o.write_buffer_size = 1024;
+    o.block_size = 256;
+    o.level0_compaction_trigger = 2;
+    o.level0_slowdown_trigger = 8;
+    o.level0_stop_trigger = 12;
+    o.max_bytes_for_level_base = 2048;
+    o.level_size_multiplier = 2;
+    o.target_file_size = 1024;
+    o.sync = sync;
+    o.file_system = fs.arc();
+    o
+}
+
+#[derive(Debug, Clone)]
+enum Update {
+    Put(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+}
+
+/// Batch `id`: 1 to 3 updates over `KEYS` keys, one in five a delete. Every
+/// value names its batch.
+fn batch(id: u64) -> Vec<Update> {
+    let mut rng = Rng(id.wrapping_mul(0x9e37_79b9) ^ 0xfa17);
+    (0..1 + id % 3)
+        .map(|j| {
+            let key = format!("key{:03}", rng.below(KEYS)).into_bytes();
+            if rng.below(5) == 0 {
+                Update::Delete(key)
+            } else {
+                let value = format!("b{id:04}-{j}-{}", "v".repeat(40)).into_bytes();
+                Update::Put(key, value)
+            }
+        })
+        .collect()
+}
+
+/// Batch `id` as a `WriteBatch`.
+fn write_batch(id: u64) -> WriteBatch {
+    let mut b = WriteBatch::new();
+    for u in batch(id) {
+        match u {
+            Update::Put(k, v) => b.put(k, v).unwrap(),
+            Update::Delete(k) => b.delete(k).unwrap(),
+        }
+    }
+    b
+}
+
+fn apply(model: &mut State, updates: &[Update]) {
+    for u in updates {
+        match u {
+            Update::Put(k, v) => {
+                model.insert(k.clone(), v.clone());
+            }
+            Update::Delete(k) => {
+                model.remove(k);
+            }
+        }
+    }
+}
+
+/// The batch a stored value came from.
+fn batch_of(value: &[u8]) -> Option<u64> {
+    std::str::from_utf8(value.get(1..5)?).ok()?.parse().ok()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Call {
+    Open,
+    Write(u64),
+    Wait,
+    Flush,
+    Compact,
+    Close,
+}
+
+impl Call {
+    /// Changes the database (must fail once it is read-only).
+    fn mutates(self) -> bool {
+        matches!(self, Call::Write(_) | Call::Flush | Call::Compact)
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Outcome {
+    Ok,
+    Io(String),
+    Background(String),
+    Other(String),
+}
+
+impl Outcome {
+    fn of(r: &siftdb::Result<()>) -> Outcome {
+        match r {
+            Ok(()) => Outcome::Ok,
+            Err(e @ Error::Io { .. }) => Outcome::Io(e.to_string()),
+            Err(Error::Background(m)) => Outcome::Background(m.clone()),
+            Err(e) => Outcome::Other(e.to_string()),
+        }
+    }
+
+    fn is_ok(&self) -> bool {
+        matches!(self, Outcome::Ok)
+    }
+}
+
+/// One API call of a run: what it was, the numbers of the file operations
+/// that started during it, and how it ended.
+#[derive(Debug, Clone)]
+struct CallRecord {
+    call: Call,
+    ops: std::ops::Range<u64>,
+    outcome: Outcome,
+}
+
+#[derive(Debug, Default)]
+struct Run {
+    calls: Vec<CallRecord>,
+    /// Contents read in-process at the end, if the open succeeded.
+    scan: Option<siftdb::Result<State>>,
+    /// Flushes, compactions and the deepest level holding files, at the end.
+    shape: (u64, u64, usize),
+}
+
+fn record(run: &mut Run, fs: &FaultFs, call: Call, f: impl FnOnce() -> siftdb::Result<()>) -> bool {
+    let start = fs.count();
+    let r = f();
+    run.calls.push(CallRecord {
+        call,
+        ops: start..fs.count(),
+        outcome: Outcome::of(&r),
+    });
+    r.is_ok()
+}
+
+/// Full contents by a forward scan, cross-checked by a backward scan and a
+/// `get` of every key.
+fn read_state(db: &Db) -> siftdb::Result<State> {
+    let forward: Vec<(Vec<u8>, Vec<u8>)> = db.range::<&[u8], _>(..).collect::<Result<_, _>>()?;
+    let mut backward: Vec<(Vec<u8>, Vec<u8>)> =
+        db.range::<&[u8], _>(..).rev().collect::<Result<_, _>>()?;
+    backward.reverse();
+    assert!(forward == backward, "backward scan disagrees with forward");
+    let state: State = forward.into_iter().collect();
+    for i in 0..KEYS {
+        let k = format!("key{i:03}").into_bytes();
+        assert_eq!(
+            db.get(&k)?.as_ref(),
+            state.get(&k),
+            "get disagrees with scan"
+        );
+    }
+    Ok(state)
+}
+
+/// The workload: open, write every batch (waiting for background work after
+/// each, so that the order of file operations repeats from run to run),
+/// compact by hand halfway and at the end, read everything back, close.
+/// Carries on after errors, recording every call.
+fn workload(dir: &Path, fs: &FaultFs, sync: bool) -> Run {
+    let mut run = Run::default();
+    let mut db = None;
+    record(&mut run, fs, Call::Open, || {
+        db = Some(Db::open_with(dir, options(fs, sync))?);
+        Ok(())
+    });
+    let Some(db) = db else { return run };
+    for id in 0..BATCHES {
+        let b = write_batch(id);
+        record(&mut run, fs, Call::Write(id), || db.write(b));
+        record(&mut run, fs, Call::Wait, || db.wait_for_compactions());
+        if id == BATCHES / 2 {
+            record(&mut run, fs, Call::Compact, || db.compact());
+        }
+    }
+    record(&mut run, fs, Call::Flush, || db.flush());
+    record(&mut run, fs, Call::Compact, || db.compact());
+    record(&mut run, fs, Call::Wait, || db.wait_for_compactions());
+    run.scan = Some(read_state(&db));
+    let stats = db.stats();
+    let deepest = stats.levels.iter().rposition(|l| l.files > 0);
+    run.shape = (stats.flushes, stats.compactions, deepest.unwrap_or(0));
+    record(&mut run, fs, Call::Close, || db.close());
+    run
+}
+
+/// Runs `f` on its own thread; a panic or a run longer than `RUN_TIMEOUT`
+/// becomes an `Err` describing it.
+fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+    let (tx, rx) = mpsc::channel();
+    let handle = std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(RUN_TIMEOUT) {
+        Ok(v) => {
+            let _ = handle.join();
+            Ok(v)
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => Err(format!("hung for {RUN_TIMEOUT:?}")),
+        Err(mpsc::RecvTimeoutError::Disconnected) => match handle.join() {
+            Err(p) => Err(format!(
+                "panicked: {}",
+                p.downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default()
+            )),
+            Ok(()) => Err("worker ended without a result".into()),
+        },
+    }
+}
+
+/// After a successful open the directory holds exactly `CURRENT`, `LOCK`,
+/// the manifest `CURRENT` names, one WAL and the live SSTables.
+fn check_directory(db: &Db, dir: &Path) -> Result<(), String> {
+    let names = common::file_names(dir);
+    let current = std::fs::read_to_string(dir.join("CURRENT")).map_err(|e| e.to_string())?;
+    let manifest = current.trim_end_matches('\n').to_string();
+    let live: BTreeSet<String> = db
+        .live_files()
+        .iter()
+        .map(|f| f.path.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    let logs = names.iter().filter(|n| n.ends_with(".log")).count();
+    let stray: Vec<&String> = names
+        .iter()
+        .filter(|n| {
+            !(*n == "CURRENT"
+                || *n == "LOCK"
+                || **n == manifest
+                || live.contains(*n)
+                || n.ends_with(".log"))
+        })
+        .collect();
+    if !stray.is_empty() || logs != 1 || !live.iter().all(|f| names.contains(f)) {
+        return Err(format!(
+            "directory not clean after open: {names:?} (live {live:?})"
+        ));
+    }
+    Ok(())
+}
+
+/// Reopens `dir` on a healthy file system and checks the result against
+/// `allowed` (any one of them), then that the database still works.
+fn reopen_and_check(dir: &Path, allowed: &[State], what: &str) -> Result<(), String> {
+    let healthy = FaultFs::new();
+    let db = Db::open_with(dir, options(&healthy, false))
+        .map_err(|e| format!("healthy reopen failed: {e}"))?;
+    db.wait_for_compactions()
+        .map_err(|e| format!("compaction after reopen: {e}"))?;
+    check_directory(&db, dir)?;
+    let state = read_state(&db).map_err(|e| format!("read after reopen: {e}"))?;
+    if !allowed.contains(&state) {
+        let base = &allowed[0];
+        let diff: Vec<String> = base
+            .keys()
+            .chain(state.keys())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .filter(|k| base.get(*k) != state.get(*k))
+            .take(5)
+            .map(|k| {
+                format!(
+                    "{}: expected {:?}, found {:?}",
+                    String::from_utf8_lossy(k),
+                    base.get(k).and_then(|v| batch_of(v)),
+                    state.get(k).and_then(|v| batch_of(v))
+                )
+            })
+            .collect();
+        return Err(format!(
+            "{what}: reopened contents match no allowed state; vs acknowledged: {diff:?}"
+        ));
+    }
+    // Still fully usable: write, flush, compact, reopen, read.
+    db.put("zz-after", "fine")
+        .map_err(|e| format!("put after reopen: {e}"))?;
+    db.compact()
+        .map_err(|e| format!("compact after reopen: {e}"))?;
+    drop(db);
+    let db =
+        Db::open_with(dir, options(&healthy, false)).map_err(|e| format!("second reopen: {e}"))?;
+    match db.get("zz-after") {
+        Ok(Some(v)) if v == b"fine" => Ok(()),
+        other => Err(format!("write after reopen lost: {other:?}")),
+    }
+}
+
+/// Checks one faulty run of the workload; returns the violations.
+fn check_run(run: &Run, fs: &FaultFs, dir: &Path) -> Vec<String> {
+    let mut v = Vec::new();
+    let failed = fs.failed();
+    let first_failed = failed.first().map(|(_, op)| op.clone());
+    let any_error = run.calls.iter().any(|c| !c.outcome.is_ok());
+
+    // No silent failure: only a failed removal of garbage may go unreported.
+    if let Some(op) = &first_failed {
+        if op.kind != OpKind::Remove && !any_error {
+            v.push(format!("fault at {op} went unreported"));
+        }
+    }
+    // Errors are I/O errors, or Background naming the cause.
+    for c in &run.calls {
+        match &c.outcome {
+            Outcome::Other(e) => {
+                v.push(format!("{:?} failed with an unexpected error: {e}", c.call))
+            }
+            Outcome::Io(m) | Outcome::Background(m) if !m.contains("os error") => {
+                v.push(format!("{:?}: error does not name the cause: {m}", c.call))
+            }
+            _ => {}
+        }
+    }
+    // Read-only after a background error, or after a failed WAL write.
+    let wal_failed = |c: &CallRecord| {
+        failed.iter().any(|(n, op)| {
+            c.ops.contains(n)
+                && op.file_kind() == "log"
+                && matches!(op.kind, OpKind::Write | OpKind::Sync)
+        })
+    };
+    // A failed compaction turns the database read-only too, unless what
+    // failed was the flush before it starting a new WAL (creating the file or
+    // syncing the directory after), which changes nothing and is not fatal:
+    // a later write just tries again.
+    let ops = fs.ops();
+    let wal_creation = |n: u64| {
+        let op = |n: u64| ops.get(n as usize);
+        let created_log =
+            |o: Option<&Op>| o.is_some_and(|o| o.kind == OpKind::Create && o.file_kind() == "log");
+        created_log(op(n))
+            || (op(n).is_some_and(|o| o.kind == OpKind::SyncDir) && n > 0 && created_log(op(n - 1)))
+    };
+    let compaction_failed = |c: &CallRecord| {
+        c.call == Call::Compact
+            && !c.outcome.is_ok()
+            && failed
+                .iter()
+                .find(|(n, _)| c.ops.contains(n))
+                .is_some_and(|&(n, _)| !wal_creation(n))
+    };
+    let poisoned_from = run.calls.iter().position(|c| {
+        matches!(c.outcome, Outcome::Background(_))
+            || (matches!(c.call, Call::Write(_)) && wal_failed(c))
+            || compaction_failed(c)
+    });
+    if let Some(p) = poisoned_from {
+        if matches!(run.calls[p].call, Call::Write(_)) && run.calls[p].outcome.is_ok() {
+            v.push(format!(
+                "{:?} returned Ok although its WAL write failed",
+                run.calls[p].call
+            ));
+        }
+        for c in &run.calls[p + 1..] {
+            if c.call.mutates() && !matches!(c.outcome, Outcome::Background(_)) {
+                v.push(format!(
+                    "{:?} after the database turned read-only returned {:?}",
+                    c.call, c.outcome
+                ));
+            }
+        }
+    }
+
+    // Model: acknowledged writes; candidates: plus one failed write.
+    let mut acked = State::new();
+    let mut failed_writes = Vec::new();
+    for c in &run.calls {
+        if let Call::Write(id) = c.call {
+            if c.outcome.is_ok() {
+                apply(&mut acked, &batch(id));
+            } else {
+                failed_writes.push(id);
+            }
+        }
+    }
+    match &run.scan {
+        Some(Ok(state)) if *state != acked => {
+            v.push("in-process scan differs from the acknowledged writes".into())
+        }
+        Some(Err(e)) => v.push(format!("read failed after the fault: {e}")),
+        _ => {}
+    }
+    let mut allowed = vec![acked];
+    for &u in &failed_writes {
+        let mut m = State::new();
+        for c in &run.calls {
+            if let Call::Write(id) = c.call {
+                if c.outcome.is_ok() || id == u {
+                    apply(&mut m, &batch(id));
+                }
+            }
+        }
+        allowed.push(m);
+    }
+    if let Err(e) = reopen_and_check(dir, &allowed, "workload") {
+        v.push(e);
+    }
+    v
+}
+
+/// What the sweep did, for the report.
+#[derive(Default)]
+struct Tally {
+    runs: u64,
+    /// Faults injected, by (kind, file kind).
+    by_op: BTreeMap<(OpKind, &'static str), u64>,
+    /// How the first error surfaced, by call.
+    surfaced: BTreeMap<String, u64>,
+    /// One line per failed run.
+    failures: Vec<String>,
+}
+
+impl Tally {
+    /// Notes one run's violations (none: it passed).
+    fn record(&mut self, what: &str, violations: Vec<String>) {
+        if let Some(first) = violations.first() {
+            let more = match violations.len() {
+                1 => String::new(),
+                n => format!(" (and {} more)", n - 1),
+            };
+            self.failures.push(format!("{what}: {first}{more}"));
+        }
+    }
+
+    fn report(&self, name: &str, elapsed: Duration) {
+        println!("{name}: {} runs in {:.1?}", self.runs, elapsed);
+        for ((k, f), n) in &self.by_op {
+            println!("  fault at {k:?} {f}: {n}");
+        }
+        for (s, n) in &self.surfaced {
+            println!("  first error from {s}: {n}");
+        }
+        for f in self.failures.iter().take(30) {
+            println!("  FAIL {f}");
+        }
+        assert!(
+            self.failures.is_empty(),
+            "{name}: {} of {} runs failed (first: {})",
+            self.failures.len(),
+            self.runs,
+            self.failures[0]
+        );
+    }
+}
+
+/// The fault modes tried at operation `i`: in CI a transient `EIO` and a
+/// persistent, torn `ENOSPC` (every later operation, or every later one of
+/// the same kind, in turn); dense, all six combinations.
+fn modes(i: u64, dense: bool) -> Vec<Fault> {
+    let all = [
+        (Persist::Once, EIO, false),
+        (Persist::All, ENOSPC, true),
+        (Persist::SameKind, ENOSPC, true),
+        (Persist::Once, ENOSPC, true),
+        (Persist::All, EIO, false),
+        (Persist::SameKind, EIO, false),
+    ];
+    let pick: Vec<_> = if dense {
+        all.to_vec()
+    } else {
+        vec![all[0], all[1 + (i % 2) as usize]]
+    };
+    pick.into_iter()
+        .map(|(persist, errno, torn_write)| Fault {
+            at: i,
+            errno,
+            persist,
+            torn_write,
+        })
+        .collect()
+}
+
+fn describe(ops: &[Op], fault: &Fault) -> String {
+    let op = ops
+        .get(fault.at as usize)
+        .map_or("past the end".to_string(), |o| o.to_string());
+    format!(
+        "op {} ({op}), {:?}, errno {}{}",
+        fault.at,
+        fault.persist,
+        fault.errno,
+        if fault.torn_write { ", torn" } else { "" }
+    )
+}
+
+#[test]
+fn workload_sweep() {
+    let dense = env_u64("SIFTDB_IO_FAULT_DENSE", 0) != 0;
+    let started = Instant::now();
+    let scratch = scratch_dir();
+    for sync in [false, true] {
+        // Learn the operations of a healthy run.
+        let dir = scratch.path().join(format!("count-{sync}"));
+        let fs = FaultFs::new();
+        let run = workload(&dir, &fs, sync);
+        assert!(
+            run.calls.iter().all(|c| c.outcome.is_ok()),
+            "healthy run failed: {:?}",
+            run.calls.iter().find(|c| !c.outcome.is_ok())
+        );
+        let ops = fs.ops();
+        let kinds: BTreeSet<_> = ops.iter().map(|o| (o.kind, o.file_kind())).collect();
+        let (flushes, compactions, deepest) = run.shape;
+        println!(
+            "sync={sync}: healthy run: {} operations, {} distinct (kind, file); \
+             {flushes} flushes, {compactions} compactions, data down to level {deepest}",
+            ops.len(),
+            kinds.len()
+        );
+        assert!(flushes >= 2 && compactions >= 2 && deepest >= 2);
+
+        let mut tally = Tally::default();
+        let t0 = Instant::now();
+        for i in 0..ops.len() as u64 {
+            for fault in modes(i, dense) {
+                let dir = scratch.path().join(format!(
+                    "run-{sync}-{i}-{:?}-{}",
+                    fault.persist, fault.errno
+                ));
+                let fs = FaultFs::with_fault(fault);
+                let what = format!("sync={sync}, {}", describe(&ops, &fault));
+                tally.runs += 1;
+                let (fs2, dir2) = (fs.clone(), dir.clone());
+                let run = match bounded(move || workload(&dir2, &fs2, sync)) {
+                    Ok(run) => run,
+                    Err(e) => {
+                        tally.failures.push(format!("{what}: workload {e}"));
+                        continue;
+                    }
+                };
+                if let Some((_, op)) = fs.failed().first() {
+                    *tally.by_op.entry((op.kind, op.file_kind())).or_default() += 1;
+                }
+                if let Some(c) = run.calls.iter().find(|c| !c.outcome.is_ok()) {
+                    let how = match c.outcome {
+                        Outcome::Io(_) => "Io",
+                        Outcome::Background(_) => "Background",
+                        _ => "other",
+                    };
+                    let call = match c.call {
+                        Call::Write(_) => "Write".to_string(),
+                        other => format!("{other:?}"),
+                    };
+                    *tally.surfaced.entry(format!("{call} ({how})")).or_default() += 1;
+                }
+                fs.heal();
+                tally.record(&what, check_run(&run, &fs, &dir));
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+        }
+        tally.report(&format!("workload sweep, sync={sync}"), t0.elapsed());
+    }
+    println!("workload sweep total {:.1?}", started.elapsed());
+}
+
+/// A database for `open_sweep`: tables on several levels, a WAL holding
+/// unflushed batches, and the acknowledged state.
+fn build_recovery_base(dir: &Path) -> State {
+    let fs = FaultFs::new();
+    let db = Db::open_with(dir, options(&fs, false)).unwrap();
+    let mut model = State::new();
+    for id in 0..BATCHES {
+        db.write(write_batch(id)).unwrap();
+        apply(&mut model, &batch(id));
+        if id == 30 {
+            db.wait_for_compactions().unwrap();
+        }
+    }
+    db.wait_for_compactions().unwrap();
+    let files = db.live_files();
+    let levels: BTreeSet<usize> = files.iter().map(|f| f.level).collect();
+    println!(
+        "recovery base: {} tables on levels {levels:?}, {} keys",
+        files.len(),
+        model.len()
+    );
+    assert!(files.len() >= 2 && levels.len() >= 2);
+    drop(db);
+    model
+}
+
+#[test]
+fn open_sweep() {
+    let dense = env_u64("SIFTDB_IO_FAULT_DENSE", 0) != 0;
+    let scratch = scratch_dir();
+    let base = scratch.path().join("base");
+    let model = build_recovery_base(&base);
+
+    let count_dir = scratch.path().join("count");
+    common::copy_dir(&base, &count_dir);
+    let fs = FaultFs::new();
+    let db = Db::open_with(&count_dir, options(&fs, false)).unwrap();
+    // Only the operations of `open` itself (closing syncs the WAL).
+    let ops = fs.ops();
+    drop(db);
+    println!("Db::open of the base: {} operations", ops.len());
+    for (i, op) in ops.iter().enumerate() {
+        println!("  {i}: {op}");
+    }
+
+    let t0 = Instant::now();
+    let mut tally = Tally::default();
+    for i in 0..ops.len() as u64 {
+        // There are few operations: three modes each, six if dense.
+        for fault in modes(i, true).into_iter().take(if dense { 6 } else { 3 }) {
+            let dir = scratch
+                .path()
+                .join(format!("open-{i}-{:?}-{}", fault.persist, fault.errno));
+            common::copy_dir(&base, &dir);
+            let what = format!("open, {}", describe(&ops, &fault));
+            tally.runs += 1;
+            let fs = FaultFs::with_fault(fault);
+            let (fs2, dir2) = (fs.clone(), dir.clone());
+            let opened = match bounded(move || Db::open_with(&dir2, options(&fs2, false)).map(drop))
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    tally.failures.push(format!("{what}: open {e}"));
+                    continue;
+                }
+            };
+            let mut violations = Vec::new();
+            if let Some((_, op)) = fs.failed().first() {
+                *tally.by_op.entry((op.kind, op.file_kind())).or_default() += 1;
+                // Every step of recovery is reported, removing old files
+                // included.
+                match &opened {
+                    Ok(()) => violations.push("open succeeded despite the fault".to_string()),
+                    Err(Error::Io { .. }) => {}
+                    Err(e) => violations.push(format!("unexpected error {e}")),
+                }
+            }
+            *tally
+                .surfaced
+                .entry(
+                    if opened.is_ok() {
+                        "open (Ok)"
+                    } else {
+                        "open (Io)"
+                    }
+                    .into(),
+                )
+                .or_default() += 1;
+            fs.heal();
+            if let Err(e) = reopen_and_check(&dir, std::slice::from_ref(&model), "open") {
+                violations.push(e);
+            }
+            tally.record(&what, violations);
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+    tally.report("open sweep", t0.elapsed());
+}
+
+/// Found by `workload_sweep` (a failed manifest sync during a compaction):
+/// the compaction deleted its outputs after `log_edit` failed, but the edit
+/// had reached the file, so the reopened manifest listed missing tables and
+/// the database could not be opened (`Corruption`). And a failed manual
+/// compaction left the database writable with a manifest that refuses every
+/// later edit.
+#[test]
+fn failed_manifest_sync_in_compaction_keeps_outputs() {
+    let scratch = scratch_dir();
+    let dir = scratch.path().join("db");
+    let fs = FaultFs::new();
+    let mut o = options(&fs, false);
+    o.compaction_style = siftdb::CompactionStyle::None;
+    let db = Db::open_with(&dir, o).unwrap();
+    let mut model = State::new();
+    for id in 0..20 {
+        apply(&mut model, &batch(id));
+        db.write(write_batch(id)).unwrap();
+        if id % 5 == 4 {
+            db.flush().unwrap();
+        }
+    }
+    assert!(db.live_files().len() >= 4);
+    fs.fail_next(OpKind::Sync, "manifest", EIO);
+    let e = db.compact().unwrap_err();
+    assert!(matches!(e, Error::Io { .. }), "{e}");
+    assert_eq!(fs.failed().len(), 1);
+    // Read-only from now on, naming the cause; reads still work.
+    for r in [db.put("x", "y"), db.flush(), db.compact()] {
+        match r {
+            Err(Error::Background(m)) => assert!(m.contains("os error 5"), "{m}"),
+            other => panic!("expected Error::Background, got {other:?}"),
+        }
+    }
+    assert_eq!(read_state(&db).unwrap(), model);
+    drop(db);
+    fs.heal();
+    reopen_and_check(&dir, &[model], "after a failed manifest sync").unwrap();
+}
+
+/// Found by `workload_sweep` (a failed table write during `compact()`): a
+/// manual compaction that failed returned the error but left the database
+/// writable, unlike a background one. After a failed manifest edit the
+/// manifest refuses every later edit, so the next flush failed anyway; now
+/// any failed compaction turns the database read-only at once.
+#[test]
+fn failed_manual_compaction_turns_the_database_read_only() {
+    let scratch = scratch_dir();
+    let dir = scratch.path().join("db");
+    let fs = FaultFs::new();
+    let mut o = options(&fs, false);
+    o.compaction_style = siftdb::CompactionStyle::None;
+    let db = Db::open_with(&dir, o).unwrap();
+    let mut model = State::new();
+    for id in 0..10 {
+        apply(&mut model, &batch(id));
+        db.write(write_batch(id)).unwrap();
+        db.flush().unwrap();
+    }
+    fs.fail_next(OpKind::Write, "sst", ENOSPC);
+    let e = db.compact().unwrap_err();
+    assert!(matches!(e, Error::Io { .. }), "{e}");
+    match db.put("x", "y") {
+        Err(Error::Background(m)) => assert!(m.contains("os error 28"), "{m}"),
+        other => panic!("expected Error::Background, got {other:?}"),
+    }
+    assert_eq!(read_state(&db).unwrap(), model);
+    drop(db);
+    fs.heal();
+    reopen_and_check(&dir, &[model], "after a failed manual compaction").unwrap();
+}
+
+/// Found by `workload_sweep` (a failed table write in a background
+/// compaction that started while `compact()` was flushing): the manual
+/// compaction waited for the background one, then ran anyway and returned
+/// `Ok` although the database had just turned read-only.
+#[test]
+fn compact_reports_a_background_compaction_that_failed_meanwhile() {
+    let scratch = scratch_dir();
+    let dir = scratch.path().join("db");
+    let fs = FaultFs::new();
+    let db = Db::open_with(&dir, options(&fs, false)).unwrap();
+    db.put("a", "1").unwrap();
+    db.flush().unwrap();
+    db.put("b", "2").unwrap();
+    // The flush puts a second file in level 0, which starts a background
+    // compaction; its output (the second table created from here) fails
+    // after 200 ms, while `compact` waits for the compaction lock. (The
+    // failure is counted when the stall begins.)
+    fs.fail_targeted(Targeted {
+        kind: OpKind::Create,
+        file_kind: "sst",
+        errno: EIO,
+        skip: 1,
+        stall: Duration::from_millis(200),
+    });
+    db.flush().unwrap();
+    let t0 = Instant::now();
+    while fs.failed().is_empty() {
+        assert!(t0.elapsed() < RUN_TIMEOUT, "no background compaction");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let r = db.compact();
+    match r {
+        Err(Error::Background(m)) => assert!(m.contains("os error 5"), "{m}"),
+        other => panic!("compact on a database turned read-only returned {other:?}"),
+    }
+    assert!(matches!(db.put("c", "3"), Err(Error::Background(_))));
+}
