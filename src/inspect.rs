@@ -1919,7 +1919,7 @@ fn check_wal(c: &mut Checker<'_>, wal: WalContents) -> Result<bool> {
     c.report.wal_records += wal.records.len() as u64;
     if let Some(t) = &wal.torn_tail {
         c.report.notes.push(format!(
-            "{}: torn tail at offset {} ({}); recovery drops it",
+            "{}: torn tail at offset {} ({}); recovery drops it (a write cut off by a crash, or damage to the last record, which looks the same)",
             file_name(&wal.path),
             t.offset,
             t.reason

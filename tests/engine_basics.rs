@@ -415,3 +415,36 @@ fn read_only_open_changes_nothing_and_ignores_the_lock() {
     ));
     assert_eq!(std::fs::read_dir(empty.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn read_only_opens_succeed_while_a_writer_flushes_and_compacts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = small_options();
+    opts.write_buffer_size = 4 << 10;
+    opts.max_bytes_for_level_base = 16 << 10;
+    opts.target_file_size = 8 << 10;
+    let writer = std::sync::Arc::new(open(dir.path(), &opts));
+    writer.put("stable", "yes").unwrap();
+    writer.flush().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let handle = {
+        let (db, stop) = (writer.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                db.put(format!("k{:06}", i % 3000), [b'v'; 64]).unwrap();
+                i += 1;
+            }
+            i
+        })
+    };
+    for _ in 0..100 {
+        let ro = Db::open_read_only(dir.path(), opts.clone())
+            .unwrap_or_else(|e| panic!("read-only open during writes: {e}"));
+        assert_eq!(ro.get("stable").unwrap().as_deref(), Some(&b"yes"[..]));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let written = handle.join().unwrap();
+    assert!(written > 0);
+    assert!(writer.stats().flushes > 0, "the writer flushed during the test");
+}

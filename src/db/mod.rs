@@ -22,9 +22,9 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use crate::compaction::{self};
+use crate::compaction;
 use crate::error::IoContext;
-use crate::filename::{self};
+use crate::filename;
 use crate::fs::FileSystem;
 use crate::iter::DbIterator;
 use crate::key::SequenceNumber;
@@ -212,21 +212,39 @@ impl Db {
     pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         options.validate()?;
         let dir = path.as_ref().to_path_buf();
-        let Some(number) = manifest::read_current(&dir).map_err(|e| match e {
-            Error::Io { .. } if !dir.is_dir() => Error::NotADatabase {
-                path: dir.clone(),
-                detail: "is not a directory".into(),
-            },
-            e => e,
-        })?
-        else {
+        if !dir.is_dir() {
             return Err(Error::NotADatabase {
-                path: dir.clone(),
-                detail: "holds no database (no CURRENT file)".into(),
+                path: dir,
+                detail: "is not a directory".into(),
             });
-        };
-        let state = replay_manifest(&dir, number)?;
-        recover(dir, options, None, state)
+        }
+        // A writer in another process may flush or compact while we read,
+        // deleting a WAL or table the manifest we read still names. If the
+        // manifest changed meanwhile, read the new state; if it did not,
+        // the error stands.
+        let mut attempt = 0;
+        loop {
+            let before = manifest_identity(&dir);
+            let result = match manifest::read_current(&dir)? {
+                Some(number) => replay_manifest(&dir, number)
+                    .and_then(|state| recover(dir.clone(), options.clone(), None, state)),
+                None => {
+                    // Tables or WAL data without CURRENT is Corruption.
+                    check_fresh_directory(&dir)?;
+                    return Err(Error::NotADatabase {
+                        path: dir,
+                        detail: "holds no database (no CURRENT file)".into(),
+                    });
+                }
+            };
+            attempt += 1;
+            match result {
+                Err(e) if attempt < 5 && manifest_identity(&dir) != before => {
+                    let _ = e; // the state moved under us: read it again
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Sets `key` to `value`.
@@ -334,6 +352,19 @@ impl Db {
         let hi = map_bound(range.end_bound());
         let (sv, seq) = self.inner.view();
         iterate(sv, seq, lo, hi)
+    }
+
+    /// Iterates every live pair in key order (double-ended), as of the
+    /// moment of the call: `range` over all keys, without having to name a
+    /// key type for the unbounded range.
+    pub fn iter(&self) -> DbIterator {
+        let (sv, seq) = self.inner.view();
+        iterate(
+            sv,
+            seq,
+            std::ops::Bound::Unbounded,
+            std::ops::Bound::Unbounded,
+        )
     }
 
     /// Iterates the live pairs whose key starts with `prefix`, in key order.
@@ -535,6 +566,17 @@ impl Drop for Db {
             let _ = self.shutdown();
         }
     }
+}
+
+/// What identifies the manifest state on disk: `CURRENT`'s content and
+/// the length of the manifest it names. A writer changes one of them with
+/// every flush or compaction.
+fn manifest_identity(dir: &Path) -> Option<(u64, u64)> {
+    let number = manifest::read_current(dir).ok()??;
+    let len = std::fs::metadata(filename::manifest_path(dir, number))
+        .ok()?
+        .len();
+    Some((number, len))
 }
 
 /// One SSTable of the current version, as [`Db::live_files`] lists it.

@@ -15,6 +15,9 @@ use crate::error::{CliError, EXIT_IO};
 const EXIT_MODEL_MISS: u8 = 1;
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Example:\n  kvctl bench readamp --keys 50000 --files 1,8 --bits-per-key 0,10 --no-debian"
+)]
 pub struct BenchArgs {
     #[command(subcommand)]
     pub what: BenchCommand,
@@ -44,7 +47,6 @@ pub struct ReadampArgs {
     #[arg(long, value_delimiter = ',', default_values_t = vec![0, 2, 4, 6, 8, 10, 12, 14, 16])]
     pub bits_per_key: Vec<u32>,
     /// Forced hash counts k for the k sweep at 10 bits per key over 8 runs
-    /// (empty to skip)
     #[arg(long, value_delimiter = ',', default_values_t = (1..=12).collect::<Vec<u32>>())]
     pub hashes: Vec<u32>,
     /// Fraction of lookups that miss, for the mixed figure
@@ -117,7 +119,8 @@ fn readamp(a: &ReadampArgs) -> Result<(), CliError> {
             let _ = writeln!(stdout, "wrote {}", s.csv.display());
             Ok(())
         }
-        // Exit 1, as `cargo bench --bench read_amplification` does.
+        // Exit 1, as `cargo bench --bench read_amplification` does (for
+        // `bench`, 1 means "disagrees with the model", not "not found").
         Ok(s) => Err(CliError::new(
             EXIT_MODEL_MISS,
             format!(
@@ -125,6 +128,7 @@ fn readamp(a: &ReadampArgs) -> Result<(), CliError> {
                 s.misses.len()
             ),
         )),
+        Err(e @ readamp::Error::Config(_)) => Err(CliError::usage(e.to_string())),
         Err(e) => Err(CliError::new(EXIT_IO, e.to_string())),
     }
 }

@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::data::open_existing;
 use crate::error::{write_failed, CliError};
-use crate::format::{escaped_arg, human_bytes};
+use crate::format::{escaped_arg, human_bytes, Bytes};
 use crate::stats::{levels_table, write_amplification_line};
 
 #[derive(Debug, Args)]
@@ -19,14 +19,17 @@ pub struct CompactArgs {
     pub db: PathBuf,
     /// First key of the range to compact (escaped); needs --to
     #[arg(long, value_name = "K", value_parser = escaped_arg, requires = "to")]
-    pub from: Option<Vec<u8>>,
+    pub from: Option<Bytes>,
     /// Last key of the range to compact, inclusive (escaped); needs --from
     #[arg(long, value_name = "K", value_parser = escaped_arg, requires = "from")]
-    pub to: Option<Vec<u8>>,
+    pub to: Option<Bytes>,
     /// No progress spinner
     #[arg(long, short)]
     pub quiet: bool,
 }
+
+// `Bytes`, not `Vec<u8>`: clap's derive reads a literal `Vec` as "many
+// values" and panics at run time when the parser yields one `Vec<u8>`.
 
 /// Flushes, compacts (everything, or files overlapping `--from ..= --to`)
 /// down to the deepest level holding data, and prints the levels before

@@ -70,6 +70,7 @@ pub struct ImportArgs {
     #[arg(long, value_name = "N")]
     pub bits_per_key: Option<u32>,
     /// Take keys and values verbatim instead of unescaping `\t`, `\n`, `\\`, `\xNN`
+    /// (the `\r` of a CRLF line ending is still removed)
     #[arg(long)]
     pub raw: bool,
     /// No progress bar

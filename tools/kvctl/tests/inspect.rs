@@ -594,7 +594,7 @@ fn wal_dump_then_a_torn_tail_then_damage() {
 000007.log: 50 B, 1 record, 1 update
   offset  bytes  seq  op   key    value
        0     23  303  put  m-key  mem
-torn tail at offset 35: record cut off: 18 payload bytes declared, 3 present (never acknowledged; recovery drops it)
+torn tail at offset 35: record cut off: 18 payload bytes declared, 3 present (recovery drops it: a write cut off by a crash, or, if it was synced, damage to the last record)
 "
     );
     let j = json_ok(&["wal", "dump", p(&wal)]);

@@ -324,7 +324,7 @@ fn wal_text(w: &WalContents, show: Show) -> String {
     }
     if let Some(t) = &w.torn_tail {
         out.push_str(&format!(
-            "torn tail at offset {}: {} (never acknowledged; recovery drops it)\n",
+            "torn tail at offset {}: {} (recovery drops it: a write cut off by a crash, or, if it was synced, damage to the last record)\n",
             t.offset, t.reason
         ));
     }
