@@ -446,5 +446,8 @@ fn read_only_opens_succeed_while_a_writer_flushes_and_compacts() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let written = handle.join().unwrap();
     assert!(written > 0);
-    assert!(writer.stats().flushes > 0, "the writer flushed during the test");
+    assert!(
+        writer.stats().flushes > 0,
+        "the writer flushed during the test"
+    );
 }
