@@ -318,34 +318,52 @@ pub struct ExportArgs {
     /// Only keys starting with this (escaped) prefix
     #[arg(long, value_name = "P", value_parser = escaped_arg)]
     pub prefix: Option<Bytes>,
+    /// No progress bar
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 pub fn export(args: &ExportArgs) -> Result<(), CliError> {
     let db = open_read_only(&args.db)?;
     let iter = match &args.prefix {
         Some(p) => db.prefix(p),
-        None => db.range::<Vec<u8>, _>(..),
+        None => db.iter(),
     };
     if args.file == Path::new("-") {
         let mut out = BufWriter::new(io::stdout().lock());
-        write_pairs(iter, &mut out)?;
+        write_pairs(iter, &mut out, &ProgressBar::hidden())?;
         return out.flush().map_err(write_failed);
     }
+    // The bar counts keys against the entries in SSTables, an upper bound
+    // (old versions and tombstones are not exported).
+    let progress = if args.quiet || !io::stderr().is_terminal() {
+        ProgressBar::hidden()
+    } else {
+        let entries: u64 = db.stats().levels.iter().map(|l| l.entries).sum();
+        let pb = ProgressBar::new(entries);
+        if let Ok(style) =
+            ProgressStyle::with_template("[{elapsed_precise}] {wide_bar} {pos} keys  {msg}")
+        {
+            pb.set_style(style);
+        }
+        pb
+    };
     let what = args.file.display();
     let failed = |e: io::Error| CliError::from_io(format!("write {what}"), &e);
     let f =
         File::create(&args.file).map_err(|e| CliError::from_io(format!("create {what}"), &e))?;
     let n = if args.file.extension().is_some_and(|e| e == "gz") {
         let mut enc = GzEncoder::new(BufWriter::new(f), flate2::Compression::default());
-        let n = write_pairs(iter, &mut enc)?;
+        let n = write_pairs(iter, &mut enc, &progress)?;
         enc.finish().and_then(|mut w| w.flush()).map_err(failed)?;
         n
     } else {
         let mut out = BufWriter::new(f);
-        let n = write_pairs(iter, &mut out)?;
+        let n = write_pairs(iter, &mut out, &progress)?;
         out.flush().map_err(failed)?;
         n
     };
+    progress.finish_and_clear();
     eprintln!("exported {} keys to {what}", group(n));
     Ok(())
 }
@@ -354,12 +372,16 @@ pub fn export(args: &ExportArgs) -> Result<(), CliError> {
 fn write_pairs(
     iter: impl Iterator<Item = siftdb::Result<Pair>>,
     out: &mut impl Write,
+    progress: &ProgressBar,
 ) -> Result<u64, CliError> {
     let mut n = 0;
     for item in iter {
         let (k, v) = item?;
         writeln!(out, "{}\t{}", escape_bytes(&k), escape_bytes(&v)).map_err(write_failed)?;
         n += 1;
+        if n % 1024 == 0 {
+            progress.set_position(n);
+        }
     }
     Ok(n)
 }
@@ -507,7 +529,11 @@ pub fn scan(args: &ScanArgs) -> Result<(), CliError> {
         Box::new(iter)
     };
     let mut out = BufWriter::new(io::stdout().lock());
-    write_pairs(iter.take(args.limit.unwrap_or(usize::MAX)), &mut out)?;
+    write_pairs(
+        iter.take(args.limit.unwrap_or(usize::MAX)),
+        &mut out,
+        &ProgressBar::hidden(),
+    )?;
     out.flush().map_err(write_failed)
 }
 
