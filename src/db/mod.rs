@@ -600,7 +600,8 @@ pub struct LiveFile {
 /// called: `get`, `range` and `prefix` behave as on the `Db`, but see no
 /// write made after that moment, however many flushes and compactions
 /// follow. Dropping it releases the old versions it kept alive. It may
-/// outlive the `Db` handle; reads then still work.
+/// outlive the `Db` handle; reads then still work, and the database stays
+/// locked (`LOCK` is released when the last snapshot is dropped).
 pub struct Snapshot {
     inner: Arc<DbInner>,
     seq: SequenceNumber,
