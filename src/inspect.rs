@@ -46,6 +46,7 @@ use crate::version::edit::{FileMetaData, VersionEdit};
 use crate::version::manifest::{read_current, FORMAT_VERSION};
 use crate::version::set::{ReplayedState, TableFile, Version};
 use crate::write_batch::{check_lengths, decode_batch};
+use crate::LevelStats;
 use crate::{Error, Result};
 
 /// How often [`DbSnapshot::open`] (and [`verify_db`]) start over when a
@@ -893,66 +894,26 @@ impl Iterator for TableEntries<'_> {
 
 // ---------------------------------------------------------------- levels
 
-/// Totals of one level.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct LevelSummary {
-    /// Level number.
-    pub level: usize,
-    /// Tables.
-    pub files: u64,
-    /// Bytes on disk.
-    pub bytes: u64,
-    /// Entries, tombstones included.
-    pub entries: u64,
-    /// Distinct user keys, summed over files.
-    pub distinct_keys: u64,
-    /// Tombstones.
-    pub tombstones: u64,
-    /// Bytes of filter blocks: the memory filters take when mapped in.
-    pub filter_bytes: u64,
-    /// Filter bits (`m`) summed over files.
-    pub filter_bits: u64,
-}
-
-impl LevelSummary {
-    /// Filter bits per distinct key, 0 without keys.
-    pub fn bits_per_key(&self) -> f64 {
-        if self.distinct_keys == 0 {
-            0.0
-        } else {
-            self.filter_bits as f64 / self.distinct_keys as f64
-        }
-    }
-
-    fn add(&mut self, t: &TableInfo) {
-        self.files += 1;
-        self.bytes += t.file_size;
-        self.entries += t.properties.num_entries;
-        self.distinct_keys += t.properties.num_distinct_keys;
-        self.tombstones += t.properties.num_tombstones;
-        self.filter_bytes += t.filter.block_bytes;
-        self.filter_bits += t.filter.bloom.map_or(0, |b| b.bits);
-    }
-}
-
 /// One summary per level of the tree (empty levels included), then the
 /// total (whose `level` is the number of levels).
-pub fn level_summaries(tables: &[TableInfo], levels: usize) -> (Vec<LevelSummary>, LevelSummary) {
-    let mut out: Vec<LevelSummary> = (0..levels)
-        .map(|level| LevelSummary {
+pub fn level_summaries(tables: &[TableInfo], levels: usize) -> (Vec<LevelStats>, LevelStats) {
+    let mut out: Vec<LevelStats> = (0..levels)
+        .map(|level| LevelStats {
             level,
             ..Default::default()
         })
         .collect();
-    let mut total = LevelSummary {
+    let mut total = LevelStats {
         level: levels,
         ..Default::default()
     };
     for t in tables {
+        let add =
+            |l: &mut LevelStats| l.add_table(t.file_size, &t.properties, t.filter.block_bytes);
         if let Some(l) = t.level.and_then(|l| out.get_mut(l)) {
-            l.add(t);
+            add(l);
         }
-        total.add(t);
+        add(&mut total);
     }
     (out, total)
 }

@@ -6,6 +6,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::sstable::TableProperties;
+
 /// A snapshot of a database's counters and shape. Counters count events
 /// since `Db::open`; the per-level figures describe the current version.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -90,9 +92,39 @@ pub struct LevelStats {
     pub tombstones: u64,
     /// Bloom filter bits, summed over files.
     pub filter_bits: u64,
+    /// Bytes of filter blocks, summed over files: the memory the filters
+    /// take once mapped in.
+    pub filter_bytes: u64,
 }
 
 impl LevelStats {
+    /// Adds one SSTable of `file_size` bytes with properties `props` and a
+    /// filter block of `filter_bytes` bytes.
+    pub fn add_table(&mut self, file_size: u64, props: &TableProperties, filter_bytes: u64) {
+        self.files += 1;
+        self.bytes += file_size;
+        self.entries += props.num_entries;
+        self.distinct_keys += props.num_distinct_keys;
+        self.tombstones += props.num_tombstones;
+        self.filter_bits += props.filter_bits;
+        self.filter_bytes += filter_bytes;
+    }
+
+    /// The sum of `levels` (its `level` is 0 and means nothing).
+    pub fn sum(levels: &[LevelStats]) -> LevelStats {
+        let mut t = LevelStats::default();
+        for l in levels {
+            t.files += l.files;
+            t.bytes += l.bytes;
+            t.entries += l.entries;
+            t.distinct_keys += l.distinct_keys;
+            t.tombstones += l.tombstones;
+            t.filter_bits += l.filter_bits;
+            t.filter_bytes += l.filter_bytes;
+        }
+        t
+    }
+
     /// Filter bits per distinct key in this level (0 with no keys).
     pub fn bits_per_key(&self) -> f64 {
         if self.distinct_keys == 0 {

@@ -249,6 +249,10 @@ fn output_filters_are_rebuilt_from_live_keys() {
         distinct += p.num_distinct_keys;
     }
     assert_eq!(distinct, 4000, "filters cover only the live keys");
+    // Each filter block is its bit array plus the byte holding k.
+    let filter_bytes: u64 = db.stats().levels.iter().map(|l| l.filter_bytes).sum();
+    let expected: u64 = files.iter().map(|f| f.properties.filter_bits / 8 + 1).sum();
+    assert_eq!(filter_bytes, expected);
 
     let before = db.stats();
     let probes = 40_000;

@@ -500,16 +500,11 @@ impl Db {
             .map(|(level, files)| {
                 let mut s = LevelStats {
                     level,
-                    files: files.len(),
                     ..Default::default()
                 };
                 for f in files {
-                    let p = f.table.properties();
-                    s.bytes += f.meta.file_size;
-                    s.entries += p.num_entries;
-                    s.distinct_keys += p.num_distinct_keys;
-                    s.tombstones += p.num_tombstones;
-                    s.filter_bits += p.filter_bits;
+                    let filter_bytes = f.table.filter_bytes().map_or(0, |b| b.len() as u64);
+                    s.add_table(f.meta.file_size, f.table.properties(), filter_bytes);
                 }
                 s
             })

@@ -22,20 +22,6 @@ pub struct StatsArgs {
     pub json: bool,
 }
 
-/// The sum of `levels`, with `level` set to `usize::MAX` (unused).
-fn total(levels: &[LevelStats]) -> LevelStats {
-    let mut t = LevelStats::default();
-    for l in levels {
-        t.files += l.files;
-        t.bytes += l.bytes;
-        t.entries += l.entries;
-        t.distinct_keys += l.distinct_keys;
-        t.tombstones += l.tombstones;
-        t.filter_bits += l.filter_bits;
-    }
-    t
-}
-
 fn level_json(l: &LevelStats) -> serde_json::Value {
     json!({
         "files": l.files,
@@ -61,7 +47,7 @@ pub fn stats_json(stats: &Stats) -> serde_json::Value {
         .collect();
     json!({
         "levels": levels_json,
-        "total": level_json(&total(levels)),
+        "total": level_json(&LevelStats::sum(levels)),
         "write_amplification": stats.write_amplification(),
         "user_bytes_flushed": stats.total_user_bytes_flushed,
         "table_bytes_written": stats.total_table_bytes_written,
@@ -93,7 +79,7 @@ pub fn levels_table(levels: &[LevelStats]) -> Table {
     for l in levels.iter().filter(|l| l.files > 0) {
         t.row(cells(format!("L{}", l.level), l));
     }
-    t.row(cells("total".into(), &total(levels)));
+    t.row(cells("total".into(), &LevelStats::sum(levels)));
     t
 }
 

@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::{json, Value};
 use siftdb::filename::manifest_name;
-use siftdb::inspect::{filter_settings, level_summaries, DbSnapshot, LevelSummary};
+use siftdb::inspect::{filter_settings, level_summaries, DbSnapshot};
 use siftdb::version::set::NUM_LEVELS;
+use siftdb::LevelStats;
 
 use super::{emit, emit_json, file_name, snapshot};
 use crate::error::CliError;
@@ -35,7 +36,7 @@ fn write_amplification(s: &DbSnapshot) -> f64 {
     }
 }
 
-fn level_json(l: &LevelSummary) -> Value {
+fn level_json(l: &LevelStats) -> Value {
     json!({
         "files": l.files,
         "bytes": l.bytes,
@@ -201,10 +202,10 @@ pub fn info_text(s: &DbSnapshot) -> String {
         ("filter memory", Align::Right),
         ("bits/key", Align::Right),
     ]);
-    let cells = |name: String, l: &LevelSummary| {
+    let cells = |name: String, l: &LevelStats| {
         vec![
             name,
-            group(l.files),
+            group(l.files as u64),
             human_bytes(l.bytes),
             group(l.entries),
             group(l.distinct_keys),
