@@ -131,6 +131,116 @@ fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
         })
 }
 
+/// Data-block reads per lookup of `p` as measured, for absent or present
+/// keys.
+fn measured_reads(p: &Point, absent: bool) -> f64 {
+    if absent {
+        p.reads_absent
+    } else {
+        p.reads_present
+    }
+}
+
+/// Draws a model as a solid line of colour `c` and the measured points as
+/// dots of the same colour, with one legend entry (a line through a dot).
+fn model_and_points<'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    label: &str,
+    c: RGBColor,
+    model: Vec<(f64, f64)>,
+    points: Vec<(f64, f64)>,
+) -> DrawResult
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    chart
+        .draw_series(LineSeries::new(model, c.stroke_width(2)))?
+        .label(label)
+        .legend(move |(x, y)| {
+            EmptyElement::at((x, y))
+                + PathElement::new(vec![(0, 0), (24, 0)], c.stroke_width(2))
+                + Circle::new((12, 0), 5, c.filled())
+        });
+    chart.draw_series(points.into_iter().map(|xy| Circle::new(xy, 5, c.filled())))?;
+    Ok(())
+}
+
+/// Draws a thin dashed line of colour `c` with its legend entry.
+fn dashed<'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    label: &str,
+    c: RGBColor,
+    line: Vec<(f64, f64)>,
+) -> DrawResult
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    chart
+        .draw_series(DashedLineSeries::new(line, 6, 4, c.stroke_width(1)))?
+        .label(label)
+        .legend(move |(x, y)| {
+            DashedPathElement::new(vec![(x, y), (x + 24, y)], 6, 4, c.stroke_width(1))
+        });
+    Ok(())
+}
+
+/// Draws the legend box of `chart` at `position`.
+fn legend_box<'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    position: SeriesLabelPosition,
+) -> DrawResult
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    chart
+        .configure_series_labels()
+        .position(position)
+        .label_font(("sans-serif", LEGEND))
+        .background_style(WHITE.mix(0.9))
+        .border_style(GREY)
+        .draw()?;
+    Ok(())
+}
+
+/// Writes the two-line headline comparison of `none` (no filters) and
+/// `with` (`bits` bits per key) at `at` (`"L = 8"`), its first line's
+/// baseline 48 pixels above the pixel `(x0, y0)`.
+fn headline_note(
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+    (x0, y0): (i32, i32),
+    at: &str,
+    none: &Point,
+    with: &Point,
+    bits: u32,
+) -> DrawResult {
+    let style = ("sans-serif", LEGEND).into_font().color(&BLACK);
+    let lines = [
+        format!(
+            "At {at}, {:.0}% of lookups absent: {:.2} reads per lookup without filters,",
+            none.absent_fraction * 100.0,
+            none.reads_mixed
+        ),
+        format!(
+            "{:.2} with {bits} bits/key ({:.0}% fewer; model {:.2} and {:.2}).",
+            with.reads_mixed,
+            (1.0 - with.reads_mixed / none.reads_mixed) * 100.0,
+            none.theory_mixed,
+            with.theory_mixed
+        ),
+    ];
+    for (i, line) in lines.iter().enumerate() {
+        root.draw(&Text::new(
+            line.clone(),
+            (x0, y0 - 48 + 20 * i as i32),
+            style.clone(),
+        ))?;
+    }
+    Ok(())
+}
+
 /// (1) Reads per lookup vs number of runs, absent and present keys, no
 /// filters and 10 bits/key; measured points over the model's lines.
 fn reads_vs_files(points: &[Point], path: &Path) -> Option<DrawResult> {
@@ -255,44 +365,17 @@ fn reads_vs_files(points: &[Point], path: &Path) -> Option<DrawResult> {
             ),
         ];
         for (label, color, f, pts, absent) in &series {
-            let c = *color;
-            chart
-                .draw_series(LineSeries::new(curve(f.as_ref()), c.stroke_width(2)))?
-                .label(label.as_str())
-                .legend(move |(x, y)| {
-                    EmptyElement::at((x, y))
-                        + PathElement::new(vec![(0, 0), (24, 0)], c.stroke_width(2))
-                        + Circle::new((12, 0), 5, c.filled())
-                });
-            let data: Vec<(f64, f64)> = pts
+            let dots = pts
                 .iter()
-                .map(|p| {
-                    (
-                        p.files as f64,
-                        if *absent {
-                            p.reads_absent
-                        } else {
-                            p.reads_present
-                        },
-                    )
-                })
+                .map(|p| (p.files as f64, measured_reads(p, *absent)))
                 .collect();
-            chart.draw_series(data.iter().map(|&xy| Circle::new(xy, 5, c.filled())))?;
+            model_and_points(&mut chart, label, *color, curve(f.as_ref()), dots)?;
         }
         if !debian.is_empty() {
             for (absent, color) in [(true, BLUE), (false, GREEN)] {
                 let data: Vec<(f64, f64)> = debian
                     .iter()
-                    .map(|p| {
-                        (
-                            p.files as f64,
-                            if absent {
-                                p.reads_absent
-                            } else {
-                                p.reads_present
-                            },
-                        )
-                    })
+                    .map(|p| (p.files as f64, measured_reads(p, absent)))
                     .collect();
                 let series = chart.draw_series(
                     data.iter()
@@ -317,38 +400,10 @@ fn reads_vs_files(points: &[Point], path: &Path) -> Option<DrawResult> {
                 .find(|p| p.files == HEADLINE_FILES && p.bits_per_key == bits)
         };
         if let (Some(a), Some(b)) = (at(0), at(HEADLINE_BITS_PER_KEY)) {
-            let style = ("sans-serif", LEGEND).into_font().color(&BLACK);
-            let lines = [
-                format!(
-                    "At L = {HEADLINE_FILES}, {:.0}% of lookups absent: {:.2} reads per lookup \
-                     without filters,",
-                    a.absent_fraction * 100.0,
-                    a.reads_mixed
-                ),
-                format!(
-                    "{:.2} with {bits} bits/key ({:.0}% fewer; model {:.2} and {:.2}).",
-                    b.reads_mixed,
-                    (1.0 - b.reads_mixed / a.reads_mixed) * 100.0,
-                    a.theory_mixed,
-                    b.theory_mixed
-                ),
-            ];
-            let (x0, y0) = chart.backend_coord(&(2.0, (lo * 0.5).min(0.005)));
-            for (i, line) in lines.iter().enumerate() {
-                root.draw(&Text::new(
-                    line.clone(),
-                    (x0, y0 - 48 + 20 * i as i32),
-                    style.clone(),
-                ))?;
-            }
+            let xy = chart.backend_coord(&(2.0, (lo * 0.5).min(0.005)));
+            headline_note(&root, xy, &format!("L = {HEADLINE_FILES}"), a, b, bits)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font(("sans-serif", LEGEND))
-            .background_style(WHITE.mix(0.9))
-            .border_style(GREY)
-            .draw()?;
+        legend_box(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present()?;
         Ok(())
     })())
@@ -415,22 +470,17 @@ fn fpr_vs_bits(points: &[Point], path: &Path) -> Option<DrawResult> {
             .label("theory with siftdb's integer k: (1 − e^(−k·n/m))^k")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], BLUE.stroke_width(2)));
         chart.draw_series(theory.iter().map(|&xy| Circle::new(xy, 3, BLUE.filled())))?;
-        chart
-            .draw_series(DashedLineSeries::new(
-                (10..=10 * max_b)
-                    .map(|i| {
-                        let b = f64::from(i) / 10.0;
-                        (b, 0.5f64.powf(b * std::f64::consts::LN_2))
-                    })
-                    .collect::<Vec<_>>(),
-                6,
-                4,
-                GREY.stroke_width(1),
-            ))?
-            .label("theory with the ideal real k = (m/n)·ln 2: 0.6185^(m/n)")
-            .legend(|(x, y)| {
-                DashedPathElement::new(vec![(x, y), (x + 24, y)], 6, 4, GREY.stroke_width(1))
-            });
+        dashed(
+            &mut chart,
+            "theory with the ideal real k = (m/n)·ln 2: 0.6185^(m/n)",
+            GREY,
+            (10..=10 * max_b)
+                .map(|i| {
+                    let b = f64::from(i) / 10.0;
+                    (b, 0.5f64.powf(b * std::f64::consts::LN_2))
+                })
+                .collect(),
+        )?;
         chart
             .draw_series(grid.iter().map(|p| {
                 Circle::new(
@@ -453,13 +503,7 @@ fn fpr_vs_bits(points: &[Point], path: &Path) -> Option<DrawResult> {
                 .label("measured, Debian package names / English words (L = 1, 4, 8, 16)")
                 .legend(|(x, y)| TriangleMarker::new((x + 12, y), 8, GREEN.stroke_width(2)));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font(("sans-serif", LEGEND))
-            .background_style(WHITE.mix(0.9))
-            .border_style(GREY)
-            .draw()?;
+        legend_box(&mut chart, SeriesLabelPosition::UpperRight)?;
         root.present()?;
         Ok(())
     })())
@@ -579,13 +623,7 @@ fn fpr_vs_hashes(points: &[Point], path: &Path) -> Option<DrawResult> {
             ))?
             .label(format!("best real k = (m/n)·ln 2 = {best:.2}"))
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], GREY.stroke_width(1)));
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font(("sans-serif", LEGEND))
-            .background_style(WHITE.mix(0.9))
-            .border_style(GREY)
-            .draw()?;
+        legend_box(&mut chart, SeriesLabelPosition::UpperRight)?;
         root.present()?;
         Ok(())
     })())
@@ -718,58 +756,42 @@ fn reads_vs_levels(points: &[Point], path: &Path) -> Option<DrawResult> {
             if pts.is_empty() {
                 continue;
             }
-            let c = *color;
-            let pick = |p: &Point, theory: bool| match (absent, theory) {
-                (true, false) => p.reads_absent,
-                (true, true) => p.theory_absent,
-                (false, false) => p.reads_present,
-                (false, true) => p.theory_present,
+            let theory = |p: &Point| {
+                if *absent {
+                    p.theory_absent
+                } else {
+                    p.theory_present
+                }
             };
-            let theory: Vec<(f64, f64)> = pts
+            let model = pts.iter().map(|p| (p.files as f64, theory(p))).collect();
+            let dots = pts
                 .iter()
-                .map(|p| (p.files as f64, pick(p, true)))
+                .map(|p| (p.files as f64, measured_reads(p, *absent)))
                 .collect();
-            chart
-                .draw_series(LineSeries::new(theory, c.stroke_width(2)))?
-                .label(label.as_str())
-                .legend(move |(x, y)| {
-                    EmptyElement::at((x, y))
-                        + PathElement::new(vec![(0, 0), (24, 0)], c.stroke_width(2))
-                        + Circle::new((12, 0), 5, c.filled())
-                });
-            chart.draw_series(
-                pts.iter()
-                    .map(|p| Circle::new((p.files as f64, pick(p, false)), 5, c.filled())),
-            )?;
+            model_and_points(&mut chart, label, *color, model, dots)?;
         }
         // The equal-runs model of plot (1) at L = D, for comparison.
-        let runs: Vec<(f64, f64)> = (0..=100)
-            .map(|i| {
-                let l = 1.0 + (max_d - 1.0) * f64::from(i) / 100.0;
-                (l, (l + 1.0) / 2.0)
-            })
-            .collect();
-        chart
-            .draw_series(DashedLineSeries::new(runs, 6, 4, ORANGE.stroke_width(1)))?
-            .label("present keys, no filters, D equal overlapping runs: (D+1)/2")
-            .legend(|(x, y)| {
-                DashedPathElement::new(vec![(x, y), (x + 24, y)], 6, 4, ORANGE.stroke_width(1))
-            });
-        if bits > 0 {
-            let runs: Vec<(f64, f64)> = (0..=100)
+        let equal_runs = |f: &dyn Fn(f64) -> f64| -> Vec<(f64, f64)> {
+            (0..=100)
                 .map(|i| {
                     let l = 1.0 + (max_d - 1.0) * f64::from(i) / 100.0;
-                    (l, 1.0 + (l - 1.0) / 2.0 * p_model)
+                    (l, f(l))
                 })
-                .collect();
-            chart
-                .draw_series(DashedLineSeries::new(runs, 6, 4, GREEN.stroke_width(1)))?
-                .label(format!(
-                    "present keys, {bits} bits/key, D equal runs: 1 + (D−1)/2·p"
-                ))
-                .legend(|(x, y)| {
-                    DashedPathElement::new(vec![(x, y), (x + 24, y)], 6, 4, GREEN.stroke_width(1))
-                });
+                .collect()
+        };
+        dashed(
+            &mut chart,
+            "present keys, no filters, D equal overlapping runs: (D+1)/2",
+            ORANGE,
+            equal_runs(&|l| (l + 1.0) / 2.0),
+        )?;
+        if bits > 0 {
+            dashed(
+                &mut chart,
+                &format!("present keys, {bits} bits/key, D equal runs: 1 + (D−1)/2·p"),
+                GREEN,
+                equal_runs(&|l| 1.0 + (l - 1.0) / 2.0 * p_model),
+            )?;
         }
         let deepest_d = deepest.map_or(0, |p| p.files);
         let at = |pts: &[&'_ Point]| -> Option<Point> {
@@ -778,38 +800,10 @@ fn reads_vs_levels(points: &[Point], path: &Path) -> Option<DrawResult> {
                 .map(|p| (*p).clone())
         };
         if let (Some(a), Some(b)) = (at(&none), at(&with)) {
-            let style = ("sans-serif", LEGEND).into_font().color(&BLACK);
-            let lines = [
-                format!(
-                    "At D = {}, {:.0}% of lookups absent: {:.2} reads per lookup without filters,",
-                    a.files,
-                    a.absent_fraction * 100.0,
-                    a.reads_mixed
-                ),
-                format!(
-                    "{:.2} with {bits} bits/key ({:.0}% fewer; model {:.2} and {:.2}).",
-                    b.reads_mixed,
-                    (1.0 - b.reads_mixed / a.reads_mixed) * 100.0,
-                    a.theory_mixed,
-                    b.theory_mixed
-                ),
-            ];
-            let (x0, y0) = chart.backend_coord(&(1.6, y_lo));
-            for (i, line) in lines.iter().enumerate() {
-                root.draw(&Text::new(
-                    line.clone(),
-                    (x0, y0 - 48 + 20 * i as i32),
-                    style.clone(),
-                ))?;
-            }
+            let xy = chart.backend_coord(&(1.6, y_lo));
+            headline_note(&root, xy, &format!("D = {}", a.files), &a, &b, bits)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font(("sans-serif", LEGEND))
-            .background_style(WHITE.mix(0.9))
-            .border_style(GREY)
-            .draw()?;
+        legend_box(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present()?;
         Ok(())
     })())

@@ -185,6 +185,31 @@ fn key_cells(p: &Point) -> Vec<String> {
     ]
 }
 
+/// The two header rows of a table: `groups` puts a label above the column
+/// at each index (the first of the columns it spans), `columns` names every
+/// column.
+fn header(groups: &[(usize, String)], columns: &[&str]) -> Vec<Vec<String>> {
+    let mut top = vec![String::new(); columns.len()];
+    for (at, label) in groups {
+        top[*at] = label.clone();
+    }
+    vec![top, columns.iter().map(|c| c.to_string()).collect()]
+}
+
+/// One row per point, `row(p)`, with an empty row between sweeps.
+fn sweep_rows(points: &[Point], row: impl Fn(&Point) -> Vec<String>) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    let mut last_sweep = None;
+    for p in points {
+        if last_sweep.is_some() && last_sweep != Some(p.sweep) {
+            rows.push(vec![String::new()]);
+        }
+        last_sweep = Some(p.sweep);
+        rows.push(row(p));
+    }
+    rows
+}
+
 /// Writes the tables of `points`: data-block reads per lookup (absent,
 /// present, mixed), and the filters (false-positive rate, bits set, probes
 /// and files skipped per lookup); each quantity as measured, theory and
@@ -196,46 +221,26 @@ fn key_cells(p: &Point) -> Vec<String> {
 /// Errors of `out`.
 pub fn write_table(points: &[Point], out: &mut dyn Write) -> io::Result<()> {
     let f = points.first().map_or(0.4, |p| p.absent_fraction);
-    let mut rows = vec![
-        vec![
-            "".into(),
-            "".into(),
-            "".into(),
-            "".into(),
-            "".into(),
-            "absent keys".into(),
-            "".into(),
-            "".into(),
-            "present keys".into(),
-            "".into(),
-            "".into(),
-            format!("mixed, {:.0}% absent", f * 100.0),
-            "".into(),
-            "".into(),
-            "".into(),
+    let mut rows = header(
+        &[
+            (5, "absent keys".into()),
+            (8, "present keys".into()),
+            (11, format!("mixed, {:.0}% absent", f * 100.0)),
         ],
-        [
+        &[
             "layout", "L/D", "bits/key", "k", "lookups", "measured", "theory", "ratio", "measured",
             "theory", "ratio", "measured", "theory", "ratio", "ok",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
-    ];
-    let mut last_sweep = None;
-    for p in points {
-        if last_sweep.is_some() && last_sweep != Some(p.sweep) {
-            rows.push(vec![String::new()]);
-        }
-        last_sweep = Some(p.sweep);
+        ],
+    );
+    rows.extend(sweep_rows(points, |p| {
         let mut r = key_cells(p);
         r.push(p.lookups().to_string());
         r.extend(triple(Some(p.reads_absent), Some(p.theory_absent)));
         r.extend(triple(Some(p.reads_present), Some(p.theory_present)));
         r.extend(triple(Some(p.reads_mixed), Some(p.theory_mixed)));
         r.push(if p.within_tolerance() { "yes" } else { "NO" }.into());
-        rows.push(r);
-    }
+        r
+    }));
     writeln!(
         out,
         "Data-block reads per lookup (measured | theory | measured/theory)"
@@ -243,44 +248,27 @@ pub fn write_table(points: &[Point], out: &mut dyn Write) -> io::Result<()> {
     render(out, &rows, &[5, 8, 11, 14])?;
     writeln!(out)?;
 
-    let mut rows = vec![
-        vec![
-            "".into(),
-            "".into(),
-            "".into(),
-            "".into(),
-            "false-positive rate".into(),
-            "".into(),
-            "".into(),
-            "filter bits set".into(),
-            "".into(),
-            "filter probes/lookup".into(),
-            "".into(),
-            "files skipped/lookup".into(),
-            "".into(),
+    let mut rows = header(
+        &[
+            (4, "false-positive rate".into()),
+            (7, "filter bits set".into()),
+            (9, "filter probes/lookup".into()),
+            (11, "files skipped/lookup".into()),
         ],
-        [
+        &[
             "layout", "L/D", "bits/key", "k", "measured", "theory", "ratio", "measured", "theory",
             "measured", "theory", "measured", "theory",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
-    ];
-    let mut last_sweep = None;
-    for p in points {
-        if last_sweep.is_some() && last_sweep != Some(p.sweep) {
-            rows.push(vec![String::new()]);
-        }
-        last_sweep = Some(p.sweep);
+        ],
+    );
+    rows.extend(sweep_rows(points, |p| {
         let mut r = key_cells(p);
         r.extend(triple(p.fpr_measured, p.fpr_theory));
         let [m, t, _] = triple(p.bits_set_fraction, p.bits_set_theory);
         r.extend([m, t]);
         r.extend([sig(p.filter_probes_per_lookup), sig(p.probes_theory)]);
         r.extend([sig(p.files_skipped_per_lookup), sig(p.skipped_theory)]);
-        rows.push(r);
-    }
+        r
+    }));
     writeln!(
         out,
         "Filters (per lookup figures at {:.0}% absent lookups)",
@@ -295,17 +283,9 @@ pub fn write_table(points: &[Point], out: &mut dyn Write) -> io::Result<()> {
     if leveled.is_empty() {
         return Ok(());
     }
-    let mut rows = vec![
-        vec![
-            "".into(),
-            "".into(),
-            "".into(),
-            "".into(),
-            "".into(),
-            "".into(),
-            "range skips/lookup".into(),
-        ],
-        [
+    let mut rows = header(
+        &[(6, "range skips/lookup".into())],
+        &[
             "layout",
             "D",
             "bits/key",
@@ -314,11 +294,8 @@ pub fn write_table(points: &[Point], out: &mut dyn Write) -> io::Result<()> {
             "keys per level",
             "measured",
             "theory",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
-    ];
+        ],
+    );
     for p in leveled {
         rows.push(vec![
             p.layout.as_str().to_string(),
