@@ -1,54 +1,10 @@
 //! End-to-end tests of the kvctl binary against temporary databases.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::PathBuf;
 
-const KVCTL: &str = env!("CARGO_BIN_EXE_kvctl");
+mod common;
 
-/// Runs kvctl with `args` and no stdin.
-fn kvctl(args: &[&str]) -> Output {
-    Command::new(KVCTL)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run kvctl")
-}
-
-/// Runs kvctl feeding `input` on stdin.
-fn kvctl_stdin(args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new(KVCTL)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn kvctl");
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    child.wait_with_output().unwrap()
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("kvctl exited by signal")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Asserts exit 0, showing stderr otherwise.
-fn ok(o: Output) -> Output {
-    assert_eq!(code(&o), 0, "stderr: {}", stderr(&o));
-    o
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
+use common::{code, kvctl, kvctl_stdin, ok, p, stderr, stdout};
 
 /// Escaped TSV: a key with an escaped tab, a value with an escaped byte.
 const SMALL_TSV: &str = "apple\tred\n\

@@ -4,50 +4,20 @@
 //! (three overlapping level-0 tables and a WAL) is exact.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+mod common;
+
+use common::{code, kvctl, ok, p, stderr, stdout};
 use serde_json::{json, Value};
 use siftdb::{CompactionStyle, Db, Options};
-
-const KVCTL: &str = env!("CARGO_BIN_EXE_kvctl");
-
-fn kvctl(args: &[&str]) -> Output {
-    Command::new(KVCTL)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run kvctl")
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("kvctl exited by signal")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Asserts exit 0, showing stderr otherwise.
-fn ok(o: Output) -> Output {
-    assert_eq!(code(&o), 0, "stderr: {}", stderr(&o));
-    o
-}
 
 /// Runs a `--json` command that must succeed and parses its output.
 fn json_ok(args: &[&str]) -> Value {
     let mut a = args.to_vec();
     a.push("--json");
     serde_json::from_str(&stdout(&ok(kvctl(&a)))).expect("valid JSON")
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
 }
 
 fn options() -> Options {

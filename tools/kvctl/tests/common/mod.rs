@@ -1,0 +1,60 @@
+//! Running the kvctl binary from the integration tests: spawn it, read its
+//! exit code and output.
+
+// Each test binary uses its own subset of these helpers.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// The kvctl binary Cargo built for these tests.
+pub const KVCTL: &str = env!("CARGO_BIN_EXE_kvctl");
+
+/// Runs kvctl with `args` and no stdin.
+pub fn kvctl(args: &[&str]) -> Output {
+    Command::new(KVCTL)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run kvctl")
+}
+
+/// Runs kvctl feeding `input` on stdin.
+pub fn kvctl_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(KVCTL)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn kvctl");
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// The exit code; panics if kvctl was killed by a signal.
+pub fn code(o: &Output) -> i32 {
+    o.status.code().expect("kvctl exited by signal")
+}
+
+/// Standard output, which must be UTF-8.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
+}
+
+/// Standard error, lossily decoded.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts exit 0, showing stderr otherwise.
+pub fn ok(o: Output) -> Output {
+    assert_eq!(code(&o), 0, "stderr: {}", stderr(&o));
+    o
+}
+
+/// A UTF-8 path as a command-line argument.
+pub fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
