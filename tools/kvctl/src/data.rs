@@ -56,7 +56,9 @@ pub fn open_or_create(path: &Path, options: Options) -> Result<Db, CliError> {
 #[derive(Debug, Args)]
 #[command(
     after_help = "Example:\n  kvctl import ./db tests/data/debian-packages.tsv.gz --raw --write-buffer-size 512K\n\n\
-Without --raw, keys and values are unescaped as `export` and `scan` write them."
+Without --raw, keys and values are unescaped as `export` and `scan` write them.\n\
+A gzip file is checked whole before the first line is imported; a bad line stops the import \
+there (the lines before it stay imported)."
 )]
 pub struct ImportArgs {
     /// Database directory (created if missing)
@@ -148,22 +150,25 @@ pub fn import_lines(
     let mut line = Vec::new();
     // Keys in batches already written: a bad line stops the import there.
     let mut written = 0u64;
-    let bad_line = |e: CliError, written: u64| {
+    // `fix` says what to repair: the line, or the input stream.
+    let stopped = |e: CliError, written: u64, fix: &str| {
         if written == 0 {
-            e
+            e.with_hint("nothing was imported")
         } else {
             e.with_hint(format!(
-                "the {} before it were imported; fix the line and import again \
+                "the {} before it were imported; {fix} and import again \
                  (re-importing a key overwrites it)",
                 count(written, "key")
             ))
         }
     };
+    let bad_line = |e: CliError, written: u64| stopped(e, written, "fix the line");
     loop {
         line.clear();
-        let n = input
-            .read_until(b'\n', &mut line)
-            .map_err(|e| CliError::from_io(format!("reading {source}"), &e))?;
+        let n = input.read_until(b'\n', &mut line).map_err(|e| {
+            let e = CliError::from_io(format!("reading {source}"), &e);
+            stopped(e, written, "repair the input")
+        })?;
         if n == 0 {
             break;
         }
@@ -192,6 +197,38 @@ pub fn import_lines(
     db.write(batch)?;
     sum.elapsed = start.elapsed();
     Ok(sum)
+}
+
+/// Whether `path` starts with gzip's magic number.
+fn is_gzip(path: &Path) -> Result<bool, CliError> {
+    let mut magic = [0u8; 2];
+    let mut f =
+        File::open(path).map_err(|e| CliError::from_io(format!("open {}", path.display()), &e))?;
+    let n = f
+        .read(&mut magic)
+        .map_err(|e| CliError::from_io(format!("reading {}", path.display()), &e))?;
+    Ok(n == 2 && magic == [0x1f, 0x8b])
+}
+
+/// Decompresses the gzip file at `path` into nothing, so that a damaged
+/// stream (bad deflate data, a truncated file, a wrong trailer CRC, which
+/// gzip only checks at the end of each member) is found before a single
+/// line reaches the database.
+///
+/// # Errors
+/// Exit 2 naming the file if the stream is damaged; 4 on other read errors.
+fn check_gzip(path: &Path) -> Result<(), CliError> {
+    let f =
+        File::open(path).map_err(|e| CliError::from_io(format!("open {}", path.display()), &e))?;
+    io::copy(
+        &mut MultiGzDecoder::new(BufReader::with_capacity(1 << 16, f)),
+        &mut io::sink(),
+    )
+    .map_err(|e| {
+        CliError::from_io(format!("reading {}", path.display()), &e)
+            .with_hint("the gzip stream is damaged; nothing was imported")
+    })?;
+    Ok(())
 }
 
 /// A reader counting into `progress`, decoding gzip when the first bytes
@@ -266,6 +303,13 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
         args.file.display().to_string()
     };
 
+    // A gzip file is checked whole first: its CRC is only at the end, and
+    // lines decoded from a damaged stream must not be imported. (Standard
+    // input cannot be read twice; a bad stream there stops the import with
+    // a hint saying how many keys went in before it.)
+    if !stdin && is_gzip(&args.file)? {
+        check_gzip(&args.file)?;
+    }
     let progress = progress_bar(args.quiet, stdin);
     let input = open_input(&args.file, &progress)?;
     let db = open_or_create(&args.db, options)?;

@@ -59,11 +59,13 @@ impl CliError {
 
     /// An I/O error on a file kvctl itself reads or writes (not the
     /// database): a missing file or undecodable input (`InvalidData`, e.g.
-    /// a bad gzip stream) is bad input (2), anything else is I/O (4).
+    /// a bad gzip stream, or `UnexpectedEof`, a truncated one) is bad input
+    /// (2), anything else is I/O (4).
     pub fn from_io(what: impl fmt::Display, e: &std::io::Error) -> CliError {
         let code = match e.kind() {
             std::io::ErrorKind::InvalidData
             | std::io::ErrorKind::InvalidInput
+            | std::io::ErrorKind::UnexpectedEof
             | std::io::ErrorKind::NotFound => EXIT_USAGE,
             _ => EXIT_IO,
         };

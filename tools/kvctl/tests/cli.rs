@@ -215,6 +215,65 @@ fn malformed_import_line_is_exit_2_with_line_number() {
     assert!(err.contains("no tab"), "{err}");
 }
 
+/// 3,000 lines gzip-compressed: three import batches.
+fn gzipped_lines() -> Vec<u8> {
+    use std::io::Write;
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    for i in 0..3000 {
+        writeln!(enc, "key{i:05}\tvalue{i}").unwrap();
+    }
+    enc.finish().unwrap()
+}
+
+#[test]
+fn damaged_gzip_file_is_exit_2_and_imports_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gz = gzipped_lines();
+    let n = gz.len();
+    // A flipped trailer CRC: every line decodes, only the end is wrong.
+    let mut bad_crc = gz.clone();
+    bad_crc[n - 8] ^= 0x01;
+    for (name, bytes) in [("truncated", gz[..n / 2].to_vec()), ("bad-crc", bad_crc)] {
+        let input = tmp.path().join(format!("{name}.tsv.gz"));
+        std::fs::write(&input, bytes).unwrap();
+        let db = tmp.path().join(format!("db-{name}"));
+        let o = kvctl(&["import", p(&db), p(&input), "--quiet"]);
+        let err = stderr(&o);
+        assert_eq!(code(&o), 2, "{name}: {err}");
+        assert!(err.contains(&format!("{name}.tsv.gz")), "{name}: {err}");
+        assert!(
+            err.contains("gzip") || err.contains("deflate"),
+            "{name}: {err}"
+        );
+        assert!(err.contains("nothing was imported"), "{name}: {err}");
+        // The whole stream is checked before the database is touched.
+        assert!(!db.exists(), "{name}: the database was created");
+    }
+}
+
+#[test]
+fn damaged_gzip_on_stdin_is_exit_2_and_says_what_was_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gz = gzipped_lines();
+    let db = tmp.path().join("db");
+    // Cut after the first two batches' worth of compressed bytes.
+    let o = kvctl_stdin(&["import", p(&db), "-"], &gz[..gz.len() * 3 / 4]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(err.contains("<stdin>"), "{err}");
+    let imported = stdout(&ok(kvctl(&["scan", p(&db)]))).lines().count();
+    assert!(imported > 0 && imported < 3000, "{imported}");
+    // Whole batches of 1,000 lines went in before the damage.
+    assert_eq!(imported % 1000, 0, "{imported}");
+    assert!(
+        err.contains(&format!(
+            "the {},000 keys before it were imported; repair the input",
+            imported / 1000
+        )),
+        "{imported}: {err}"
+    );
+}
+
 #[test]
 fn usage_errors_are_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
