@@ -14,6 +14,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::error::{IoContext, Result};
+use crate::fs::FileSystem;
+
 /// The kind of a database file, with its number where it has one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileType {
@@ -29,6 +32,18 @@ pub enum FileType {
     Lock,
     /// `NNNNNN.tmp`
     Temp(u64),
+}
+
+impl FileType {
+    /// The file number, for the kinds that have one.
+    pub fn number(self) -> Option<u64> {
+        match self {
+            FileType::Wal(n) | FileType::Table(n) | FileType::Manifest(n) | FileType::Temp(n) => {
+                Some(n)
+            }
+            FileType::Current | FileType::Lock => None,
+        }
+    }
 }
 
 /// `dir/NNNNNN.log`
@@ -91,6 +106,24 @@ pub fn parse_file_name(name: &str) -> Option<FileType> {
         "tmp" => Some(FileType::Temp(n)),
         _ => None,
     }
+}
+
+/// The siftdb files in `dir` (listed through `fs`), classified; other
+/// names are left out. In no particular order.
+///
+/// # Errors
+/// [`Error::Io`](crate::Error::Io) if `dir` cannot be listed.
+pub fn list_dir(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<(FileType, PathBuf)>> {
+    let names = fs
+        .list_dir(dir)
+        .context(|| format!("list {}", dir.display()))?;
+    Ok(names
+        .into_iter()
+        .filter_map(|name| {
+            let t = name.to_str().and_then(parse_file_name)?;
+            Some((t, dir.join(name)))
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -462,6 +462,12 @@ impl LogReader {
         self.pos as u64
     }
 
+    /// Bytes of the whole log as read (the file's length when it was
+    /// opened), torn tail included.
+    pub fn file_len(&self) -> u64 {
+        self.data.len() as u64
+    }
+
     /// The file the records come from.
     pub fn path(&self) -> &Path {
         &self.path

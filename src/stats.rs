@@ -7,6 +7,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::sstable::TableProperties;
+use crate::version::set::Version;
 
 /// A snapshot of a database's counters and shape. Counters count events
 /// since `Db::open`; the per-level figures describe the current version.
@@ -108,6 +109,27 @@ impl LevelStats {
         self.tombstones += props.num_tombstones;
         self.filter_bits += props.filter_bits;
         self.filter_bytes += filter_bytes;
+    }
+
+    /// One summary per level of `version`, level 0 first (empty levels
+    /// included); sizes are the manifest's.
+    pub(crate) fn of_version(version: &Version) -> Vec<LevelStats> {
+        version
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(level, files)| {
+                let mut s = LevelStats {
+                    level,
+                    ..Default::default()
+                };
+                for f in files {
+                    let filter_bytes = f.table.filter_bytes().map_or(0, |b| b.len() as u64);
+                    s.add_table(f.meta.file_size, f.table.properties(), filter_bytes);
+                }
+                s
+            })
+            .collect()
     }
 
     /// The sum of `levels` (its `level` is 0 and means nothing).

@@ -391,8 +391,8 @@ fn check_manifest(bytes: &[u8]) {
     std::fs::write(dir.path().join("MANIFEST-000001"), bytes).unwrap();
     match replay(dir.path(), 1) {
         Ok(r) => {
-            assert!(!r.edits.is_empty());
-            assert!(r.edits[0].format_version.is_some());
+            assert!(!r.records.is_empty());
+            assert!(r.records[0].edit.format_version.is_some());
         }
         Err(e) => assert_corruption(&e, "manifest::replay"),
     }
@@ -545,7 +545,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("MANIFEST-000001"), &enc).unwrap();
         let r = replay(dir.path(), 1).expect("valid manifest");
-        prop_assert_eq!(r.edits.len(), edits.len());
+        prop_assert_eq!(r.records.len(), edits.len());
         check_manifest(&mutate(enc, &ms));
     }
 }

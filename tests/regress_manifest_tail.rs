@@ -78,7 +78,12 @@ fn lost_flush_edit_is_corruption_not_silent_data_loss() {
         db.close().unwrap();
     }
     let (path, number) = live_manifest(dir.path());
-    let last = replay(dir.path(), number).unwrap().edits.pop().unwrap();
+    let last = replay(dir.path(), number)
+        .unwrap()
+        .records
+        .pop()
+        .unwrap()
+        .edit;
     assert_eq!(last.new_files.len(), 1, "last edit is the flush: {last:?}");
     let _ = path;
     cut_last_record(dir.path());
@@ -120,7 +125,12 @@ fn lost_compaction_edit_is_corruption_not_an_io_error() {
         db.close().unwrap();
     }
     let (_, number) = live_manifest(dir.path());
-    let last = replay(dir.path(), number).unwrap().edits.pop().unwrap();
+    let last = replay(dir.path(), number)
+        .unwrap()
+        .records
+        .pop()
+        .unwrap()
+        .edit;
     assert!(
         !last.deleted_files.is_empty() && !last.new_files.is_empty(),
         "last edit is a merging compaction: {last:?}"

@@ -222,29 +222,19 @@ impl Db {
         // deleting a WAL or table the manifest we read still names. If the
         // manifest changed meanwhile, read the new state; if it did not,
         // the error stands.
-        let mut attempt = 0;
-        loop {
-            let before = manifest_identity(&dir);
-            let result = match manifest::read_current(&dir)? {
-                Some(number) => replay_manifest(&dir, number)
-                    .and_then(|state| recover(dir.clone(), options.clone(), None, state)),
-                None => {
-                    // Tables or WAL data without CURRENT is Corruption.
-                    check_fresh_directory(&dir)?;
-                    return Err(Error::NotADatabase {
-                        path: dir,
-                        detail: "holds no database (no CURRENT file)".into(),
-                    });
-                }
-            };
-            attempt += 1;
-            match result {
-                Err(e) if attempt < 5 && manifest_identity(&dir) != before => {
-                    let _ = e; // the state moved under us: read it again
-                }
-                other => return other,
+        let open = || match manifest::read_current(&dir)? {
+            Some(number) => replay_manifest(&dir, number)
+                .and_then(|state| recover(dir.clone(), options.clone(), None, state)),
+            None => {
+                // Tables or WAL data without CURRENT is Corruption.
+                check_fresh_directory(&dir)?;
+                Err(Error::NotADatabase {
+                    path: dir.clone(),
+                    detail: "holds no database (no CURRENT file)".into(),
+                })
             }
-        }
+        };
+        manifest::retry_while_manifest_changes(&dir, open, |_| true).map_err(|(e, _)| e)
     }
 
     /// Sets `key` to `value`.
@@ -492,23 +482,7 @@ impl Db {
     /// Counters since open and the shape of the current version.
     pub fn stats(&self) -> Stats {
         let sv = self.inner.current.read().clone();
-        let levels = sv
-            .version
-            .levels
-            .iter()
-            .enumerate()
-            .map(|(level, files)| {
-                let mut s = LevelStats {
-                    level,
-                    ..Default::default()
-                };
-                for f in files {
-                    let filter_bytes = f.table.filter_bytes().map_or(0, |b| b.len() as u64);
-                    s.add_table(f.meta.file_size, f.table.properties(), filter_bytes);
-                }
-                s
-            })
-            .collect();
+        let levels = LevelStats::of_version(&sv.version);
         let vs = self.inner.versions.lock();
         let totals = (vs.user_bytes_flushed, vs.table_bytes_written);
         drop(vs);
@@ -561,17 +535,6 @@ impl Drop for Db {
             let _ = self.shutdown();
         }
     }
-}
-
-/// What identifies the manifest state on disk: `CURRENT`'s content and
-/// the length of the manifest it names. A writer changes one of them with
-/// every flush or compaction.
-fn manifest_identity(dir: &Path) -> Option<(u64, u64)> {
-    let number = manifest::read_current(dir).ok()??;
-    let len = std::fs::metadata(filename::manifest_path(dir, number))
-        .ok()?
-        .len();
-    Some((number, len))
 }
 
 /// One SSTable of the current version, as [`Db::live_files`] lists it.

@@ -11,7 +11,6 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::error::IoContext;
 use crate::filename::{self, FileType};
-use crate::fs::FileSystem;
 use crate::key::SequenceNumber;
 use crate::log::{read_log, LogWriter};
 use crate::memtable::MemTable;
@@ -26,19 +25,9 @@ use crate::{Error, Options, Result};
 use super::background::{background_main, write_table};
 use super::{BgState, Db, DbInner, SuperVersion, VersionState, WriteState};
 
-/// The siftdb files in `dir`, classified.
-pub(super) fn list_dir(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<(FileType, PathBuf)>> {
-    let names = fs
-        .list_dir(dir)
-        .context(|| format!("list {}", dir.display()))?;
-    Ok(names
-        .into_iter()
-        .filter_map(|name| {
-            let t = name.to_str().and_then(filename::parse_file_name)?;
-            Some((t, dir.join(name)))
-        })
-        .collect())
-}
+/// The siftdb files in a directory, classified (background.rs uses it from
+/// here).
+pub(super) use crate::filename::list_dir;
 
 /// How long [`acquire_lock`] keeps retrying a held `LOCK` before it
 /// reports [`Error::Locked`].
@@ -92,8 +81,7 @@ pub(super) fn acquire_lock(dir: &Path) -> Result<File> {
 /// pinned by tests/regress_manifest_tail.rs.
 pub(super) fn replay_manifest(dir: &Path, number: u64) -> Result<ReplayedState> {
     let replay = manifest::replay(dir, number)?;
-    let state = ReplayedState::from_edits(&replay.edits)?;
-    let manifest = filename::manifest_path(dir, number);
+    let state = ReplayedState::from_edits(replay.edits())?;
     let (at, why) = match &replay.torn_tail {
         Some(t) => (
             t.offset,
@@ -117,14 +105,7 @@ pub(super) fn replay_manifest(dir: &Path, number: u64) -> Result<ReplayedState> 
         match std::fs::metadata(&path) {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(Error::corruption(
-                    &manifest,
-                    at,
-                    format!(
-                        "{} is live according to the manifest but missing{why}",
-                        path.file_name().unwrap_or_default().to_string_lossy()
-                    ),
-                ));
+                return Err(manifest::missing_live_file(&replay.path, at, &path, &why));
             }
             Err(e) => return Err(Error::io(format!("stat {}", path.display()), e)),
         }
@@ -182,12 +163,7 @@ pub(super) fn recover(
     let on_disk = list_dir(&*fs, &dir)?;
     let max_on_disk = on_disk
         .iter()
-        .filter_map(|(t, _)| match *t {
-            FileType::Wal(n) | FileType::Table(n) | FileType::Manifest(n) | FileType::Temp(n) => {
-                Some(n)
-            }
-            _ => None,
-        })
+        .filter_map(|(t, _)| t.number())
         .max()
         .unwrap_or(0);
     let mut next_file = state.next_file_number.max(max_on_disk + 1).max(1);

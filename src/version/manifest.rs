@@ -35,7 +35,18 @@
 //!
 //! On replay, a torn final record is an edit whose `log_edit` never
 //! returned, so nothing depended on it: [`replay`] drops it and reports it.
-//! Damage anywhere else is [`Error::Corruption`].
+//! Damage anywhere else is [`Error::Corruption`]. [`read_manifest`] is the
+//! one reader of a manifest file: [`replay`] (at open) and
+//! [`crate::inspect`] (for tools) both use it, and it keeps each edit's
+//! record offset.
+//!
+//! # Reading while another process writes
+//!
+//! A reader that takes no lock (`Db::open_read_only`, `crate::inspect`)
+//! may find a file the manifest names already deleted by a writer's flush
+//! or compaction. `retry_while_manifest_changes` runs such a read again
+//! when the manifest's identity (the number `CURRENT` names and that
+//! manifest's length) changed meanwhile.
 
 use std::fs::File;
 use std::io::Read;
@@ -45,8 +56,9 @@ use crate::error::{Error, IoContext, Result};
 use crate::escape::escape_bytes;
 use crate::filename::{current_path, manifest_name, manifest_path, temp_path};
 use crate::fs::FileSystem;
-use crate::log::{read_log, LogWriter, TornTail};
+use crate::log::{LogReader, LogWriter, TornTail};
 use crate::version::edit::VersionEdit;
+use crate::version::set::ReplayedState;
 
 pub use crate::log::sync_dir;
 
@@ -224,76 +236,133 @@ fn parse_current(content: &[u8]) -> Option<u64> {
     (manifest_name(number) == text[..text.len() - 1]).then_some(number)
 }
 
-/// Everything [`replay`] read from a manifest.
+/// One record of a manifest: where it is and the edit it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ManifestReplay {
-    /// Every complete edit in file order; the first is the snapshot and
-    /// carries the format version.
-    pub edits: Vec<VersionEdit>,
-    /// Set if the manifest ends in an incomplete record, which was dropped.
+pub struct ManifestRecord {
+    /// Offset of the record's header, in bytes from the start of the file.
+    pub offset: u64,
+    /// Payload bytes (the encoded edit), header excluded.
+    pub payload_len: u64,
+    /// The decoded edit.
+    pub edit: VersionEdit,
+}
+
+/// A manifest file as [`read_manifest`] (or [`replay`]) read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestContents {
+    /// The file read.
+    pub path: PathBuf,
+    /// Its size in bytes, as read.
+    pub size: u64,
+    /// Every complete record in file order (at least one); the first is the
+    /// snapshot and carries the format version.
+    pub records: Vec<ManifestRecord>,
+    /// Set if the manifest ends in an incomplete record, which was dropped
+    /// (as at open).
     pub torn_tail: Option<TornTail>,
 }
 
-/// Reads and decodes every edit of `dir/MANIFEST-<number>`.
+impl ManifestContents {
+    /// The format version carried by the first edit.
+    pub fn format_version(&self) -> u32 {
+        self.records
+            .first()
+            .and_then(|r| r.edit.format_version)
+            .unwrap_or(0)
+    }
+
+    /// The edits, in file order.
+    pub fn edits(&self) -> impl Iterator<Item = &VersionEdit> {
+        self.records.iter().map(|r| &r.edit)
+    }
+
+    /// The state the edits replay to: live files per level and counters.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] naming this manifest (at offset 0) if an edit
+    /// deletes a file that is not live or names a level beyond the tree.
+    pub fn replay(&self) -> Result<ReplayedState> {
+        ReplayedState::from_edits(self.edits()).map_err(|e| match e {
+            Error::Corruption { detail, .. } => Error::corruption(&self.path, 0, detail),
+            e => e,
+        })
+    }
+}
+
+/// Reads and decodes every edit of the manifest at `path`, record by
+/// record with [`LogReader`], stopping at the first problem in file order.
+/// A torn final record is dropped and reported in
+/// [`ManifestContents::torn_tail`], not an error.
 ///
 /// # Errors
-/// - [`Error::Corruption`] if the manifest does not exist (`CURRENT` named
-///   it), has no complete record, its first edit lacks a format version,
-///   any record other than a torn final one is damaged, or any edit fails
-///   to decode; the error names the manifest and the record's offset.
+/// - [`Error::Corruption`] naming `path` and the record's offset if a
+///   record other than a torn final one is damaged, an edit fails to
+///   decode, carries format version 0, or the first edit carries no format
+///   version; at offset 0 if the file holds no complete record.
 /// - [`Error::UnsupportedVersion`] if an edit carries a format version
-///   above [`FORMAT_VERSION`].
-/// - [`Error::Io`] if the file cannot be read.
-pub fn replay(dir: &Path, number: u64) -> Result<ManifestReplay> {
-    let path = manifest_path(dir, number);
-    let contents = match read_log(&path) {
-        Ok(c) => c,
-        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::corruption(
-                &path,
-                0,
-                "manifest named by CURRENT does not exist",
-            ));
-        }
-        Err(e) => return Err(e),
-    };
-    let mut edits = Vec::with_capacity(contents.records.len());
-    for record in &contents.records {
-        // Check the version before decoding: a newer format may bring tags
-        // this build does not know.
+///   above [`FORMAT_VERSION`] (checked before decoding, since a newer
+///   format may bring tags this build does not know).
+/// - [`Error::Io`] if the file cannot be read (kind `NotFound` if it does
+///   not exist).
+pub fn read_manifest(path: &Path) -> Result<ManifestContents> {
+    let mut reader = LogReader::open(path)?;
+    let mut records: Vec<ManifestRecord> = Vec::new();
+    for record in reader.by_ref() {
+        let record = record?;
         if let Some(v) = VersionEdit::peek_format_version(&record.payload) {
-            check_version(&path, record.offset, v)?;
+            check_version(path, record.offset, v)?;
         }
-        let edit = VersionEdit::decode(&record.payload, &path, record.offset)?;
-        if edits.is_empty() && edit.format_version.is_none() {
+        let edit = VersionEdit::decode(&record.payload, path, record.offset)?;
+        if records.is_empty() && edit.format_version.is_none() {
             return Err(Error::corruption(
-                &path,
+                path,
                 record.offset,
                 "first manifest record carries no format version",
             ));
         }
-        edits.push(edit);
+        records.push(ManifestRecord {
+            offset: record.offset,
+            payload_len: record.payload.len() as u64,
+            edit,
+        });
     }
-    if edits.is_empty() {
+    if records.is_empty() {
         return Err(Error::corruption(
-            &path,
+            path,
             0,
             format!(
                 "manifest holds no complete record ({})",
-                contents
-                    .torn_tail
-                    .as_ref()
+                reader
+                    .torn_tail()
                     .map_or("empty file", |t| t.reason.as_str())
             ),
         ));
     }
-    Ok(ManifestReplay {
-        edits,
-        torn_tail: contents.torn_tail,
+    Ok(ManifestContents {
+        path: path.to_path_buf(),
+        size: reader.file_len(),
+        records,
+        torn_tail: reader.torn_tail().cloned(),
     })
 }
 
-fn check_version(path: &PathBuf, offset: u64, v: u32) -> Result<()> {
+/// Reads and decodes every edit of `dir/MANIFEST-<number>`, the manifest
+/// `CURRENT` names, as [`read_manifest`] does.
+///
+/// # Errors
+/// As [`read_manifest`], except that a manifest that does not exist is
+/// [`Error::Corruption`] (`CURRENT` named it).
+pub fn replay(dir: &Path, number: u64) -> Result<ManifestContents> {
+    let path = manifest_path(dir, number);
+    read_manifest(&path).map_err(|e| match e {
+        Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            Error::corruption(&path, 0, "manifest named by CURRENT does not exist")
+        }
+        e => e,
+    })
+}
+
+fn check_version(path: &Path, offset: u64, v: u32) -> Result<()> {
     if v == 0 {
         return Err(Error::corruption(
             path,
@@ -303,12 +372,73 @@ fn check_version(path: &PathBuf, offset: u64, v: u32) -> Result<()> {
     }
     if v > FORMAT_VERSION {
         return Err(Error::UnsupportedVersion {
-            file: path.clone(),
+            file: path.to_path_buf(),
             found: v,
             supported: FORMAT_VERSION,
         });
     }
     Ok(())
+}
+
+/// The error for a file (`path`) that the manifest at `manifest` lists as
+/// live but that does not exist: [`Error::Corruption`] naming the manifest
+/// at `offset`, with `why` appended to the detail.
+pub(crate) fn missing_live_file(manifest: &Path, offset: u64, path: &Path, why: &str) -> Error {
+    Error::corruption(
+        manifest,
+        offset,
+        format!(
+            "{} is live according to the manifest but missing{why}",
+            path.file_name().unwrap_or_default().to_string_lossy()
+        ),
+    )
+}
+
+/// How many times [`retry_while_manifest_changes`] runs its read at most.
+const READ_ATTEMPTS: usize = 5;
+
+/// What identifies the manifest state of `dir` on disk: the number
+/// `CURRENT` names and that manifest's length in bytes; `None` if either
+/// cannot be read. Edits only ever append, a writer changes one of the two
+/// with every flush or compaction, and it deletes a file only after the
+/// edit that drops it: an unchanged identity means no live file was
+/// removed in between.
+pub(crate) fn identity(dir: &Path) -> Option<(u64, u64)> {
+    let number = read_current(dir).ok()??;
+    let len = std::fs::metadata(manifest_path(dir, number)).ok()?.len();
+    Some((number, len))
+}
+
+/// Runs `read`, which reads files the manifest in `dir` names, again while
+/// it fails with an error `retry` accepts and the manifest changed during
+/// the attempt (another process flushed, compacted or reopened the
+/// database, and may have deleted a file the old manifest named); at most
+/// [`READ_ATTEMPTS`] times in all. An [`identity`] that cannot be read
+/// counts as changed.
+///
+/// # Errors
+/// `read`'s last error, with `true` if the manifest changed during that
+/// attempt (the attempts ran out) and `false` if it did not (or `retry`
+/// refused the error): then the error stands on its own.
+pub(crate) fn retry_while_manifest_changes<T, E>(
+    dir: &Path,
+    mut read: impl FnMut() -> std::result::Result<T, E>,
+    retry: impl Fn(&E) -> bool,
+) -> std::result::Result<T, (E, bool)> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let before = identity(dir);
+        let e = match read() {
+            Ok(v) => return Ok(v),
+            Err(e) if !retry(&e) => return Err((e, false)),
+            Err(e) => e,
+        };
+        let changed = before.is_none() || identity(dir) != before;
+        if !changed || attempt >= READ_ATTEMPTS {
+            return Err((e, changed));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -371,6 +501,10 @@ mod tests {
         offsets
     }
 
+    fn edits(c: &ManifestContents) -> Vec<VersionEdit> {
+        c.edits().cloned().collect()
+    }
+
     fn corruption(e: Error) -> (PathBuf, u64, String) {
         match e {
             Error::Corruption {
@@ -406,7 +540,7 @@ mod tests {
         let r = replay(dir.path(), 2).unwrap();
         let mut expected = vec![snapshot()];
         expected.extend(later_edits());
-        assert_eq!(r.edits, expected);
+        assert_eq!(edits(&r), expected);
         assert_eq!(r.torn_tail, None);
     }
 
@@ -417,7 +551,7 @@ mod tests {
         s.format_version = None;
         Manifest::create(&StdFs, dir.path(), 1, &s).unwrap();
         let r = replay(dir.path(), 1).unwrap();
-        assert_eq!(r.edits, vec![snapshot()]);
+        assert_eq!(edits(&r), vec![snapshot()]);
     }
 
     #[test]
@@ -451,9 +585,9 @@ mod tests {
         let m = Manifest::create(&StdFs, dir.path(), 11, &s).unwrap();
         assert_eq!(read_current(dir.path()).unwrap(), Some(11));
         assert_eq!(m.number(), 11);
-        assert_eq!(replay(dir.path(), 11).unwrap().edits, vec![s]);
+        assert_eq!(edits(&replay(dir.path(), 11).unwrap()), vec![s]);
         // The old manifest is untouched.
-        assert_eq!(replay(dir.path(), 2).unwrap().edits, vec![snapshot()]);
+        assert_eq!(edits(&replay(dir.path(), 2).unwrap()), vec![snapshot()]);
     }
 
     #[test]
@@ -488,7 +622,7 @@ mod tests {
         let r = replay(dir.path(), 2).unwrap();
         let mut expected = vec![snapshot()];
         expected.push(later_edits().remove(0));
-        assert_eq!(r.edits, expected);
+        assert_eq!(edits(&r), expected);
         assert_eq!(r.torn_tail.unwrap().offset, offsets[2]);
     }
 
@@ -604,7 +738,7 @@ mod tests {
             Err(Error::InvalidArgument(_))
         ));
         assert_eq!(m.size(), size);
-        assert_eq!(replay(dir.path(), 2).unwrap().edits, vec![snapshot()]);
+        assert_eq!(edits(&replay(dir.path(), 2).unwrap()), vec![snapshot()]);
     }
 
     #[test]

@@ -26,16 +26,6 @@ pub struct InfoArgs {
     pub json: bool,
 }
 
-/// SSTable bytes written per key and value byte flushed, over the
-/// database's life (manifest tags 7 and 8); 0 before the first flush.
-fn write_amplification(s: &DbSnapshot) -> f64 {
-    if s.state.user_bytes_flushed == 0 {
-        0.0
-    } else {
-        s.state.table_bytes_written as f64 / s.state.user_bytes_flushed as f64
-    }
-}
-
 fn level_json(l: &LevelStats) -> Value {
     json!({
         "files": l.files,
@@ -76,7 +66,7 @@ pub fn info_json(s: &DbSnapshot) -> Value {
         "log_number": s.state.log_number,
         "user_bytes_flushed": s.state.user_bytes_flushed,
         "table_bytes_written": s.state.table_bytes_written,
-        "write_amplification": write_amplification(s),
+        "write_amplification": s.stats().write_amplification(),
         "next_file_number": s.state.next_file_number,
         "wals": s.wals.iter().map(|w| json!({
             "name": file_name(&w.path),
@@ -134,7 +124,7 @@ pub fn info_text(s: &DbSnapshot) -> String {
         "write amp",
         format!(
             "{:.2} ({} of SSTables written for {} of keys and values flushed, since creation)",
-            write_amplification(s),
+            s.stats().write_amplification(),
             human_bytes(s.state.table_bytes_written),
             human_bytes(s.state.user_bytes_flushed)
         ),

@@ -1,0 +1,206 @@
+//! Read-only inspection of a database's files, for tools: everything
+//! `kvctl info`, `sst`, `verify`, `manifest`, `wal`, `explain` and `filters`
+//! print is decoded and checked here, so that kvctl only formats it.
+//!
+//! Nothing here writes a file, takes the `LOCK` or changes anything on
+//! disk: it reads the immutable files (SSTables, the manifest, WALs)
+//! directly, as [`crate::Db::open_read_only`] does, so it works while
+//! another process has the database open.
+//!
+//! That process may delete a file between the moment the manifest names it
+//! and the moment it is opened: a flush deletes WALs, a compaction its
+//! input tables, a reopen the old manifest. [`DbSnapshot::open`] then sees
+//! the manifest change, re-reads it and starts over (the retry that
+//! [`crate::Db::open_read_only`] uses too); a file that keeps vanishing is
+//! reported as an [`Error::Io`] of kind `NotFound` whose message names the
+//! file and says it vanished. A live file missing while the manifest stays
+//! unchanged is [`Error::Corruption`] naming the manifest, as at open.
+//!
+//! One submodule per concern, everything re-exported here:
+//!
+//! - `logs`: the records of one log file: [`read_manifest`] (the
+//!   manifest's one reader, [`crate::version::manifest::read_manifest`]),
+//!   [`read_wal`], [`read_live_wals`], [`current_manifest`].
+//! - `snapshot`: [`DbSnapshot`]: the manifest, every live table (opened)
+//!   in the order a lookup visits them, and every live WAL replayed into a
+//!   memtable.
+//! - `table`: one SSTable: [`TableInfo`], [`FilterInfo`],
+//!   [`properties_block`], [`table_entries`]; and summaries over many:
+//!   [`level_summaries`], [`filter_settings`].
+//! - `explain`: [`explain()`], a traced point lookup.
+//! - `verify`: [`verify_db`], [`verify_file`]: every checksum and
+//!   invariant.
+
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+use crate::filename;
+use crate::version::manifest::{self, retry_while_manifest_changes};
+use crate::{Error, Result};
+
+mod explain;
+mod logs;
+mod snapshot;
+mod table;
+#[cfg(test)]
+mod testutil;
+mod verify;
+
+pub use crate::version::manifest::{read_manifest, ManifestContents, ManifestRecord};
+pub use explain::{
+    explain, Explain, ExplainOutcome, ExplainSource, ExplainStep, FoundEntry, Verdict,
+};
+pub use logs::{current_manifest, read_live_wals, read_wal, WalContents, WalOp, WalRecord};
+pub use snapshot::{DbSnapshot, LiveWal};
+pub use table::{
+    filter_settings, level_summaries, open_table, properties_block, table_entries, FilterInfo,
+    FilterSetting, PropertyValue, TableEntries, TableEntry, TableInfo, DEGRADED_FACTOR,
+};
+pub use verify::{verify_db, verify_file, Problem, VerifyReport};
+
+// ---------------------------------------------------------------- errors
+
+/// The error for a file that vanished while being read.
+fn vanished(path: &Path, source: std::io::Error) -> Error {
+    Error::io(
+        format!(
+            "{} vanished while being read (a flush or compaction in another process removed \
+             it); run the command again",
+            path.display()
+        ),
+        source,
+    )
+}
+
+/// The error for a file the manifest at `manifest` lists as live that does
+/// not exist (while the manifest did not change).
+fn missing_live_file(manifest: &Path, path: &Path) -> Error {
+    manifest::missing_live_file(manifest, 0, path, "")
+}
+
+/// Why reading the files a manifest names stopped.
+enum LoadError {
+    /// A file named by the manifest or the listing does not exist.
+    Missing(PathBuf, std::io::Error),
+    /// Any other error.
+    Other(Error),
+}
+
+impl From<Error> for LoadError {
+    fn from(e: Error) -> Self {
+        LoadError::Other(e)
+    }
+}
+
+/// Maps a `NotFound` I/O error on `path` to [`LoadError::Missing`].
+fn missing_or(path: &Path, e: Error) -> LoadError {
+    match e {
+        Error::Io { source, .. } if source.kind() == ErrorKind::NotFound => {
+            LoadError::Missing(path.to_path_buf(), source)
+        }
+        e => LoadError::Other(e),
+    }
+}
+
+/// Sets a missing file apart: [`LoadError::Missing`] if `r` is a
+/// `NotFound` I/O error on `path`, `r` itself otherwise.
+fn unless_missing<T>(path: &Path, r: Result<T>) -> std::result::Result<Result<T>, LoadError> {
+    match r.map_err(|e| missing_or(path, e)) {
+        Ok(v) => Ok(Ok(v)),
+        Err(LoadError::Other(e)) => Ok(Err(e)),
+        Err(missing) => Err(missing),
+    }
+}
+
+/// Runs `load`, which reads files the manifest in `dir` names, again while
+/// a file it needs vanishes and the manifest changes meanwhile (another
+/// process flushed, compacted or reopened). A file that kept vanishing is
+/// [`vanished`]; `missing(path)` answers for a file that is missing
+/// although the manifest did not change.
+fn with_retries<T>(
+    dir: &Path,
+    load: impl FnMut() -> std::result::Result<T, LoadError>,
+    missing: impl FnOnce(&Path) -> Result<T>,
+) -> Result<T> {
+    let retry = |e: &LoadError| matches!(e, LoadError::Missing(..));
+    match retry_while_manifest_changes(dir, load, retry) {
+        Ok(v) => Ok(v),
+        Err((LoadError::Other(e), _)) => Err(e),
+        Err((LoadError::Missing(path, source), true)) => Err(vanished(&path, source)),
+        Err((LoadError::Missing(path, _), false)) => missing(&path),
+    }
+}
+
+// ---------------------------------------------------------------- files
+
+/// The name of `path`'s last component, for messages.
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// The file number of `path` if its name is one siftdb gives a number
+/// (`NNNNNN.log`, `NNNNNN.sst`, `MANIFEST-NNNNNN`, `NNNNNN.tmp`).
+fn number_of(path: &Path) -> Option<u64> {
+    path.file_name()?
+        .to_str()
+        .and_then(filename::parse_file_name)?
+        .number()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::testutil::{build, key};
+    use super::*;
+    use crate::sstable::Table;
+    use crate::version::manifest::identity;
+
+    #[test]
+    fn a_file_removed_by_a_compaction_is_retried_not_corrupt() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = build(tmp.path());
+        let stale = read_manifest(&current_manifest(tmp.path()).unwrap().1).unwrap();
+        let before = identity(tmp.path());
+        db.compact().unwrap();
+        assert_ne!(identity(tmp.path()), before);
+        // The stale file list names tables the compaction deleted.
+        let gone = stale.replay().unwrap().files[0]
+            .keys()
+            .map(|&n| filename::table_path(tmp.path(), n))
+            .find(|p| !p.exists())
+            .unwrap();
+        let e = Table::open(&gone, 0).unwrap_err();
+        assert!(matches!(missing_or(&gone, e), LoadError::Missing(..)));
+        // A fresh snapshot reads the new state, while the writer is open.
+        let snap = DbSnapshot::open(tmp.path()).unwrap();
+        assert_eq!(snap.version.levels[0].len(), 0);
+        assert_eq!(
+            explain(&snap, &key(4)).unwrap().verdict.as_get(),
+            db.get(key(4)).unwrap().as_deref()
+        );
+        // Missing without a manifest change is corruption.
+        let live = snap.files().next().unwrap().1.table.path().to_path_buf();
+        drop(snap);
+        drop(db);
+        let fresh = fs::read(&live).unwrap();
+        fs::remove_file(&live).unwrap();
+        let e = DbSnapshot::open(tmp.path()).unwrap_err();
+        assert!(e.is_corruption(), "{e}");
+        assert!(
+            e.to_string()
+                .contains("live according to the manifest but missing"),
+            "{e}"
+        );
+        let r = verify_db(tmp.path(), false, &mut |_, _| {}).unwrap();
+        assert!(r.problems[0].detail.contains("missing"), "{:?}", r.problems);
+        fs::write(&live, fresh).unwrap();
+        // The vanished error names the file.
+        let v = vanished(&live, std::io::Error::from(ErrorKind::NotFound));
+        assert!(matches!(&v, Error::Io { source, .. } if source.kind() == ErrorKind::NotFound));
+        assert!(v.to_string().contains(&file_name(&live)), "{v}");
+    }
+}

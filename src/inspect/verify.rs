@@ -1,0 +1,1112 @@
+//! [`verify_db`] and [`verify_file`]: every checksum and invariant of a
+//! database or of one file, reported as [`Problem`]s.
+
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
+use std::fmt;
+use std::fs::{self, File};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use super::logs::{current_manifest, read_wals, require_log};
+use super::{
+    file_name, missing_live_file, number_of, open_table, read_manifest, read_wal, unless_missing,
+    with_retries, LoadError, WalContents,
+};
+use crate::escape::escape_bytes;
+use crate::filename::{self, FileType};
+use crate::filter::{bloom_stats, hash_key, policy_for_name};
+use crate::fs::StdFs;
+use crate::key::{compare_internal_keys, user_key_of, ParsedInternalKey, ValueType};
+use crate::sstable::format::{Footer, BLOCK_TRAILER_LEN, FOOTER_LEN, TABLE_MAGIC};
+use crate::sstable::Table;
+use crate::version::edit::FileMetaData;
+use crate::{Error, Result};
+
+/// One problem [`verify_db`] or [`verify_file`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The damaged file (for manifest-level problems, the manifest).
+    pub file: PathBuf,
+    /// Which part: `"data block 3"`, `"index block"`, `"filter block"`,
+    /// `"properties block"`, `"footer"`, `"manifest record"`, ...
+    pub what: String,
+    /// Byte offset of the bad block, record or field, when known.
+    pub offset: Option<u64>,
+    /// What is wrong.
+    pub detail: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.file.display(), self.what)?;
+        if let Some(o) = self.offset {
+            write!(f, " at offset {o}")?;
+        }
+        write!(f, ": {}", self.detail)
+    }
+}
+
+/// What a verification checked and found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Problems, in the order found. Empty means the files are sound.
+    pub problems: Vec<Problem>,
+    /// Observations that are not damage (a torn tail, an unknown filter
+    /// policy, files the manifest does not reference).
+    pub notes: Vec<String>,
+    /// Manifest edits replayed.
+    pub manifest_edits: u64,
+    /// Tables checked.
+    pub tables: u64,
+    /// Bytes of tables checked.
+    pub table_bytes: u64,
+    /// Data blocks read.
+    pub data_blocks: u64,
+    /// Entries decoded.
+    pub entries: u64,
+    /// Keys probed in filters.
+    pub filter_probes: u64,
+    /// WALs read.
+    pub wals: u64,
+    /// WAL records decoded.
+    pub wal_records: u64,
+}
+
+impl VerifyReport {
+    /// True when nothing is wrong.
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// Collects problems; stops the checks after the first unless `all`.
+struct Checker<'p> {
+    report: VerifyReport,
+    all: bool,
+    progress: &'p mut dyn FnMut(u64, u64),
+    done_bytes: u64,
+    total_bytes: u64,
+}
+
+impl<'p> Checker<'p> {
+    /// A checker with nothing found yet, that reports progress against
+    /// `total_bytes`.
+    fn new(all: bool, progress: &'p mut dyn FnMut(u64, u64), total_bytes: u64) -> Self {
+        Checker {
+            report: VerifyReport::default(),
+            all,
+            progress,
+            done_bytes: 0,
+            total_bytes,
+        }
+    }
+
+    /// Records a problem; true if checking must stop.
+    fn problem(
+        &mut self,
+        file: &Path,
+        what: impl Into<String>,
+        offset: Option<u64>,
+        detail: impl Into<String>,
+    ) -> bool {
+        self.report.problems.push(Problem {
+            file: file.to_path_buf(),
+            what: what.into(),
+            offset,
+            detail: detail.into(),
+        });
+        self.stop()
+    }
+
+    /// Records a [`Error::Corruption`] as a problem in `what`; returns any
+    /// other error.
+    fn corruption(&mut self, e: Error, what: impl Into<String>) -> Result<bool> {
+        match e {
+            Error::Corruption {
+                file,
+                offset,
+                detail,
+            } => Ok(self.problem(&file, what, Some(offset), detail)),
+            e => Err(e),
+        }
+    }
+
+    fn stop(&self) -> bool {
+        !self.all && !self.report.problems.is_empty()
+    }
+
+    fn advance(&mut self, bytes: u64) {
+        self.done_bytes += bytes;
+        (self.progress)(self.done_bytes, self.total_bytes);
+    }
+}
+
+/// Checks the database in `dir`: `CURRENT`, that the manifest replays, that
+/// every live table exists and passes [`verify_file`]'s checks and matches
+/// its manifest entry (size, smallest and largest internal keys, entries,
+/// tombstones), that levels ≥ 1 do not overlap, and that every live WAL
+/// reads to its end (a torn tail is a note). Stops at the first problem
+/// unless `all`. `progress(done, total)` is called with table bytes
+/// checked.
+///
+/// # Errors
+/// [`Error::NotADatabase`] without `CURRENT`; [`Error::Io`] if a file
+/// cannot be read, or (kind `NotFound`) vanished under a concurrent
+/// compaction; [`Error::UnsupportedVersion`] for a newer format. Damage is
+/// reported in the [`VerifyReport`], not as an error.
+pub fn verify_db(
+    dir: &Path,
+    all: bool,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<VerifyReport> {
+    current_manifest(dir)?;
+    // A file the manifest lists is gone while the manifest is unchanged:
+    // damage (if the manifest changed, another process compacted).
+    let missing = |path: &Path| {
+        let (_, manifest) = current_manifest(dir)?;
+        let mut no_progress = |_: u64, _: u64| {};
+        let mut c = Checker::new(all, &mut no_progress, 0);
+        c.corruption(missing_live_file(&manifest, path), "manifest")?;
+        Ok(c.report)
+    };
+    with_retries(dir, || verify_db_once(dir, all, progress), missing)
+}
+
+fn verify_db_once(
+    dir: &Path,
+    all: bool,
+    progress: &mut dyn FnMut(u64, u64),
+) -> std::result::Result<VerifyReport, LoadError> {
+    let mut c = Checker::new(all, progress, 0);
+    let (_, manifest_path) = match current_manifest(dir) {
+        Ok(m) => m,
+        Err(e @ Error::Corruption { .. }) => {
+            c.corruption(e, "CURRENT")?;
+            return Ok(c.report);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let manifest = match unless_missing(&manifest_path, read_manifest(&manifest_path))? {
+        Ok(m) => m,
+        Err(e) => {
+            c.corruption(e, "manifest record")?;
+            return Ok(c.report);
+        }
+    };
+    c.report.manifest_edits = manifest.records.len() as u64;
+    if let Some(t) = &manifest.torn_tail {
+        c.report.notes.push(format!(
+            "{}: torn final record at offset {} ({}); ignored, as at open",
+            file_name(&manifest_path),
+            t.offset,
+            t.reason
+        ));
+    }
+    let state = match manifest.replay() {
+        Ok(s) => s,
+        Err(e) => {
+            c.corruption(e, "manifest")?;
+            return Ok(c.report);
+        }
+    };
+
+    // Open every live file first, so that a concurrent flush or compaction
+    // can only interfere during this short window: a table stays readable
+    // through its map, and WALs are read whole, even if the files are
+    // deleted afterwards.
+    let mut tables = Vec::new();
+    for (level, files) in state.files.iter().enumerate() {
+        for meta in files.values() {
+            let path = filename::table_path(dir, meta.number);
+            let opened = unless_missing(&path, Table::open(&path, meta.number))?;
+            c.total_bytes += opened.as_ref().map_or(0, |t| t.file_size());
+            tables.push((level, meta, path, opened));
+        }
+    }
+    let on_disk = filename::list_dir(&StdFs, dir)?;
+    require_log(dir, state.log_number)?;
+    let wals = read_wals(dir, state.log_number)?;
+    (c.progress)(0, c.total_bytes);
+
+    let live_numbers: BTreeSet<u64> = tables.iter().map(|(_, m, _, _)| m.number).collect();
+    for (level, meta, path, opened) in tables {
+        let table = match opened {
+            Ok(t) => t,
+            Err(e) => {
+                let what = locate_in_table(&path, &e);
+                c.report.tables += 1;
+                if c.corruption(e, what)? {
+                    return Ok(c.report);
+                }
+                continue;
+            }
+        };
+        let contents = check_table(&mut c, &table)?;
+        if c.stop() {
+            return Ok(c.report);
+        }
+        if let Some(contents) = contents {
+            if check_manifest_entry(&mut c, &manifest_path, level, meta, &table, &contents) {
+                return Ok(c.report);
+            }
+        }
+    }
+
+    // Levels >= 1 hold disjoint key ranges.
+    for (level, files) in state.files.iter().enumerate().skip(1) {
+        let mut sorted: Vec<&FileMetaData> = files.values().collect();
+        sorted.sort_by(|a, b| a.smallest.cmp(&b.smallest));
+        for pair in sorted.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            if a.largest.user_key() >= b.smallest.user_key() {
+                let detail = format!(
+                    "{:06}.sst [{} .. {}] overlaps {:06}.sst [{} .. {}]",
+                    a.number,
+                    escape_bytes(a.smallest.user_key()),
+                    escape_bytes(a.largest.user_key()),
+                    b.number,
+                    escape_bytes(b.smallest.user_key()),
+                    escape_bytes(b.largest.user_key()),
+                );
+                if c.problem(&manifest_path, format!("level {level}"), None, detail) {
+                    return Ok(c.report);
+                }
+            }
+        }
+    }
+
+    // WALs.
+    for wal in wals {
+        if check_wal(&mut c, wal)? {
+            return Ok(c.report);
+        }
+    }
+
+    // Files the manifest does not reference (not damage).
+    let mut orphans: Vec<(FileType, PathBuf)> = on_disk
+        .into_iter()
+        .filter(|(t, _)| match *t {
+            FileType::Table(n) => !live_numbers.contains(&n),
+            FileType::Wal(n) => n < state.log_number,
+            FileType::Temp(_) => true,
+            FileType::Manifest(n) => n != number_of(&manifest_path).unwrap_or(n),
+            _ => false,
+        })
+        .collect();
+    orphans.sort_by(|a, b| a.1.cmp(&b.1));
+    for (t, path) in orphans {
+        let why = match t {
+            FileType::Table(_) => "SSTable not in the manifest (being written, or left by a crash; the next open deletes it)",
+            FileType::Wal(_) => "WAL older than the log number (already flushed; deleted soon)",
+            FileType::Manifest(_) => "manifest not named by CURRENT (the next open deletes it)",
+            _ => "temporary file (the next open deletes it)",
+        };
+        c.report.notes.push(format!("{}: {why}", file_name(&path)));
+    }
+    Ok(c.report)
+}
+
+/// Names the table part holding `e`'s offset, from the file's footer.
+fn locate_in_table(path: &Path, e: &Error) -> String {
+    let Error::Corruption { offset, .. } = e else {
+        return "table".into();
+    };
+    let footer = (|| -> std::io::Result<Option<Footer>> {
+        let mut f = File::open(path)?;
+        let len = f.metadata()?.len();
+        if len < FOOTER_LEN as u64 {
+            return Ok(None);
+        }
+        f.seek(SeekFrom::Start(len - FOOTER_LEN as u64))?;
+        let mut buf = [0u8; FOOTER_LEN];
+        f.read_exact(&mut buf)?;
+        if *offset >= len - FOOTER_LEN as u64 {
+            return Ok(None);
+        }
+        Ok(Footer::decode(&buf, path).ok())
+    })();
+    match footer {
+        Ok(Some(f)) if *offset == f.index.offset => "index block".into(),
+        Ok(Some(f)) if !f.filter.is_null() && *offset == f.filter.offset => "filter block".into(),
+        Ok(Some(f)) if *offset >= f.properties.offset && *offset < f.index.offset => {
+            "properties block".into()
+        }
+        Ok(Some(f)) if *offset >= f.index.offset => "index block".into(),
+        Ok(None) => "footer".into(),
+        _ => "table".into(),
+    }
+}
+
+/// What the data blocks of a table actually hold.
+#[derive(Debug, Default)]
+struct Contents {
+    entries: u64,
+    distinct: u64,
+    tombstones: u64,
+    raw_key_bytes: u64,
+    raw_value_bytes: u64,
+    smallest_seq: u64,
+    largest_seq: u64,
+    first_key: Vec<u8>,
+    last_key: Vec<u8>,
+}
+
+/// Checks one opened table: data-block checksums, block layout, key order
+/// within and across blocks, index keys, property counts and the filter.
+/// Returns what the blocks hold when every block was read (so that
+/// counts are meaningful), `None` otherwise. Stops early if `c` says so.
+fn check_table(c: &mut Checker<'_>, table: &Table) -> Result<Option<Contents>> {
+    let path = table.path();
+    c.report.tables += 1;
+    c.report.table_bytes += table.file_size();
+    let footer = *table.footer();
+    let mut t = Contents::default();
+    let p = table.properties();
+    // The filter, probed with every distinct user key as the scan finds it.
+    let filter = match (table.filter_bytes(), policy_for_name(&p.filter_policy)) {
+        (Some(bytes), Some(policy)) => Some((bytes, policy)),
+        (Some(_), None) => {
+            c.report.notes.push(format!(
+                "{}: filter policy \"{}\" is unknown to this build; filter not checked",
+                file_name(path),
+                escape_bytes(p.filter_policy.as_bytes())
+            ));
+            None
+        }
+        (None, _) => None,
+    };
+    let mut misses = 0u64;
+    let mut first_miss: Option<Vec<u8>> = None;
+    let mut complete = true;
+    let mut expected_offset = 0u64;
+    let mut prev_key: Option<Vec<u8>> = None;
+    let mut done_bytes = 0u64;
+    for (i, ie) in table.index().iter().enumerate() {
+        let what = format!("data block {i}");
+        let h = ie.handle;
+        if h.offset != expected_offset {
+            let detail = format!(
+                "starts at {} but the previous block ends at {expected_offset} (index entry {i} points at {h})",
+                h.offset
+            );
+            if c.problem(path, &what, Some(h.offset), detail) {
+                return Ok(None);
+            }
+        }
+        expected_offset = h.end_with_trailer().unwrap_or(u64::MAX);
+        let block = match table.read_block(h) {
+            Ok(b) => b,
+            Err(e) => {
+                complete = false;
+                if c.corruption(e, &what)? {
+                    return Ok(None);
+                }
+                continue;
+            }
+        };
+        c.report.data_blocks += 1;
+        let mut last_in_block: Option<Vec<u8>> = None;
+        let mut block_ok = true;
+        for entry in block.iter() {
+            let (key, value) = match entry {
+                Ok(kv) => kv,
+                Err(e) => {
+                    (complete, block_ok) = (false, false);
+                    if c.corruption(e, &what)? {
+                        return Ok(None);
+                    }
+                    break;
+                }
+            };
+            let Some(ik) = ParsedInternalKey::parse(&key) else {
+                (complete, block_ok) = (false, false);
+                let d = format!("malformed internal key {}", escape_bytes(&key));
+                if c.problem(path, &what, Some(h.offset), d) {
+                    return Ok(None);
+                }
+                break;
+            };
+            if let Some(prev) = &prev_key {
+                if compare_internal_keys(prev, &key) != Ordering::Less {
+                    let d = format!(
+                        "key {} is not after the previous key {}{}",
+                        show_internal(&key),
+                        show_internal(prev),
+                        if last_in_block.is_none() {
+                            " (the last of the previous block)"
+                        } else {
+                            ""
+                        }
+                    );
+                    if c.problem(path, &what, Some(h.offset), d) {
+                        return Ok(None);
+                    }
+                }
+            }
+            let new_user_key = prev_key
+                .as_deref()
+                .is_none_or(|prev| user_key_of(prev) != ik.user_key);
+            if new_user_key {
+                t.distinct += 1;
+                if let Some((bytes, policy)) = &filter {
+                    c.report.filter_probes += 1;
+                    if !policy.may_match(bytes, hash_key(ik.user_key)) {
+                        misses += 1;
+                        first_miss.get_or_insert_with(|| ik.user_key.to_vec());
+                    }
+                }
+            }
+            if t.entries == 0 {
+                t.first_key = key.clone();
+                t.smallest_seq = ik.seq.0;
+            }
+            t.entries += 1;
+            if ik.value_type == ValueType::Deletion {
+                t.tombstones += 1;
+            }
+            t.raw_key_bytes += key.len() as u64;
+            t.raw_value_bytes += value.len() as u64;
+            t.smallest_seq = t.smallest_seq.min(ik.seq.0);
+            t.largest_seq = t.largest_seq.max(ik.seq.0);
+            c.report.entries += 1;
+            last_in_block = Some(key.clone());
+            prev_key = Some(key);
+        }
+        if let Some(k) = last_in_block.as_ref().filter(|k| **k != ie.last_key) {
+            let d = format!(
+                "index entry {i} says the block ends with {}, it ends with {}",
+                show_internal(&ie.last_key),
+                show_internal(k)
+            );
+            if c.problem(path, "index block", Some(footer.index.offset), d) {
+                return Ok(None);
+            }
+        }
+        if last_in_block.is_none()
+            && block_ok
+            && c.problem(path, &what, Some(h.offset), "block holds no entries")
+        {
+            return Ok(None);
+        }
+        let step = h.size + BLOCK_TRAILER_LEN as u64;
+        done_bytes += step;
+        c.advance(step);
+    }
+    if let Some(k) = prev_key {
+        t.last_key = k;
+    }
+    // The metadata blocks follow the data blocks.
+    let meta_start = if footer.filter.is_null() {
+        footer.properties.offset
+    } else {
+        footer.filter.offset
+    };
+    if complete && expected_offset != meta_start {
+        let d = format!(
+            "data blocks end at {expected_offset} but the next block starts at {meta_start}"
+        );
+        if c.problem(path, "index block", Some(footer.index.offset), d) {
+            return Ok(None);
+        }
+    }
+    c.advance(table.file_size().saturating_sub(done_bytes));
+
+    // Filter: no false negatives, and its shape matches the properties.
+    if let Some((bytes, _)) = &filter {
+        let at = Some(footer.filter.offset);
+        if let Some(s) = bloom_stats(bytes) {
+            if s.bits != p.filter_bits || s.num_hashes != p.filter_num_hashes {
+                let d = format!(
+                    "filter has m = {}, k = {}; the properties say m = {}, k = {}",
+                    s.bits, s.num_hashes, p.filter_bits, p.filter_num_hashes
+                );
+                if c.problem(path, "filter block", at, d) {
+                    return Ok(None);
+                }
+            }
+        }
+        if let Some(key) = &first_miss {
+            let d = format!(
+                "filter answers \"absent\" for {misses} of the {} keys the table holds (false \
+                 negatives), first \"{}\"",
+                t.distinct,
+                escape_bytes(key)
+            );
+            if c.problem(path, "filter block", at, d) {
+                return Ok(None);
+            }
+        }
+    }
+    if !complete {
+        return Ok(None);
+    }
+
+    // Properties against contents.
+    let at = Some(footer.properties.offset);
+    let pairs: [(&str, u64, u64); 7] = [
+        ("num_entries", p.num_entries, t.entries),
+        ("num_distinct_keys", p.num_distinct_keys, t.distinct),
+        ("num_tombstones", p.num_tombstones, t.tombstones),
+        ("smallest_seq", p.smallest_seq.0, t.smallest_seq),
+        ("largest_seq", p.largest_seq.0, t.largest_seq),
+        ("raw_key_bytes", p.raw_key_bytes, t.raw_key_bytes),
+        ("raw_value_bytes", p.raw_value_bytes, t.raw_value_bytes),
+    ];
+    for (name, says, holds) in pairs {
+        if says != holds {
+            let d = format!("siftdb.{name} is {says} but the data blocks hold {holds}");
+            if c.problem(path, "properties block", at, d) {
+                return Ok(None);
+            }
+        }
+    }
+    let keys = [
+        (
+            "smallest_user_key",
+            &p.smallest_user_key,
+            user_key_of(&t.first_key),
+        ),
+        (
+            "largest_user_key",
+            &p.largest_user_key,
+            user_key_of(&t.last_key),
+        ),
+    ];
+    for (name, says, holds) in keys {
+        if says.as_slice() != holds {
+            let d = format!(
+                "siftdb.{name} is \"{}\" but the data blocks hold \"{}\"",
+                escape_bytes(says),
+                escape_bytes(holds)
+            );
+            if c.problem(path, "properties block", at, d) {
+                return Ok(None);
+            }
+        }
+    }
+    Ok(Some(t))
+}
+
+/// Checks a table's manifest entry against the table; true to stop.
+fn check_manifest_entry(
+    c: &mut Checker<'_>,
+    manifest: &Path,
+    level: usize,
+    meta: &FileMetaData,
+    table: &Table,
+    t: &Contents,
+) -> bool {
+    let what = format!("manifest entry of {:06}.sst (level {level})", meta.number);
+    let mut diffs = Vec::new();
+    if meta.file_size != table.file_size() {
+        diffs.push(format!(
+            "size {} but the file has {}",
+            meta.file_size,
+            table.file_size()
+        ));
+    }
+    if meta.smallest.encoded() != t.first_key.as_slice() {
+        diffs.push(format!(
+            "smallest key {} but the table starts with {}",
+            show_internal(meta.smallest.encoded()),
+            show_internal(&t.first_key)
+        ));
+    }
+    if meta.largest.encoded() != t.last_key.as_slice() {
+        diffs.push(format!(
+            "largest key {} but the table ends with {}",
+            show_internal(meta.largest.encoded()),
+            show_internal(&t.last_key)
+        ));
+    }
+    if meta.num_entries != t.entries {
+        diffs.push(format!(
+            "{} entries but the table holds {}",
+            meta.num_entries, t.entries
+        ));
+    }
+    if meta.num_tombstones != t.tombstones {
+        diffs.push(format!(
+            "{} tombstones but the table holds {}",
+            meta.num_tombstones, t.tombstones
+        ));
+    }
+    for d in diffs {
+        if c.problem(manifest, &what, None, format!("records {d}")) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Records a WAL's damage and torn tail; true to stop.
+fn check_wal(c: &mut Checker<'_>, wal: WalContents) -> Result<bool> {
+    c.report.wals += 1;
+    c.report.wal_records += wal.records.len() as u64;
+    if let Some(t) = &wal.torn_tail {
+        c.report.notes.push(format!(
+            "{}: torn tail at offset {} ({}); recovery drops it (a write cut off by a crash, or damage to the last record, which looks the same)",
+            file_name(&wal.path),
+            t.offset,
+            t.reason
+        ));
+    }
+    match wal.corruption {
+        Some(e) => c.corruption(e, "WAL record"),
+        None => Ok(false),
+    }
+}
+
+/// `"key"@seq type` for an encoded internal key.
+fn show_internal(key: &[u8]) -> String {
+    match ParsedInternalKey::parse(key) {
+        Some(p) => format!(
+            "\"{}\"@{} {}",
+            escape_bytes(p.user_key),
+            p.seq,
+            p.value_type.name()
+        ),
+        None => format!("\"{}\" (malformed)", escape_bytes(key)),
+    }
+}
+
+/// Checks one file by its kind: an `NNNNNN.sst` table (also any file ending
+/// in the table magic), an `NNNNNN.log` WAL, or a `MANIFEST-NNNNNN`.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] if the kind cannot be told; [`Error::Io`] if
+/// the file cannot be read.
+pub fn verify_file(
+    path: &Path,
+    all: bool,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<VerifyReport> {
+    let size = fs::metadata(path)
+        .map_err(|e| Error::io(format!("stat {}", path.display()), e))?
+        .len();
+    let mut c = Checker::new(all, progress, size);
+    let kind = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(filename::parse_file_name);
+    match kind {
+        Some(FileType::Wal(_)) => {
+            let wal = read_wal(path)?;
+            check_wal(&mut c, wal)?;
+        }
+        Some(FileType::Manifest(_)) => match read_manifest(path) {
+            Ok(m) => {
+                c.report.manifest_edits = m.records.len() as u64;
+                if let Err(e) = m.replay() {
+                    c.corruption(e, "manifest")?;
+                }
+                if let Some(t) = m.torn_tail {
+                    c.report.notes.push(format!(
+                        "{}: torn final record at offset {} ({})",
+                        file_name(path),
+                        t.offset,
+                        t.reason
+                    ));
+                }
+            }
+            Err(e) => {
+                c.corruption(e, "manifest record")?;
+            }
+        },
+        Some(FileType::Table(_)) => verify_table_path(&mut c, path)?,
+        _ if has_table_magic(path) => verify_table_path(&mut c, path)?,
+        _ => {
+            return Err(Error::InvalidArgument(format!(
+                "{}: not a database directory, SSTable, WAL or manifest (name it NNNNNN.sst, NNNNNN.log or MANIFEST-NNNNNN)",
+                path.display()
+            )))
+        }
+    }
+    Ok(c.report)
+}
+
+fn verify_table_path(c: &mut Checker<'_>, path: &Path) -> Result<()> {
+    (c.progress)(0, c.total_bytes);
+    match open_table(path) {
+        Ok(table) => {
+            check_table(c, &table)?;
+        }
+        Err(e) => {
+            let what = locate_in_table(path, &e);
+            c.report.tables += 1;
+            c.corruption(e, what)?;
+        }
+    }
+    Ok(())
+}
+
+/// True if the file ends in the SSTable magic number.
+fn has_table_magic(path: &Path) -> bool {
+    (|| -> std::io::Result<bool> {
+        let mut f = File::open(path)?;
+        let len = f.metadata()?.len();
+        if len < 8 {
+            return Ok(false);
+        }
+        f.seek(SeekFrom::Start(len - 8))?;
+        let mut b = [0u8; 8];
+        f.read_exact(&mut b)?;
+        Ok(u64::from_le_bytes(b) == TABLE_MAGIC)
+    })()
+    .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::super::testutil::{build, key, write_table};
+    use super::super::{current_manifest, DbSnapshot};
+    use super::*;
+    use crate::filter::{FilterPolicy, KeyHash, BLOOM_POLICY_NAME};
+    use crate::fs::StdFs;
+    use crate::key::SequenceNumber;
+    use crate::sstable::format::BlockHandle;
+    use crate::sstable::TableProperties;
+    use crate::version::edit::VersionEdit;
+    use crate::version::manifest::{Manifest, FORMAT_VERSION};
+    use crate::InternalKey;
+
+    #[test]
+    fn verify_clean_then_damaged_data_block() {
+        let tmp = tempfile::tempdir().unwrap();
+        drop(build(tmp.path()));
+        let r = verify_db(tmp.path(), true, &mut |_, _| {}).unwrap();
+        assert!(r.is_clean(), "{:?}", r.problems);
+        assert_eq!(r.tables, 3);
+        assert_eq!(r.entries, 500);
+        assert_eq!(r.wals, 1);
+        assert!(r.data_blocks > 3);
+
+        // Flip a byte in the second data block of the largest table.
+        let snap = DbSnapshot::open(tmp.path()).unwrap();
+        let f = &snap.version.levels[0][2];
+        let h = f.table.index()[1].handle;
+        let path = f.table.path().to_path_buf();
+        drop(snap);
+        let mut bytes = fs::read(&path).unwrap();
+        bytes[(h.offset + 5) as usize] ^= 0x40;
+        fs::write(&path, &bytes).unwrap();
+        let r = verify_db(tmp.path(), false, &mut |_, _| {}).unwrap();
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+        let p = &r.problems[0];
+        assert_eq!(p.file, path);
+        assert_eq!(p.what, "data block 1");
+        assert_eq!(p.offset, Some(h.offset));
+        assert!(p.detail.contains("checksum mismatch"), "{p}");
+        // --all goes on (and finds nothing else: counts are skipped).
+        let r = verify_db(tmp.path(), true, &mut |_, _| {}).unwrap();
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+        let r = verify_file(&path, false, &mut |_, _| {}).unwrap();
+        assert_eq!(r.problems[0].what, "data block 1");
+    }
+
+    #[test]
+    fn verify_names_metadata_blocks() {
+        let tmp = tempfile::tempdir().unwrap();
+        drop(build(tmp.path()));
+        let snap = DbSnapshot::open(tmp.path()).unwrap();
+        let t = &snap.version.levels[0][0].table;
+        let path = t.path().to_path_buf();
+        let footer = *t.footer();
+        drop(snap);
+        let clean = fs::read(&path).unwrap();
+        let len = clean.len() as u64;
+        for (at, what) in [
+            (footer.index.offset, "index block"),
+            (footer.filter.offset, "filter block"),
+            (footer.properties.offset, "properties block"),
+            (len - 20, "footer"),
+        ] {
+            let mut b = clean.clone();
+            b[at as usize + 1] ^= 1;
+            fs::write(&path, &b).unwrap();
+            let r = verify_file(&path, false, &mut |_, _| {}).unwrap();
+            assert_eq!(r.problems.len(), 1, "{what}");
+            assert_eq!(r.problems[0].what, what, "{:?}", r.problems[0]);
+        }
+        fs::write(&path, &clean).unwrap();
+        assert!(verify_file(&path, false, &mut |_, _| {})
+            .unwrap()
+            .is_clean());
+    }
+
+    /// A policy under the Bloom name that leaves out every other key.
+    #[derive(Debug)]
+    struct Forgetful;
+    impl FilterPolicy for Forgetful {
+        fn name(&self) -> &'static str {
+            BLOOM_POLICY_NAME
+        }
+        fn create_filter(&self, hashes: &[KeyHash]) -> Vec<u8> {
+            let half: Vec<KeyHash> = hashes.iter().step_by(2).copied().collect();
+            crate::filter::BloomFilterPolicy::new(10).create_filter(&half)
+        }
+        fn may_match(&self, filter: &[u8], hash: KeyHash) -> bool {
+            crate::filter::BloomFilterPolicy::new(10).may_match(filter, hash)
+        }
+        fn shape(&self, filter: &[u8]) -> crate::filter::FilterShape {
+            crate::filter::BloomFilterPolicy::new(10).shape(filter)
+        }
+    }
+
+    #[test]
+    fn verify_finds_filter_false_negatives() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("000009.sst");
+        let t = write_table(&path, Arc::new(Forgetful), 200);
+        assert_eq!(t.file_number(), 9);
+        let r = verify_file(&path, true, &mut |_, _| {}).unwrap();
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+        let p = &r.problems[0];
+        assert_eq!(p.what, "filter block");
+        assert_eq!(p.offset, Some(t.footer().filter.offset));
+        assert!(p.detail.contains("false negatives"), "{p}");
+        assert!(p.detail.contains("first \"key00001\""), "{p}");
+    }
+
+    #[test]
+    fn verify_compares_properties_with_contents() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("000005.sst");
+        let t = write_table(
+            &path,
+            Arc::new(crate::filter::BloomFilterPolicy::new(10)),
+            100,
+        );
+        assert!(verify_file(&path, true, &mut |_, _| {}).unwrap().is_clean());
+        // Rewrite the properties block (same length, valid CRC) with one
+        // tombstone too many and a wrong smallest sequence number.
+        let h = t.footer().properties;
+        let mut props = t.properties().clone();
+        assert_eq!(props.num_tombstones, 10);
+        props.num_tombstones = 11;
+        props.smallest_seq = SequenceNumber(2);
+        props.smallest_user_key = key(1);
+        drop(t);
+        let enc = props.encode();
+        assert_eq!(enc.len() as u64, h.size);
+        let mut bytes = fs::read(&path).unwrap();
+        let (start, end) = (h.offset as usize, (h.offset + h.size) as usize);
+        bytes[start..end].copy_from_slice(&enc);
+        let trailer = crate::sstable::format::block_trailer(&enc);
+        bytes[end..end + BLOCK_TRAILER_LEN].copy_from_slice(&trailer);
+        fs::write(&path, &bytes).unwrap();
+        let r = verify_file(&path, true, &mut |_, _| {}).unwrap();
+        let details: Vec<&str> = r.problems.iter().map(|p| p.detail.as_str()).collect();
+        assert_eq!(
+            details,
+            [
+                "siftdb.num_tombstones is 11 but the data blocks hold 10",
+                "siftdb.smallest_seq is 2 but the data blocks hold 1",
+                "siftdb.smallest_user_key is \"key00001\" but the data blocks hold \"key00000\"",
+            ]
+        );
+        assert!(r
+            .problems
+            .iter()
+            .all(|p| p.what == "properties block" && p.offset == Some(h.offset)));
+    }
+
+    /// Points `CURRENT` in `dir` at a new manifest holding the current
+    /// state with `change` applied to its `(level, file)` list; returns the
+    /// new manifest's path.
+    fn rewrite_manifest(dir: &Path, change: impl FnOnce(&mut Vec<(u32, FileMetaData)>)) -> PathBuf {
+        let (_, manifest) = current_manifest(dir).unwrap();
+        let state = read_manifest(&manifest).unwrap().replay().unwrap();
+        let mut snapshot = VersionEdit {
+            format_version: Some(FORMAT_VERSION),
+            log_number: Some(state.log_number),
+            next_file_number: Some(state.next_file_number + 1),
+            last_sequence: Some(SequenceNumber(state.last_sequence)),
+            ..VersionEdit::default()
+        };
+        for (level, files) in state.files.iter().enumerate() {
+            for meta in files.values() {
+                snapshot.new_files.push((level as u32, meta.clone()));
+            }
+        }
+        change(&mut snapshot.new_files);
+        let n = state.next_file_number;
+        Manifest::create(&StdFs, dir, n, &snapshot).unwrap();
+        filename::manifest_path(dir, n)
+    }
+
+    #[test]
+    fn verify_compares_manifest_entries_with_tables() {
+        let tmp = tempfile::tempdir().unwrap();
+        drop(build(tmp.path()));
+        // A new manifest whose entry for one table is off by one entry and
+        // one byte.
+        let mut number = 0;
+        rewrite_manifest(tmp.path(), |files| {
+            let (_, wrong) = &mut files[1];
+            wrong.num_entries += 1;
+            wrong.file_size += 1;
+            number = wrong.number;
+        });
+        let r = verify_db(tmp.path(), true, &mut |_, _| {}).unwrap();
+        let what = format!("manifest entry of {number:06}.sst (level 0)");
+        assert_eq!(r.problems.len(), 2, "{:?}", r.problems);
+        assert!(
+            r.problems.iter().all(|p| p.what == what),
+            "{:?}",
+            r.problems
+        );
+        assert!(
+            r.problems[0].detail.starts_with("records size "),
+            "{:?}",
+            r.problems
+        );
+        assert!(r.problems[1].detail.contains("entries but the table holds"));
+        // The manifest the old CURRENT named is now an orphan: a note.
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.contains("manifest not named by CURRENT")),
+            "{:?}",
+            r.notes
+        );
+    }
+
+    /// Writes a table by hand from `blocks` of `(user key, seq)` puts, in
+    /// the given order (the builder would refuse a bad order), with
+    /// properties that match the contents, so only the order is wrong.
+    /// `rename` replaces one block's index key: `(block, user key)`.
+    fn raw_table(path: &Path, blocks: &[&[(&str, u64)]], rename: Option<(usize, &str)>) {
+        use crate::sstable::format::{block_trailer, FORMAT_VERSION as TABLE_FORMAT};
+        use crate::sstable::BlockBuilder;
+        let mut file = Vec::new();
+        let mut index = BlockBuilder::new(1);
+        let mut props = TableProperties {
+            format_version: TABLE_FORMAT,
+            num_data_blocks: blocks.len() as u64,
+            smallest_seq: SequenceNumber(u64::MAX),
+            ..TableProperties::default()
+        };
+        let write = |file: &mut Vec<u8>, contents: &[u8]| {
+            let h = BlockHandle::new(file.len() as u64, contents.len() as u64);
+            file.extend_from_slice(contents);
+            file.extend_from_slice(&block_trailer(contents));
+            h
+        };
+        let mut prev: Option<&str> = None;
+        for (i, entries) in blocks.iter().enumerate() {
+            let mut b = BlockBuilder::new(16);
+            let mut last = Vec::new();
+            for (j, &(k, seq)) in entries.iter().enumerate() {
+                last = InternalKey::new(k.as_bytes(), SequenceNumber(seq), ValueType::Value)
+                    .into_encoded();
+                b.add(&last, b"v");
+                if i == 0 && j == 0 {
+                    props.smallest_user_key = k.as_bytes().to_vec();
+                }
+                props.largest_user_key = k.as_bytes().to_vec();
+                props.num_entries += 1;
+                props.num_distinct_keys += u64::from(prev != Some(k));
+                props.raw_key_bytes += last.len() as u64;
+                props.raw_value_bytes += 1;
+                props.smallest_seq = props.smallest_seq.min(SequenceNumber(seq));
+                props.largest_seq = props.largest_seq.max(SequenceNumber(seq));
+                prev = Some(k);
+            }
+            let h = write(&mut file, b.finish());
+            if let Some((_, k)) = rename.filter(|r| r.0 == i) {
+                let seq = ParsedInternalKey::parse(&last).unwrap().seq;
+                last = InternalKey::new(k.as_bytes(), seq, ValueType::Value).into_encoded();
+            }
+            let mut v = Vec::new();
+            h.encode_to(&mut v);
+            index.add(&last, &v);
+        }
+        let properties = write(&mut file, &props.encode());
+        let index = write(&mut file, index.finish());
+        let footer = Footer {
+            index,
+            filter: BlockHandle::default(),
+            properties,
+            format_version: TABLE_FORMAT,
+        };
+        file.extend_from_slice(&footer.encode());
+        fs::write(path, file).unwrap();
+    }
+
+    #[test]
+    fn verify_checks_key_order_within_and_across_blocks() {
+        let tmp = tempfile::tempdir().unwrap();
+        let good = tmp.path().join("000001.sst");
+        raw_table(&good, &[&[("a", 1), ("b", 2)], &[("c", 3)]], None);
+        assert!(verify_file(&good, true, &mut |_, _| {}).unwrap().is_clean());
+
+        let within = tmp.path().join("000002.sst");
+        raw_table(&within, &[&[("b", 2), ("a", 1)], &[("c", 3)]], None);
+        let r = verify_file(&within, true, &mut |_, _| {}).unwrap();
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+        assert_eq!(r.problems[0].what, "data block 0");
+        assert_eq!(r.problems[0].offset, Some(0));
+        assert_eq!(
+            r.problems[0].detail,
+            "key \"a\"@1 put is not after the previous key \"b\"@2 put"
+        );
+
+        let across = tmp.path().join("000003.sst");
+        raw_table(
+            &across,
+            &[&[("a", 1), ("c", 3)], &[("b", 2), ("d", 4)]],
+            None,
+        );
+        let r = verify_file(&across, true, &mut |_, _| {}).unwrap();
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+        assert_eq!(r.problems[0].what, "data block 1");
+        assert_eq!(
+            r.problems[0].detail,
+            "key \"b\"@2 put is not after the previous key \"c\"@3 put \
+             (the last of the previous block)"
+        );
+    }
+
+    #[test]
+    fn verify_checks_index_keys_against_blocks() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("000004.sst");
+        // Index entry 0 names "bb", which still sorts before block 1.
+        raw_table(
+            &path,
+            &[&[("a", 1), ("b", 2)], &[("c", 3)]],
+            Some((0, "bb")),
+        );
+        let t = open_table(&path).unwrap();
+        let r = verify_file(&path, true, &mut |_, _| {}).unwrap();
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+        assert_eq!(r.problems[0].what, "index block");
+        assert_eq!(r.problems[0].offset, Some(t.footer().index.offset));
+        assert_eq!(
+            r.problems[0].detail,
+            "index entry 0 says the block ends with \"bb\"@2 put, it ends with \"b\"@2 put"
+        );
+    }
+
+    #[test]
+    fn verify_finds_overlapping_files_in_a_sorted_level() {
+        let tmp = tempfile::tempdir().unwrap();
+        drop(build(tmp.path()));
+        // Claim that the (overlapping) level-0 tables are in level 1.
+        let manifest = rewrite_manifest(tmp.path(), |files| {
+            files.iter_mut().for_each(|(level, _)| *level = 1);
+        });
+        let r = verify_db(tmp.path(), true, &mut |_, _| {}).unwrap();
+        assert_eq!(r.problems.len(), 2, "{:?}", r.problems);
+        let p = &r.problems[0];
+        assert_eq!(p.what, "level 1");
+        assert_eq!(p.file, manifest);
+        assert!(p.detail.contains(" overlaps "), "{p}");
+        let r = verify_db(tmp.path(), false, &mut |_, _| {}).unwrap();
+        assert_eq!(r.problems.len(), 1);
+    }
+}
