@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod fault_fs;
+pub mod power_fs;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
