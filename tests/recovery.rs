@@ -150,3 +150,36 @@ fn interior_wal_corruption_is_reported_not_skipped() {
         "the damaged WAL is left as found"
     );
 }
+
+#[test]
+fn bad_manifest_edit_is_corruption_naming_the_manifest_file() {
+    use siftdb::log::LogWriter;
+    use siftdb::version::edit::VersionEdit;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), &small_options());
+    db.put(b"k", b"v").unwrap();
+    db.flush().unwrap();
+    drop(db);
+    // Append a well-formed edit that deletes a table the tree never had.
+    let current = fs::read_to_string(dir.path().join("CURRENT")).unwrap();
+    let manifest = dir.path().join(current.trim_end());
+    let len = fs::metadata(&manifest).unwrap().len();
+    let mut w = LogWriter::open_truncated(&manifest, len).unwrap();
+    let edit = VersionEdit {
+        deleted_files: vec![(0, 999_999)],
+        ..Default::default()
+    };
+    w.append(&edit.encode()).unwrap();
+    w.sync().unwrap();
+    drop(w);
+
+    match siftdb::Db::open(dir.path()) {
+        Err(Error::Corruption { file, detail, .. }) => {
+            assert_eq!(file, manifest, "{detail}");
+            assert!(detail.contains("999999"), "{detail}");
+        }
+        Err(e) => panic!("expected Corruption, got {e}"),
+        Ok(_) => panic!("opened a database whose manifest deletes a missing table"),
+    }
+}

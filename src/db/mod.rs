@@ -189,9 +189,8 @@ impl Db {
                     return Err(not_db("holds no database (create_if_missing is false)"));
                 }
                 ReplayedState {
-                    files: vec![BTreeMap::new(); crate::version::set::NUM_LEVELS],
                     next_file_number: 1,
-                    ..Default::default()
+                    ..ReplayedState::new()
                 }
             }
         };

@@ -81,7 +81,7 @@ pub(super) fn acquire_lock(dir: &Path) -> Result<File> {
 /// pinned by tests/regress_manifest_tail.rs.
 pub(super) fn replay_manifest(dir: &Path, number: u64) -> Result<ReplayedState> {
     let replay = manifest::replay(dir, number)?;
-    let state = ReplayedState::from_edits(replay.edits())?;
+    let state = replay.replay()?;
     let (at, why) = match &replay.torn_tail {
         Some(t) => (
             t.offset,

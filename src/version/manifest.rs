@@ -279,13 +279,17 @@ impl ManifestContents {
     /// The state the edits replay to: live files per level and counters.
     ///
     /// # Errors
-    /// [`Error::Corruption`] naming this manifest (at offset 0) if an edit
-    /// deletes a file that is not live or names a level beyond the tree.
+    /// [`Error::Corruption`] naming this manifest and the offset of the
+    /// record whose edit deletes a file that is not live or names a level
+    /// beyond the tree.
     pub fn replay(&self) -> Result<ReplayedState> {
-        ReplayedState::from_edits(self.edits()).map_err(|e| match e {
-            Error::Corruption { detail, .. } => Error::corruption(&self.path, 0, detail),
-            e => e,
-        })
+        let mut state = ReplayedState::new();
+        for r in &self.records {
+            state
+                .apply(&r.edit)
+                .map_err(|detail| Error::corruption(&self.path, r.offset, detail))?;
+        }
+        Ok(state)
     }
 }
 

@@ -161,7 +161,7 @@ fn bad_edit(detail: String) -> Error {
 
 /// The result of replaying a manifest: the live files per level plus the
 /// counters, before any table is opened.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct ReplayedState {
     /// Live files, `files[level][number]`.
     pub files: Vec<BTreeMap<u64, FileMetaData>>,
@@ -177,51 +177,66 @@ pub struct ReplayedState {
     pub table_bytes_written: u64,
 }
 
+impl Default for ReplayedState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl ReplayedState {
-    /// Folds `edits` in order.
+    /// The state before the first edit: no files, every counter 0.
+    pub fn new() -> Self {
+        ReplayedState {
+            files: vec![BTreeMap::new(); NUM_LEVELS],
+            log_number: 0,
+            next_file_number: 0,
+            last_sequence: 0,
+            user_bytes_flushed: 0,
+            table_bytes_written: 0,
+        }
+    }
+
+    /// Folds one edit into the state.
     ///
     /// # Errors
-    /// [`Error::Corruption`] for an edit that deletes a file that is not
-    /// live or names a level beyond [`NUM_LEVELS`].
-    pub fn from_edits<'a>(edits: impl IntoIterator<Item = &'a VersionEdit>) -> Result<Self> {
-        let mut s = ReplayedState {
-            files: vec![BTreeMap::new(); NUM_LEVELS],
-            ..Default::default()
-        };
-        for e in edits {
-            if let Some(n) = e.log_number {
-                s.log_number = n;
-            }
-            if let Some(n) = e.next_file_number {
-                s.next_file_number = n;
-            }
-            if let Some(n) = e.last_sequence {
-                s.last_sequence = s.last_sequence.max(n.0);
-            }
-            if let Some(n) = e.user_bytes_flushed {
-                s.user_bytes_flushed = n;
-            }
-            if let Some(n) = e.table_bytes_written {
-                s.table_bytes_written = n;
-            }
-            for &(level, number) in &e.deleted_files {
-                let files = s
-                    .files
-                    .get_mut(level as usize)
-                    .ok_or_else(|| bad_edit(format!("level {level} out of range")))?;
-                if files.remove(&number).is_none() {
-                    return Err(bad_edit(format!(
-                        "deletes file {number} absent from level {level}"
-                    )));
-                }
-            }
-            for (level, meta) in &e.new_files {
-                s.files
-                    .get_mut(*level as usize)
-                    .ok_or_else(|| bad_edit(format!("level {level} out of range")))?
-                    .insert(meta.number, meta.clone());
+    /// What is wrong (`"version edit deletes file 7 absent from level 0"`)
+    /// if the edit deletes a file that is not live or names a level beyond
+    /// [`NUM_LEVELS`]; the caller knows the file and offset to report in an
+    /// [`Error::Corruption`].
+    pub fn apply(&mut self, e: &VersionEdit) -> std::result::Result<(), String> {
+        if let Some(n) = e.log_number {
+            self.log_number = n;
+        }
+        if let Some(n) = e.next_file_number {
+            self.next_file_number = n;
+        }
+        if let Some(n) = e.last_sequence {
+            self.last_sequence = self.last_sequence.max(n.0);
+        }
+        if let Some(n) = e.user_bytes_flushed {
+            self.user_bytes_flushed = n;
+        }
+        if let Some(n) = e.table_bytes_written {
+            self.table_bytes_written = n;
+        }
+        let level_out_of_range = |level: u32| format!("version edit level {level} out of range");
+        for &(level, number) in &e.deleted_files {
+            let files = self
+                .files
+                .get_mut(level as usize)
+                .ok_or_else(|| level_out_of_range(level))?;
+            if files.remove(&number).is_none() {
+                return Err(format!(
+                    "version edit deletes file {number} absent from level {level}"
+                ));
             }
         }
-        Ok(s)
+        for (level, meta) in &e.new_files {
+            self.files
+                .get_mut(*level as usize)
+                .ok_or_else(|| level_out_of_range(*level))?
+                .insert(meta.number, meta.clone());
+        }
+        Ok(())
     }
 }
