@@ -40,7 +40,7 @@ pub mod util;
 pub mod version;
 pub mod write_batch;
 
-pub use db::{Db, LiveFile, Snapshot};
+pub use db::{Db, LiveFile, RecoveryReport, Snapshot, WalReplay};
 pub use error::{Error, Result};
 pub use iter::DbIterator;
 pub use key::{InternalKey, SequenceNumber, ValueType};

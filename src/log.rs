@@ -257,6 +257,8 @@ pub struct LogContents {
     /// Bytes of complete records: the torn record's offset, or the file
     /// length if there is no torn tail.
     pub valid_len: u64,
+    /// Bytes of the whole log as read, torn tail included.
+    pub file_len: u64,
 }
 
 /// Reads a whole log into memory and returns its complete records, applying
@@ -266,16 +268,7 @@ pub struct LogContents {
 /// [`Error::Io`] if the file cannot be read; [`Error::Corruption`] (naming
 /// `path` and the bad record's offset) for damage before the end of the log.
 pub fn read_log(path: &Path) -> Result<LogContents> {
-    let mut reader = LogReader::open(path)?;
-    let mut records = Vec::new();
-    while let Some(r) = reader.next_record()? {
-        records.push(r);
-    }
-    Ok(LogContents {
-        records,
-        torn_tail: reader.torn_tail().cloned(),
-        valid_len: reader.valid_len(),
-    })
+    LogReader::open(path)?.read_all()
 }
 
 /// Cuts the log at `path` to its first `valid_len` bytes (normally
@@ -468,6 +461,24 @@ impl LogReader {
         self.data.len() as u64
     }
 
+    /// Reads every remaining record, as [`read_log`] does.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] (naming the file and the bad record's offset)
+    /// for damage before the end of the log.
+    pub fn read_all(mut self) -> Result<LogContents> {
+        let mut records = Vec::new();
+        while let Some(r) = self.next_record()? {
+            records.push(r);
+        }
+        Ok(LogContents {
+            records,
+            torn_tail: self.torn_tail().cloned(),
+            valid_len: self.valid_len(),
+            file_len: self.file_len(),
+        })
+    }
+
     /// The file the records come from.
     pub fn path(&self) -> &Path {
         &self.path
@@ -513,16 +524,7 @@ mod tests {
     }
 
     fn parse(bytes: &[u8]) -> Result<LogContents> {
-        let mut r = LogReader::from_bytes(PathBuf::from("test.log"), bytes.to_vec());
-        let mut records = Vec::new();
-        while let Some(rec) = r.next_record()? {
-            records.push(rec);
-        }
-        Ok(LogContents {
-            records,
-            torn_tail: r.torn_tail().cloned(),
-            valid_len: r.valid_len(),
-        })
+        LogReader::from_bytes(PathBuf::from("test.log"), bytes.to_vec()).read_all()
     }
 
     fn payloads(c: &LogContents) -> Vec<&[u8]> {

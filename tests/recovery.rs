@@ -42,6 +42,17 @@ fn torn_wal_tail_is_cut_before_new_writes() {
         assert_eq!(db.get("A").unwrap().as_deref(), Some(&b"a"[..]));
         assert_eq!(db.get("B").unwrap().as_deref(), Some(&b"b"[..]));
         assert_eq!(db.get("C").unwrap(), None);
+        // The open says what it replayed and what it dropped: record C
+        // started 128 bytes before the old end, and 68 of them were left.
+        let r = db.recovery();
+        assert_eq!(r.wals.len(), 1, "{r:?}");
+        let w = &r.wals[0];
+        assert_eq!(w.path, wals[0]);
+        assert_eq!((w.size, w.batches, w.entries), (len - 60, 2, 2), "{r:?}");
+        let torn = w.torn_tail.as_ref().expect("a torn tail");
+        assert_eq!(torn.offset, len - 128, "{r:?}");
+        assert_eq!(r.dropped_bytes(), 68);
+        assert_eq!((r.batches(), r.entries()), (2, 2));
         db.put("D", "d").unwrap();
     }
     let db = open(dir.path(), &opts);
@@ -49,6 +60,12 @@ fn torn_wal_tail_is_cut_before_new_writes() {
         assert_eq!(db.get(k).unwrap().as_deref(), Some(v.as_bytes()), "{k}");
     }
     assert_eq!(db.get("C").unwrap(), None);
+    // A clean reopen: the WAL the last open started holds D alone.
+    let r = db.recovery();
+    assert_eq!(r.wals.len(), 1, "{r:?}");
+    assert!(r.wals[0].torn_tail.is_none(), "{r:?}");
+    assert_eq!((r.batches(), r.entries(), r.dropped_bytes()), (1, 1, 0));
+    assert!(r.manifest_torn_tail.is_none());
 }
 
 #[test]

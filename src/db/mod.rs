@@ -92,6 +92,8 @@ struct DbInner {
     /// Held while a compaction runs, so that only one runs at a time;
     /// guards the leveled picker's round-robin key per level.
     compaction: Mutex<Vec<Vec<u8>>>,
+    /// What the open replayed and dropped.
+    recovery: RecoveryReport,
     /// Held (with an exclusive lock) until the database is dropped; `None`
     /// when open read-only.
     _lock: Option<File>,
@@ -188,10 +190,11 @@ impl Db {
                 if !options.create_if_missing {
                     return Err(not_db("holds no database (create_if_missing is false)"));
                 }
-                ReplayedState {
+                let fresh = ReplayedState {
                     next_file_number: 1,
                     ..ReplayedState::new()
-                }
+                };
+                (fresh, None)
             }
         };
         recover(dir, options, Some(lock), state)
@@ -462,6 +465,14 @@ impl Db {
         }
     }
 
+    /// What this open found in the write-ahead logs and the manifest:
+    /// batches replayed per WAL, and any torn tail dropped (with its file,
+    /// offset and bytes), so that an application can log or alert on a
+    /// recovery that dropped data. Fixed at open.
+    pub fn recovery(&self) -> &RecoveryReport {
+        &self.inner.recovery
+    }
+
     /// The SSTables of the current version, level 0 first (newest first
     /// within level 0, by smallest key in deeper levels).
     pub fn live_files(&self) -> Vec<LiveFile> {
@@ -627,6 +638,7 @@ mod recovery;
 
 use read::{get_from, iterate, map_bound, prefix_bounds};
 use recovery::{acquire_lock, check_fresh_directory, recover, replay_manifest};
+pub use recovery::{RecoveryReport, WalReplay};
 
 impl DbInner {
     /// The sequence number and super-version a new read uses. The sequence

@@ -12,7 +12,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use crate::error::IoContext;
 use crate::filename::{self, FileType};
 use crate::key::SequenceNumber;
-use crate::log::{read_log, LogWriter};
+use crate::log::{read_log, LogWriter, TornTail};
 use crate::memtable::MemTable;
 use crate::sstable::{Table, TableOptions};
 use crate::stats::Counters;
@@ -28,6 +28,57 @@ use super::{BgState, Db, DbInner, SuperVersion, VersionState, WriteState};
 /// The siftdb files in a directory, classified (background.rs uses it from
 /// here).
 pub(super) use crate::filename::list_dir;
+
+/// What [`Db::open`] (or [`Db::open_read_only`]) found on disk and
+/// replayed, and what it dropped as torn by a crash: from
+/// [`Db::recovery`]. A torn tail is the normal trace of a crash in the
+/// middle of a write; the bytes it held were never acknowledged unless
+/// they were damaged after being written (see RELIABILITY.md), so a
+/// torn tail after a clean shutdown is worth a look.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// The WALs replayed into the memtable, oldest first.
+    pub wals: Vec<WalReplay>,
+    /// Set if the manifest ended in an incomplete record, which was
+    /// dropped: a version edit whose write never returned.
+    pub manifest_torn_tail: Option<TornTail>,
+}
+
+/// One WAL as the open replayed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WalReplay {
+    /// The log file.
+    pub path: PathBuf,
+    /// Its length in bytes when read.
+    pub size: u64,
+    /// Write batches replayed (one per complete record).
+    pub batches: u64,
+    /// Puts and deletes in those batches.
+    pub entries: u64,
+    /// Set if the log ended in an incomplete record; the bytes from its
+    /// offset to `size` were not replayed.
+    pub torn_tail: Option<TornTail>,
+}
+
+impl RecoveryReport {
+    /// Write batches replayed from every WAL.
+    pub fn batches(&self) -> u64 {
+        self.wals.iter().map(|w| w.batches).sum()
+    }
+
+    /// Puts and deletes replayed from every WAL.
+    pub fn entries(&self) -> u64 {
+        self.wals.iter().map(|w| w.entries).sum()
+    }
+
+    /// Bytes of torn WAL tails dropped (0 after a clean shutdown).
+    pub fn dropped_bytes(&self) -> u64 {
+        self.wals
+            .iter()
+            .filter_map(|w| w.torn_tail.as_ref().map(|t| w.size - t.offset))
+            .sum()
+    }
+}
 
 /// How long [`acquire_lock`] keeps retrying a held `LOCK` before it
 /// reports [`Error::Locked`].
@@ -79,7 +130,10 @@ pub(super) fn acquire_lock(dir: &Path) -> Result<File> {
 /// deleted only after a later edit moves the log number past it), is
 /// `Corruption` naming the manifest. Found by tests/corruption_campaign.rs;
 /// pinned by tests/regress_manifest_tail.rs.
-pub(super) fn replay_manifest(dir: &Path, number: u64) -> Result<ReplayedState> {
+pub(super) fn replay_manifest(
+    dir: &Path,
+    number: u64,
+) -> Result<(ReplayedState, Option<TornTail>)> {
     let replay = manifest::replay(dir, number)?;
     let state = replay.replay()?;
     let (at, why) = match &replay.torn_tail {
@@ -110,7 +164,7 @@ pub(super) fn replay_manifest(dir: &Path, number: u64) -> Result<ReplayedState> 
             Err(e) => return Err(Error::io(format!("stat {}", path.display()), e)),
         }
     }
-    Ok(state)
+    Ok((state, replay.torn_tail))
 }
 
 /// A directory without `CURRENT` may become a new database only if it holds
@@ -155,7 +209,7 @@ pub(super) fn recover(
     dir: PathBuf,
     options: Options,
     lock: Option<File>,
-    state: ReplayedState,
+    (state, manifest_torn_tail): (ReplayedState, Option<TornTail>),
 ) -> Result<Db> {
     let read_only = lock.is_none();
     let table_options = TableOptions::from_db_options(&options);
@@ -215,12 +269,24 @@ pub(super) fn recover(
         *mem = MemTable::new(0);
         Ok(())
     };
+    let mut report = RecoveryReport {
+        wals: Vec::with_capacity(wals.len()),
+        manifest_torn_tail,
+    };
     for &n in &wals {
         let path = filename::wal_path(&dir, n);
         let contents = read_log(&path)?;
+        let mut replayed = WalReplay {
+            path: path.clone(),
+            size: contents.file_len,
+            batches: contents.records.len() as u64,
+            entries: 0,
+            torn_tail: contents.torn_tail.clone(),
+        };
         for rec in &contents.records {
             let batch =
                 decode_batch(&rec.payload).map_err(|d| Error::corruption(&path, rec.offset, d))?;
+            replayed.entries += batch.ops.len() as u64;
             for (i, op) in batch.ops.iter().enumerate() {
                 let seq = SequenceNumber(batch.first_seq.0 + i as u64);
                 mem.insert(op.key, seq, op.value_type, op.value);
@@ -230,6 +296,7 @@ pub(super) fn recover(
                 flush_recovered(&mut mem, &mut version, &mut next_file, &mut totals)?;
             }
         }
+        report.wals.push(replayed);
     }
     let (wal, manifest, mem) = if read_only {
         (None, None, Arc::new(mem))
@@ -306,6 +373,7 @@ pub(super) fn recover(
         counters: Counters::default(),
         snapshots: Mutex::new(BTreeMap::new()),
         compaction: Mutex::new(vec![Vec::new(); crate::version::set::NUM_LEVELS]),
+        recovery: report,
         _lock: lock,
     });
     let bg_thread = if read_only {
