@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::data::open_existing;
 use crate::error::{write_failed, CliError};
-use crate::format::{escaped_arg, human_bytes, Bytes};
+use crate::format::{count, escaped_arg, human_bytes, Bytes};
 use crate::stats::{levels_table, write_amplification_line};
 
 #[derive(Debug, Args)]
@@ -59,16 +59,16 @@ pub fn run(args: &CompactArgs) -> Result<(), CliError> {
     db.close()?;
     let mut s = String::new();
     s.push_str("before\n");
-    s.push_str(&levels_table(&before.levels).render("  "));
+    s.push_str(&levels_table(&before.levels, false).render("  "));
     s.push_str("after\n");
-    s.push_str(&levels_table(&after.levels).render("  "));
+    s.push_str(&levels_table(&after.levels, false).render("  "));
     s.push_str(&format!(
-        "compactions {}, read {}, wrote {}, dropped {} shadowed versions and {} tombstones, in {:.2} s\n",
+        "compactions {}, read {}, wrote {}, dropped {} and {}, in {:.2} s\n",
         after.compactions,
         human_bytes(after.compaction_bytes_read),
         human_bytes(after.compaction_bytes_written),
-        after.versions_dropped,
-        after.tombstones_dropped,
+        count(after.versions_dropped, "shadowed version"),
+        count(after.tombstones_dropped, "tombstone"),
         start.elapsed().as_secs_f64()
     ));
     s.push_str(&write_amplification_line(&after));

@@ -301,7 +301,7 @@ fn import_section(r: &Run) -> String {
         count(levels_used as u64, "level"),
         count(r.compactions, "compaction"),
     );
-    s.push_str(&levels_table(&r.stats_after_reopen.levels).render("  "));
+    s.push_str(&levels_table(&r.stats_after_reopen.levels, false).render("  "));
     s
 }
 

@@ -54,27 +54,39 @@ pub fn stats_json(stats: &Stats) -> serde_json::Value {
     })
 }
 
-/// The levels table: non-empty levels, then a total row.
-pub fn levels_table(levels: &[LevelStats]) -> Table {
-    let mut t = Table::new(&[
+/// The levels table: non-empty levels, then a total row. With
+/// `filter_memory` (kvctl info) the filter bytes get a column of their own
+/// and the last column is headed `bits/key`; without (stats, compact,
+/// demo) it is `filter bits/key`.
+pub fn levels_table(levels: &[LevelStats], filter_memory: bool) -> Table {
+    let mut columns = vec![
         ("level", Align::Left),
         ("files", Align::Right),
         ("size", Align::Right),
         ("entries", Align::Right),
         ("distinct keys", Align::Right),
         ("tombstones", Align::Right),
-        ("filter bits/key", Align::Right),
-    ]);
+    ];
+    if filter_memory {
+        columns.extend([("filter memory", Align::Right), ("bits/key", Align::Right)]);
+    } else {
+        columns.push(("filter bits/key", Align::Right));
+    }
+    let mut t = Table::new(&columns);
     let cells = |name: String, l: &LevelStats| {
-        vec![
+        let mut row = vec![
             name,
             group(l.files as u64),
             human_bytes(l.bytes),
             group(l.entries),
             group(l.distinct_keys),
             group(l.tombstones),
-            format!("{:.2}", l.bits_per_key()),
-        ]
+        ];
+        if filter_memory {
+            row.push(human_bytes(l.filter_bytes));
+        }
+        row.push(format!("{:.2}", l.bits_per_key()));
+        row
     };
     for l in levels.iter().filter(|l| l.files > 0) {
         t.row(cells(format!("L{}", l.level), l));
@@ -102,7 +114,7 @@ pub fn run(args: &StatsArgs) -> Result<(), CliError> {
         format!("{:#}\n", stats_json(&stats))
     } else {
         let empty = stats.levels.iter().all(|l| l.files == 0);
-        let mut s = levels_table(&stats.levels).render("");
+        let mut s = levels_table(&stats.levels, false).render("");
         if empty {
             s.push_str("(no SSTables yet: writes since the last flush are in the WAL)\n");
         }

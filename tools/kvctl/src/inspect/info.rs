@@ -13,6 +13,7 @@ use siftdb::LevelStats;
 use super::{emit, emit_json, file_name, snapshot};
 use crate::error::CliError;
 use crate::format::{count, group, human_bytes, Align, Table};
+use crate::stats::levels_table;
 
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  kvctl info ./db\n\n\
@@ -99,7 +100,7 @@ pub fn info_json(s: &DbSnapshot) -> Value {
 /// The human report.
 pub fn info_text(s: &DbSnapshot) -> String {
     let tables = s.tables();
-    let (levels, total) = level_summaries(&tables, NUM_LEVELS);
+    let (levels, _) = level_summaries(&tables, NUM_LEVELS);
     let mut head = Table::new(&[("", Align::Left), ("", Align::Left)]);
     let mut kv = |k: &str, v: String| head.row(vec![k.to_string(), v]);
     kv("database", s.dir.display().to_string());
@@ -182,32 +183,7 @@ pub fn info_text(s: &DbSnapshot) -> String {
         .map_or(out.clone(), |(_, r)| r.to_string());
     out.push('\n');
 
-    let mut t = Table::new(&[
-        ("level", Align::Left),
-        ("files", Align::Right),
-        ("size", Align::Right),
-        ("entries", Align::Right),
-        ("distinct keys", Align::Right),
-        ("tombstones", Align::Right),
-        ("filter memory", Align::Right),
-        ("bits/key", Align::Right),
-    ]);
-    let cells = |name: String, l: &LevelStats| {
-        vec![
-            name,
-            group(l.files as u64),
-            human_bytes(l.bytes),
-            group(l.entries),
-            group(l.distinct_keys),
-            group(l.tombstones),
-            human_bytes(l.filter_bytes),
-            format!("{:.2}", l.bits_per_key()),
-        ]
-    };
-    for l in levels.iter().filter(|l| l.files > 0) {
-        t.row(cells(format!("L{}", l.level), l));
-    }
-    t.row(cells("total".into(), &total));
+    let t = levels_table(&levels, true);
     out.push_str(&t.render(""));
     out
 }
