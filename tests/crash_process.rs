@@ -27,15 +27,14 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::Path;
 use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use common::campaign::{self, apply, check_directory, write_batch, State, Update};
 use common::{child_test_command, env_u64, scratch_dir, Rng};
-use siftdb::{CompactionStyle, Db, Options, WriteBatch};
+use siftdb::{CompactionStyle, Db, Options};
 
 const CHILD_ENV: &str = "SIFTDB_CRASH_CHILD";
 const SEED_ENV: &str = "SIFTDB_CRASH_SEED";
@@ -57,18 +56,20 @@ fn crash_options() -> Options {
     o
 }
 
-/// One update: `None` is a delete.
-type Op = (Vec<u8>, Option<Vec<u8>>);
+/// Key `i` of the key space.
+fn key(i: u64) -> Vec<u8> {
+    format!("key{i:04}").into_bytes()
+}
 
 /// The updates of batch `id`: 1 to 8 puts and deletes over the key space;
 /// the last is always a put whose value names the batch, so that applying
 /// a batch always changes the state.
-fn batch_ops(seed: u64, id: u64) -> Vec<Op> {
+fn batch_ops(seed: u64, id: u64) -> Vec<Update> {
     let mut rng = Rng(seed ^ id.wrapping_mul(0xd134_2543_de82_ef95));
     let n = 1 + rng.below(8);
     (0..n)
         .map(|i| {
-            let key = format!("key{:04}", rng.below(KEYS)).into_bytes();
+            let key = key(rng.below(KEYS));
             if i + 1 < n && rng.below(10) < 3 {
                 (key, None)
             } else {
@@ -80,15 +81,6 @@ fn batch_ops(seed: u64, id: u64) -> Vec<Op> {
             }
         })
         .collect()
-}
-
-fn apply(model: &mut BTreeMap<Vec<u8>, Vec<u8>>, ops: &[Op]) {
-    for (k, v) in ops {
-        match v {
-            Some(v) => model.insert(k.clone(), v.clone()),
-            None => model.remove(k),
-        };
-    }
 }
 
 /// The child: writes batches from `SIFTDB_CRASH_START` on until killed.
@@ -115,14 +107,8 @@ fn crash_child() {
     // A backstop in case the parent dies without killing us.
     let deadline = Instant::now() + Duration::from_secs(120);
     for id in start.. {
-        let mut b = WriteBatch::new();
-        for (k, v) in batch_ops(seed, id) {
-            match v {
-                Some(v) => b.put(k, v).unwrap(),
-                None => b.delete(k).unwrap(),
-            }
-        }
-        db.write(b).expect("child: write");
+        db.write(write_batch(&batch_ops(seed, id)))
+            .expect("child: write");
         let s = db.stats();
         say(
             &mut out,
@@ -154,71 +140,6 @@ fn parse_line(line: &str) -> Option<Event> {
     }
 }
 
-/// Full contents by a forward scan, cross-checked by a `get` of every key
-/// of the key space and by a backward scan.
-fn read_state(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let forward: Vec<(Vec<u8>, Vec<u8>)> = db
-        .range::<&[u8], _>(..)
-        .map(|r| r.expect("scan after crash"))
-        .collect();
-    assert!(
-        forward.windows(2).all(|w| w[0].0 < w[1].0),
-        "scan yielded keys out of order or twice"
-    );
-    let mut backward: Vec<(Vec<u8>, Vec<u8>)> = db
-        .range::<&[u8], _>(..)
-        .rev()
-        .map(|r| r.expect("reverse scan after crash"))
-        .collect();
-    backward.reverse();
-    assert!(
-        backward == forward,
-        "backward scan disagrees with forward scan"
-    );
-    let state: BTreeMap<Vec<u8>, Vec<u8>> = forward.into_iter().collect();
-    for i in 0..KEYS {
-        let k = format!("key{i:04}").into_bytes();
-        assert_eq!(
-            db.get(&k).expect("get after crash").as_ref(),
-            state.get(&k),
-            "get disagrees with scan for {}",
-            String::from_utf8_lossy(&k)
-        );
-    }
-    state
-}
-
-/// After a successful open the directory holds exactly `CURRENT`, `LOCK`,
-/// the manifest `CURRENT` names, one WAL and the live SSTables.
-fn check_directory(db: &Db, dir: &Path) -> Vec<String> {
-    let names = common::file_names(dir);
-    let current = std::fs::read_to_string(dir.join("CURRENT")).expect("read CURRENT");
-    let manifest = current.trim_end_matches('\n').to_string();
-    let live: BTreeSet<String> = db
-        .live_files()
-        .iter()
-        .map(|f| f.path.file_name().unwrap().to_string_lossy().into_owned())
-        .collect();
-    let mut logs = 0;
-    for n in &names {
-        let ok = n == "CURRENT"
-            || n == "LOCK"
-            || *n == manifest
-            || live.contains(n)
-            || (n.ends_with(".log") && {
-                logs += 1;
-                true
-            });
-        assert!(ok, "unexpected file {n} after open; directory: {names:?}");
-    }
-    assert_eq!(logs, 1, "expected one WAL after open: {names:?}");
-    for f in &live {
-        assert!(names.contains(f), "live SSTable {f} missing: {names:?}");
-    }
-    assert!(names.contains(&manifest), "{manifest} missing: {names:?}");
-    names
-}
-
 #[derive(Default, Debug)]
 struct Totals {
     acked: u64,
@@ -238,7 +159,7 @@ fn crash_process_campaign() {
     let scratch = scratch_dir();
     let dir = scratch.path().join("db");
     let mut rng = Rng(seed.rotate_left(17));
-    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut model = State::new();
     // Batches 0..applied are in the database.
     let mut applied = 0u64;
     let mut t = Totals::default();
@@ -353,13 +274,15 @@ fn crash_process_campaign() {
         let db = Db::open_with(&dir, opts).unwrap_or_else(|e| {
             panic!("cycle {cycle}: open after kill failed: {e}; {SEED_ENV}={seed}")
         });
-        check_directory(&db, &dir);
+        check_directory(&db, &dir)
+            .unwrap_or_else(|e| panic!("cycle {cycle}: {e}; {SEED_ENV}={seed}"));
         let files = db.live_files();
         t.max_ssts = t.max_ssts.max(files.len());
         t.deepest_level = t
             .deepest_level
             .max(files.iter().map(|f| f.level).max().unwrap_or(0));
-        let state = read_state(&db);
+        let state = campaign::read_state(&db, (0..KEYS).map(key))
+            .unwrap_or_else(|e| panic!("cycle {cycle}: {e}; {SEED_ENV}={seed}"));
         if state == model {
             t.in_flight_absent += 1;
             applied = in_flight;
@@ -368,26 +291,7 @@ fn crash_process_campaign() {
             model = with_in_flight;
             applied = in_flight + 1;
         } else {
-            let diff: Vec<String> = model
-                .keys()
-                .chain(state.keys())
-                .collect::<BTreeSet<_>>()
-                .into_iter()
-                .filter(|k| model.get(*k) != state.get(*k))
-                .take(10)
-                .map(|k| {
-                    format!(
-                        "{}: model {:?}, db {:?}",
-                        String::from_utf8_lossy(k),
-                        model
-                            .get(k)
-                            .map(|v| String::from_utf8_lossy(&v[..v.len().min(12)]).into_owned()),
-                        state
-                            .get(k)
-                            .map(|v| String::from_utf8_lossy(&v[..v.len().min(12)]).into_owned()),
-                    )
-                })
-                .collect();
+            let diff = campaign::diff(&model, &state);
             panic!(
                 "cycle {cycle}: after batches {start}..{in_flight} were acknowledged, the database \
                  matches neither the model through batch {} nor through {in_flight}; first \

@@ -24,19 +24,17 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use common::campaign::{self, apply, bounded, check_directory, write_batch, State, Update};
 use common::fault_fs::{Fault, FaultFs, Op, OpKind, Persist, Targeted, EIO, ENOSPC};
 use common::{env_u64, scratch_dir, Rng};
-use siftdb::{Db, Error, Options, WriteBatch};
+use siftdb::{Db, Error, Options};
 
 const BATCHES: u64 = 48;
 const KEYS: u64 = 40;
 /// A run that takes longer than this is a hang.
 const RUN_TIMEOUT: Duration = Duration::from_secs(30);
-
-type State = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// Tiny buffers and budgets: a flush every few batches, leveled compactions
 /// down to level 2 or 3.
@@ -55,10 +53,9 @@ fn options(fs: &FaultFs, sync: bool) -> Options {
     o
 }
 
-#[derive(Debug, Clone)]
-enum Update {
-    Put(Vec<u8>, Vec<u8>),
-    Delete(Vec<u8>),
+/// Key `i` of the key space.
+fn key(i: u64) -> Vec<u8> {
+    format!("key{i:03}").into_bytes()
 }
 
 /// Batch `id`: 1 to 3 updates over `KEYS` keys, one in five a delete. Every
@@ -67,45 +64,21 @@ fn batch(id: u64) -> Vec<Update> {
     let mut rng = Rng(id.wrapping_mul(0x9e37_79b9) ^ 0xfa17);
     (0..1 + id % 3)
         .map(|j| {
-            let key = format!("key{:03}", rng.below(KEYS)).into_bytes();
+            let key = key(rng.below(KEYS));
             if rng.below(5) == 0 {
-                Update::Delete(key)
+                (key, None)
             } else {
                 let value = format!("b{id:04}-{j}-{}", "v".repeat(40)).into_bytes();
-                Update::Put(key, value)
+                (key, Some(value))
             }
         })
         .collect()
 }
 
-/// Batch `id` as a `WriteBatch`.
-fn write_batch(id: u64) -> WriteBatch {
-    let mut b = WriteBatch::new();
-    for u in batch(id) {
-        match u {
-            Update::Put(k, v) => b.put(k, v).unwrap(),
-            Update::Delete(k) => b.delete(k).unwrap(),
-        }
-    }
-    b
-}
-
-fn apply(model: &mut State, updates: &[Update]) {
-    for u in updates {
-        match u {
-            Update::Put(k, v) => {
-                model.insert(k.clone(), v.clone());
-            }
-            Update::Delete(k) => {
-                model.remove(k);
-            }
-        }
-    }
-}
-
-/// The batch a stored value came from.
-fn batch_of(value: &[u8]) -> Option<u64> {
-    std::str::from_utf8(value.get(1..5)?).ok()?.parse().ok()
+/// Full contents, read and cross-checked over the key space
+/// ([`campaign::read_state`]).
+fn read_state(db: &Db) -> Result<State, String> {
+    campaign::read_state(db, (0..KEYS).map(key))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,7 +134,7 @@ struct CallRecord {
 struct Run {
     calls: Vec<CallRecord>,
     /// Contents read in-process at the end, if the open succeeded.
-    scan: Option<siftdb::Result<State>>,
+    scan: Option<Result<State, String>>,
     /// Flushes, compactions and the deepest level holding files, at the end.
     shape: (u64, u64, usize),
 }
@@ -177,26 +150,6 @@ fn record(run: &mut Run, fs: &FaultFs, call: Call, f: impl FnOnce() -> siftdb::R
     r.is_ok()
 }
 
-/// Full contents by a forward scan, cross-checked by a backward scan and a
-/// `get` of every key.
-fn read_state(db: &Db) -> siftdb::Result<State> {
-    let forward: Vec<(Vec<u8>, Vec<u8>)> = db.range::<&[u8], _>(..).collect::<Result<_, _>>()?;
-    let mut backward: Vec<(Vec<u8>, Vec<u8>)> =
-        db.range::<&[u8], _>(..).rev().collect::<Result<_, _>>()?;
-    backward.reverse();
-    assert!(forward == backward, "backward scan disagrees with forward");
-    let state: State = forward.into_iter().collect();
-    for i in 0..KEYS {
-        let k = format!("key{i:03}").into_bytes();
-        assert_eq!(
-            db.get(&k)?.as_ref(),
-            state.get(&k),
-            "get disagrees with scan"
-        );
-    }
-    Ok(state)
-}
-
 /// The workload: open, write every batch (waiting for background work after
 /// each, so that the order of file operations repeats from run to run),
 /// compact by hand halfway and at the end, read everything back, close.
@@ -210,7 +163,7 @@ fn workload(dir: &Path, fs: &FaultFs, sync: bool) -> Run {
     });
     let Some(db) = db else { return run };
     for id in 0..BATCHES {
-        let b = write_batch(id);
+        let b = write_batch(&batch(id));
         record(&mut run, fs, Call::Write(id), || db.write(b));
         record(&mut run, fs, Call::Wait, || db.wait_for_compactions());
         if id == BATCHES / 2 {
@@ -221,67 +174,9 @@ fn workload(dir: &Path, fs: &FaultFs, sync: bool) -> Run {
     record(&mut run, fs, Call::Compact, || db.compact());
     record(&mut run, fs, Call::Wait, || db.wait_for_compactions());
     run.scan = Some(read_state(&db));
-    let stats = db.stats();
-    let deepest = stats.levels.iter().rposition(|l| l.files > 0);
-    run.shape = (stats.flushes, stats.compactions, deepest.unwrap_or(0));
+    run.shape = campaign::shape(&db);
     record(&mut run, fs, Call::Close, || db.close());
     run
-}
-
-/// Runs `f` on its own thread; a panic or a run longer than `RUN_TIMEOUT`
-/// becomes an `Err` describing it.
-fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
-    let (tx, rx) = mpsc::channel();
-    let handle = std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    match rx.recv_timeout(RUN_TIMEOUT) {
-        Ok(v) => {
-            let _ = handle.join();
-            Ok(v)
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => Err(format!("hung for {RUN_TIMEOUT:?}")),
-        Err(mpsc::RecvTimeoutError::Disconnected) => match handle.join() {
-            Err(p) => Err(format!(
-                "panicked: {}",
-                p.downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default()
-            )),
-            Ok(()) => Err("worker ended without a result".into()),
-        },
-    }
-}
-
-/// After a successful open the directory holds exactly `CURRENT`, `LOCK`,
-/// the manifest `CURRENT` names, one WAL and the live SSTables.
-fn check_directory(db: &Db, dir: &Path) -> Result<(), String> {
-    let names = common::file_names(dir);
-    let current = std::fs::read_to_string(dir.join("CURRENT")).map_err(|e| e.to_string())?;
-    let manifest = current.trim_end_matches('\n').to_string();
-    let live: BTreeSet<String> = db
-        .live_files()
-        .iter()
-        .map(|f| f.path.file_name().unwrap().to_string_lossy().into_owned())
-        .collect();
-    let logs = names.iter().filter(|n| n.ends_with(".log")).count();
-    let stray: Vec<&String> = names
-        .iter()
-        .filter(|n| {
-            !(*n == "CURRENT"
-                || *n == "LOCK"
-                || **n == manifest
-                || live.contains(*n)
-                || n.ends_with(".log"))
-        })
-        .collect();
-    if !stray.is_empty() || logs != 1 || !live.iter().all(|f| names.contains(f)) {
-        return Err(format!(
-            "directory not clean after open: {names:?} (live {live:?})"
-        ));
-    }
-    Ok(())
 }
 
 /// Reopens `dir` on a healthy file system and checks the result against
@@ -295,23 +190,7 @@ fn reopen_and_check(dir: &Path, allowed: &[State], what: &str) -> Result<(), Str
     check_directory(&db, dir)?;
     let state = read_state(&db).map_err(|e| format!("read after reopen: {e}"))?;
     if !allowed.contains(&state) {
-        let base = &allowed[0];
-        let diff: Vec<String> = base
-            .keys()
-            .chain(state.keys())
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .filter(|k| base.get(*k) != state.get(*k))
-            .take(5)
-            .map(|k| {
-                format!(
-                    "{}: expected {:?}, found {:?}",
-                    String::from_utf8_lossy(k),
-                    base.get(k).and_then(|v| batch_of(v)),
-                    state.get(k).and_then(|v| batch_of(v))
-                )
-            })
-            .collect();
+        let diff = campaign::diff(&allowed[0], &state);
         return Err(format!(
             "{what}: reopened contents match no allowed state; vs acknowledged: {diff:?}"
         ));
@@ -565,7 +444,7 @@ fn workload_sweep() {
                 let what = format!("sync={sync}, {}", describe(&ops, &fault));
                 tally.runs += 1;
                 let (fs2, dir2) = (fs.clone(), dir.clone());
-                let run = match bounded(move || workload(&dir2, &fs2, sync)) {
+                let run = match bounded(RUN_TIMEOUT, move || workload(&dir2, &fs2, sync)) {
                     Ok(run) => run,
                     Err(e) => {
                         tally.failures.push(format!("{what}: workload {e}"));
@@ -604,7 +483,7 @@ fn build_recovery_base(dir: &Path) -> State {
     let db = Db::open_with(dir, options(&fs, false)).unwrap();
     let mut model = State::new();
     for id in 0..BATCHES {
-        db.write(write_batch(id)).unwrap();
+        db.write(write_batch(&batch(id))).unwrap();
         apply(&mut model, &batch(id));
         if id == 30 {
             db.wait_for_compactions().unwrap();
@@ -655,8 +534,9 @@ fn open_sweep() {
             tally.runs += 1;
             let fs = FaultFs::with_fault(fault);
             let (fs2, dir2) = (fs.clone(), dir.clone());
-            let opened = match bounded(move || Db::open_with(&dir2, options(&fs2, false)).map(drop))
-            {
+            let opened = match bounded(RUN_TIMEOUT, move || {
+                Db::open_with(&dir2, options(&fs2, false)).map(drop)
+            }) {
                 Ok(r) => r,
                 Err(e) => {
                     tally.failures.push(format!("{what}: open {e}"));
@@ -696,6 +576,42 @@ fn open_sweep() {
     tally.report("open sweep", t0.elapsed());
 }
 
+/// For the regressions below: a database in `dir` on `fs` without
+/// background compaction, holding batches `0..batches` with a flush after
+/// every `flush_every`, and the model of its contents.
+fn without_compaction(dir: &Path, fs: &FaultFs, batches: u64, flush_every: u64) -> (Db, State) {
+    let mut o = options(fs, false);
+    o.compaction_style = siftdb::CompactionStyle::None;
+    let db = Db::open_with(dir, o).unwrap();
+    let mut model = State::new();
+    for id in 0..batches {
+        apply(&mut model, &batch(id));
+        db.write(write_batch(&batch(id))).unwrap();
+        if id % flush_every == flush_every - 1 {
+            db.flush().unwrap();
+        }
+    }
+    (db, model)
+}
+
+/// Asserts that `r`, the result of a call that changes the database, is
+/// `Error::Background` naming OS error `errno`: the database is read-only.
+fn assert_read_only(r: siftdb::Result<()>, errno: i32) {
+    match r {
+        Err(Error::Background(m)) => assert!(m.contains(&format!("os error {errno}")), "{m}"),
+        other => panic!("expected Error::Background, got {other:?}"),
+    }
+}
+
+/// Asserts that reads of `db` still answer with `model`; then drops it,
+/// heals `fs` and checks that a reopen recovers `model` (`reopen_and_check`).
+fn assert_recovers(db: Db, fs: &FaultFs, dir: &Path, model: State, what: &str) {
+    assert_eq!(read_state(&db).unwrap(), model);
+    drop(db);
+    fs.heal();
+    reopen_and_check(dir, &[model], what).unwrap();
+}
+
 /// Found by `workload_sweep` (a failed manifest sync during a compaction):
 /// the compaction deleted its outputs after `log_edit` failed, but the edit
 /// had reached the file, so the reopened manifest listed missing tables and
@@ -707,17 +623,7 @@ fn failed_manifest_sync_in_compaction_keeps_outputs() {
     let scratch = scratch_dir();
     let dir = scratch.path().join("db");
     let fs = FaultFs::new();
-    let mut o = options(&fs, false);
-    o.compaction_style = siftdb::CompactionStyle::None;
-    let db = Db::open_with(&dir, o).unwrap();
-    let mut model = State::new();
-    for id in 0..20 {
-        apply(&mut model, &batch(id));
-        db.write(write_batch(id)).unwrap();
-        if id % 5 == 4 {
-            db.flush().unwrap();
-        }
-    }
+    let (db, model) = without_compaction(&dir, &fs, 20, 5);
     assert!(db.live_files().len() >= 4);
     fs.fail_next(OpKind::Sync, "manifest", EIO);
     let e = db.compact().unwrap_err();
@@ -725,15 +631,9 @@ fn failed_manifest_sync_in_compaction_keeps_outputs() {
     assert_eq!(fs.failed().len(), 1);
     // Read-only from now on, naming the cause; reads still work.
     for r in [db.put("x", "y"), db.flush(), db.compact()] {
-        match r {
-            Err(Error::Background(m)) => assert!(m.contains("os error 5"), "{m}"),
-            other => panic!("expected Error::Background, got {other:?}"),
-        }
+        assert_read_only(r, EIO);
     }
-    assert_eq!(read_state(&db).unwrap(), model);
-    drop(db);
-    fs.heal();
-    reopen_and_check(&dir, &[model], "after a failed manifest sync").unwrap();
+    assert_recovers(db, &fs, &dir, model, "after a failed manifest sync");
 }
 
 /// Found by `workload_sweep` (a failed table write during `compact()`): a
@@ -746,26 +646,12 @@ fn failed_manual_compaction_turns_the_database_read_only() {
     let scratch = scratch_dir();
     let dir = scratch.path().join("db");
     let fs = FaultFs::new();
-    let mut o = options(&fs, false);
-    o.compaction_style = siftdb::CompactionStyle::None;
-    let db = Db::open_with(&dir, o).unwrap();
-    let mut model = State::new();
-    for id in 0..10 {
-        apply(&mut model, &batch(id));
-        db.write(write_batch(id)).unwrap();
-        db.flush().unwrap();
-    }
+    let (db, model) = without_compaction(&dir, &fs, 10, 1);
     fs.fail_next(OpKind::Write, "sst", ENOSPC);
     let e = db.compact().unwrap_err();
     assert!(matches!(e, Error::Io { .. }), "{e}");
-    match db.put("x", "y") {
-        Err(Error::Background(m)) => assert!(m.contains("os error 28"), "{m}"),
-        other => panic!("expected Error::Background, got {other:?}"),
-    }
-    assert_eq!(read_state(&db).unwrap(), model);
-    drop(db);
-    fs.heal();
-    reopen_and_check(&dir, &[model], "after a failed manual compaction").unwrap();
+    assert_read_only(db.put("x", "y"), ENOSPC);
+    assert_recovers(db, &fs, &dir, model, "after a failed manual compaction");
 }
 
 /// Found by `workload_sweep` (a failed table write in a background
@@ -798,10 +684,6 @@ fn compact_reports_a_background_compaction_that_failed_meanwhile() {
         assert!(t0.elapsed() < RUN_TIMEOUT, "no background compaction");
         std::thread::sleep(Duration::from_millis(1));
     }
-    let r = db.compact();
-    match r {
-        Err(Error::Background(m)) => assert!(m.contains("os error 5"), "{m}"),
-        other => panic!("compact on a database turned read-only returned {other:?}"),
-    }
+    assert_read_only(db.compact(), EIO);
     assert!(matches!(db.put("c", "3"), Err(Error::Background(_))));
 }

@@ -34,16 +34,16 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::Path;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use common::campaign::{self, apply, bounded, check_directory, write_batch, State, Update};
 use common::fault_fs::OpKind;
 use common::power_fs::{write_image, Loss, PowerFs, Unsynced};
 use common::{env_u64, scratch_dir, Rng};
-use siftdb::{Db, Error, Options, WriteBatch};
+use siftdb::{Db, Error, Options};
 
 /// Batches in the workload.
 const BATCHES: u64 = 60;
@@ -51,8 +51,6 @@ const BATCHES: u64 = 60;
 const KEYS: u64 = 40;
 /// A run that takes longer than this is a hang.
 const RUN_TIMEOUT: Duration = Duration::from_secs(30);
-
-type State = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// Tiny buffers and budgets: a memtable rotation every few batches,
 /// leveled compactions down to level 2 or 3. `fs` is `None` for the plain
@@ -74,8 +72,10 @@ fn options(fs: Option<&PowerFs>, sync: bool) -> Options {
     o
 }
 
-/// One update: `None` is a delete.
-type Update = (Vec<u8>, Option<Vec<u8>>);
+/// Key `i` of the model space.
+fn key(i: u64) -> Vec<u8> {
+    format!("key{i:03}").into_bytes()
+}
 
 /// Batch `id`: 1 to 4 updates over `KEYS` keys, about one in four a
 /// delete; the last is a put whose value names the batch, so that every
@@ -86,7 +86,7 @@ fn batch(id: u64) -> Vec<Update> {
     let n = 1 + rng.below(4);
     (0..n)
         .map(|i| {
-            let key = format!("key{:03}", rng.below(KEYS)).into_bytes();
+            let key = key(rng.below(KEYS));
             if i + 1 < n && rng.below(4) == 0 {
                 (key, None)
             } else {
@@ -99,36 +99,15 @@ fn batch(id: u64) -> Vec<Update> {
         .collect()
 }
 
-fn write_batch(id: u64) -> WriteBatch {
-    let mut b = WriteBatch::new();
-    for (k, v) in batch(id) {
-        match v {
-            Some(v) => b.put(k, v).unwrap(),
-            None => b.delete(k).unwrap(),
-        }
-    }
-    b
-}
-
 /// `models()[k]` is the state after batches `0..k`.
 fn models() -> Vec<State> {
     let mut m = State::new();
     let mut out = vec![m.clone()];
     for id in 0..BATCHES {
-        for (k, v) in batch(id) {
-            match v {
-                Some(v) => m.insert(k, v),
-                None => m.remove(&k),
-            };
-        }
+        apply(&mut m, &batch(id));
         out.push(m.clone());
     }
     out
-}
-
-/// The batch a stored value came from.
-fn batch_of(value: &[u8]) -> Option<u64> {
-    std::str::from_utf8(value.get(1..5)?).ok()?.parse().ok()
 }
 
 /// One step of the workload.
@@ -193,15 +172,13 @@ fn workload(dir: &Path, fs: &PowerFs, sync: bool, settle: bool) -> Run {
     for step in plan(settle) {
         let r = match step {
             Step::Open => Db::open_with(dir, options(Some(fs), sync)).map(|d| db = Some(d)),
-            Step::Write(id) => db.as_ref().unwrap().write(write_batch(id)),
+            Step::Write(id) => db.as_ref().unwrap().write(write_batch(&batch(id))),
             Step::Settle => db.as_ref().unwrap().wait_for_compactions(),
             Step::Flush => db.as_ref().unwrap().flush(),
             Step::Compact => db.as_ref().unwrap().compact(),
             Step::Close => {
                 let db = db.take().unwrap();
-                let stats = db.stats();
-                let deepest = stats.levels.iter().rposition(|l| l.files > 0);
-                run.shape = (stats.flushes, stats.compactions, deepest.unwrap_or(0));
+                run.shape = campaign::shape(&db);
                 db.close()
             }
             Step::Reopen => db
@@ -236,81 +213,10 @@ fn workload(dir: &Path, fs: &PowerFs, sync: bool, settle: bool) -> Run {
     run
 }
 
-/// Runs `f` on its own thread; a panic or a run longer than `RUN_TIMEOUT`
-/// becomes an `Err` describing it.
-fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
-    let (tx, rx) = mpsc::channel();
-    let handle = std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    match rx.recv_timeout(RUN_TIMEOUT) {
-        Ok(v) => {
-            let _ = handle.join();
-            Ok(v)
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => Err(format!("hung for {RUN_TIMEOUT:?}")),
-        Err(mpsc::RecvTimeoutError::Disconnected) => match handle.join() {
-            Err(p) => Err(format!(
-                "panicked: {}",
-                p.downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default()
-            )),
-            Ok(()) => Err("worker ended without a result".into()),
-        },
-    }
-}
-
-/// Contents by a `get` of every key of the model space, checked against a
-/// forward scan (which would show a key outside the space).
+/// Contents, read and cross-checked over the model space
+/// ([`campaign::read_state`]).
 fn read_state(db: &Db) -> Result<State, String> {
-    let mut state = State::new();
-    for i in 0..KEYS {
-        let k = format!("key{i:03}").into_bytes();
-        if let Some(v) = db.get(&k).map_err(|e| format!("get: {e}"))? {
-            state.insert(k, v);
-        }
-    }
-    let scanned: State = db
-        .iter()
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("scan: {e}"))?;
-    if scanned != state {
-        return Err(format!(
-            "scan ({} keys) disagrees with get ({} keys)",
-            scanned.len(),
-            state.len()
-        ));
-    }
-    Ok(state)
-}
-
-/// After a successful open the directory holds exactly `CURRENT`, `LOCK`,
-/// the manifest `CURRENT` names, one WAL and the live SSTables.
-fn check_directory(db: &Db, dir: &Path) -> Result<(), String> {
-    let names = common::file_names(dir);
-    let current = std::fs::read_to_string(dir.join("CURRENT")).map_err(|e| e.to_string())?;
-    let manifest = current.trim_end_matches('\n').to_string();
-    let live: BTreeSet<String> = db
-        .live_files()
-        .iter()
-        .map(|f| f.path.file_name().unwrap().to_string_lossy().into_owned())
-        .collect();
-    let logs = names.iter().filter(|n| n.ends_with(".log")).count();
-    let stray = names.iter().any(|n| {
-        !(n == "CURRENT"
-            || n == "LOCK"
-            || *n == manifest
-            || live.contains(n)
-            || n.ends_with(".log"))
-    });
-    if stray || logs != 1 || !live.iter().all(|f| names.contains(f)) {
-        return Err(format!(
-            "directory not clean after open: {names:?} (live {live:?})"
-        ));
-    }
-    Ok(())
+    campaign::read_state(db, (0..KEYS).map(key))
 }
 
 /// How the batches found after a reopen relate to the run.
@@ -364,23 +270,7 @@ fn check_image(
         .map_err(|e| format!("compaction after reopen: {e}"))?;
     let state = read_state(&db)?;
     let Some(k) = models.iter().position(|m| *m == state) else {
-        let base = &models[acked as usize];
-        let diff: Vec<String> = base
-            .keys()
-            .chain(state.keys())
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .filter(|k| base.get(*k) != state.get(*k))
-            .take(6)
-            .map(|k| {
-                format!(
-                    "{}: acknowledged {:?}, found {:?}",
-                    String::from_utf8_lossy(k),
-                    base.get(k).and_then(|v| batch_of(v)),
-                    state.get(k).and_then(|v| batch_of(v))
-                )
-            })
-            .collect();
+        let diff = campaign::diff(&models[acked as usize], &state);
         return Err(format!(
             "contents match no prefix of the batches (a hole, or part of a batch); \
              {acked} acknowledged, \
@@ -569,7 +459,7 @@ fn sweep(models: &[State], scratch: &Path, s: Sweep) -> Tally {
             Some(op) if settle => format!("sync={sync}, settle, cut at op {n} ({op})"),
             _ => format!("sync={sync}, racing, cut at op {n}"),
         };
-        let run = match bounded(move || workload(&dir2, &fs2, sync, settle)) {
+        let run = match bounded(RUN_TIMEOUT, move || workload(&dir2, &fs2, sync, settle)) {
             Ok(run) => run,
             Err(e) => {
                 tally.failures.push(format!("{what}: workload {e}"));
@@ -621,7 +511,7 @@ fn sweep(models: &[State], scratch: &Path, s: Sweep) -> Tally {
                     run.acked, run.floor, run.stopped
                 )
             };
-            let k = match bounded(move || check_image(&d2, &models2, ok, acked)) {
+            let k = match bounded(RUN_TIMEOUT, move || check_image(&d2, &models2, ok, acked)) {
                 Ok(Ok(k)) => k,
                 Ok(Err(e)) | Err(e) => {
                     tally.failures.push(fail(e));
@@ -634,7 +524,9 @@ fn sweep(models: &[State], scratch: &Path, s: Sweep) -> Tally {
             if i == 1 && s.second_cut {
                 let (models2, work) = (models.to_vec(), base.join("second"));
                 let mut rng2 = Rng(rng.next_u64());
-                match bounded(move || second_cut(&copy, &work, &models2, k, &mut rng2)) {
+                match bounded(RUN_TIMEOUT, move || {
+                    second_cut(&copy, &work, &models2, k, &mut rng2)
+                }) {
                     Ok(Ok(landed)) => {
                         tally.second_cuts += 1;
                         tally.second_cuts_past_open += u64::from(!landed);
@@ -833,7 +725,7 @@ fn rotation_syncs_the_old_wal_before_writing_the_new_one() {
     // WAL, every earlier one is in the old WAL.
     let mut acked = 0;
     while logs_created() == 1 {
-        db.write(write_batch(acked)).unwrap();
+        db.write(write_batch(&batch(acked))).unwrap();
         acked += 1;
         assert!(acked < BATCHES, "no rotation");
     }

@@ -17,6 +17,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use common::{dir_contents, open, small_options};
+use siftdb::version::edit::VersionEdit;
 use siftdb::version::manifest::replay;
 use siftdb::{Db, Error};
 
@@ -26,6 +27,22 @@ fn live_manifest(dir: &Path) -> (PathBuf, u64) {
     let name = name.trim_end();
     let number = name.trim_start_matches("MANIFEST-").parse().unwrap();
     (dir.join(name), number)
+}
+
+/// The last edit of the live manifest.
+fn last_edit(dir: &Path) -> VersionEdit {
+    let (_, number) = live_manifest(dir);
+    replay(dir, number).unwrap().records.pop().unwrap().edit
+}
+
+/// Puts `key0000` to `key0099`, all set to `value`, then flushes them: the
+/// flush logs an edit (new table, newer log number), then deletes the WAL
+/// that held the writes.
+fn put_keys_and_flush(db: &Db, value: &str) {
+    for i in 0..100 {
+        db.put(format!("key{i:04}"), value).unwrap();
+    }
+    db.flush().unwrap();
 }
 
 /// Cuts the manifest just inside its last record's header, which replay
@@ -69,23 +86,11 @@ fn lost_flush_edit_is_corruption_not_silent_data_loss() {
     let dir = tempfile::tempdir().unwrap();
     {
         let db = open(dir.path(), &small_options());
-        for i in 0..100 {
-            db.put(format!("key{i:04}"), "flushed").unwrap();
-        }
-        // The flush logs an edit (new table, newer log number), then
-        // deletes the WAL that held the writes.
-        db.flush().unwrap();
+        put_keys_and_flush(&db, "flushed");
         db.close().unwrap();
     }
-    let (path, number) = live_manifest(dir.path());
-    let last = replay(dir.path(), number)
-        .unwrap()
-        .records
-        .pop()
-        .unwrap()
-        .edit;
+    let last = last_edit(dir.path());
     assert_eq!(last.new_files.len(), 1, "last edit is the flush: {last:?}");
-    let _ = path;
     cut_last_record(dir.path());
     assert_corruption_naming_manifest(dir.path(), "flush edit cut off");
 }
@@ -95,10 +100,7 @@ fn lost_flush_edit_by_a_flipped_byte_is_corruption() {
     let dir = tempfile::tempdir().unwrap();
     {
         let db = open(dir.path(), &small_options());
-        for i in 0..100 {
-            db.put(format!("key{i:04}"), "flushed").unwrap();
-        }
-        db.flush().unwrap();
+        put_keys_and_flush(&db, "flushed");
     }
     // Damage the last byte of the last record's payload: its checksum
     // fails and it ends the file, so replay takes it for a torn tail.
@@ -115,22 +117,12 @@ fn lost_compaction_edit_is_corruption_not_an_io_error() {
     {
         let db = open(dir.path(), &small_options());
         for round in 0..4 {
-            for i in 0..100 {
-                db.put(format!("key{i:04}"), format!("round {round}"))
-                    .unwrap();
-            }
-            db.flush().unwrap();
+            put_keys_and_flush(&db, &format!("round {round}"));
         }
         db.wait_for_compactions().unwrap();
         db.close().unwrap();
     }
-    let (_, number) = live_manifest(dir.path());
-    let last = replay(dir.path(), number)
-        .unwrap()
-        .records
-        .pop()
-        .unwrap()
-        .edit;
+    let last = last_edit(dir.path());
     assert!(
         !last.deleted_files.is_empty() && !last.new_files.is_empty(),
         "last edit is a merging compaction: {last:?}"
@@ -146,10 +138,7 @@ fn edit_torn_by_a_crash_is_still_dropped_quietly() {
     let dir = tempfile::tempdir().unwrap();
     {
         let db = open(dir.path(), &small_options());
-        for i in 0..100 {
-            db.put(format!("key{i:04}"), "v").unwrap();
-        }
-        db.flush().unwrap();
+        put_keys_and_flush(&db, "v");
         db.put("late", "in the WAL").unwrap();
     }
     // Append half of a plausible next edit, as a crash inside log_edit

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod campaign;
 pub mod fault_fs;
 pub mod power_fs;
 

@@ -1,0 +1,200 @@
+//! Helpers shared by the reliability campaigns (RELIABILITY.md) that check
+//! a database against a model of its contents: tests/crash_process.rs,
+//! tests/io_faults.rs and tests/power_loss.rs. Each campaign keeps its own
+//! workload (batch generator, key space, options, sizes) in its file; what
+//! is here is what they do alike: bound a run, turn a batch into a model
+//! change or a `WriteBatch`, read a database's whole contents, check the
+//! directory after an open and show how a state differs from the model.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use siftdb::{Db, WriteBatch};
+
+/// The contents of a database, or of a model of one: key to value.
+pub type State = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// One update of a batch: a put of the key to `Some(value)`, or a delete
+/// (`None`).
+pub type Update = (Vec<u8>, Option<Vec<u8>>);
+
+/// `updates` as a `WriteBatch`, in order.
+pub fn write_batch(updates: &[Update]) -> WriteBatch {
+    let mut b = WriteBatch::new();
+    for (k, v) in updates {
+        match v {
+            Some(v) => b.put(k, v).unwrap(),
+            None => b.delete(k).unwrap(),
+        }
+    }
+    b
+}
+
+/// Applies `updates` to `model`, in order.
+pub fn apply(model: &mut State, updates: &[Update]) {
+    for (k, v) in updates {
+        match v {
+            Some(v) => model.insert(k.clone(), v.clone()),
+            None => model.remove(k),
+        };
+    }
+}
+
+/// Runs `f` on its own thread; a panic or a run longer than `timeout`
+/// becomes an `Err` describing it (a hung worker is left behind).
+pub fn bounded<T: Send + 'static>(
+    timeout: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    let (tx, rx) = mpsc::channel();
+    let handle = std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(timeout) {
+        Ok(v) => {
+            let _ = handle.join();
+            Ok(v)
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => Err(format!("hung for {timeout:?}")),
+        Err(mpsc::RecvTimeoutError::Disconnected) => match handle.join() {
+            Err(p) => Err(format!(
+                "panicked: {}",
+                p.downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default()
+            )),
+            Ok(()) => Err("worker ended without a result".into()),
+        },
+    }
+}
+
+/// The full contents of `db`, read three ways that must agree: a forward
+/// scan (keys strictly ascending), a backward scan, and a `get` of every
+/// key of `key_space` (the keys the workload touches; the scan must show no
+/// other key). An error of the engine, or a disagreement, is an `Err`
+/// saying which.
+pub fn read_state(db: &Db, key_space: impl IntoIterator<Item = Vec<u8>>) -> Result<State, String> {
+    let forward: Vec<(Vec<u8>, Vec<u8>)> = db
+        .iter()
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("scan: {e}"))?;
+    if let Some(w) = forward.windows(2).find(|w| w[0].0 >= w[1].0) {
+        return Err(format!(
+            "scan yielded keys out of order or twice: {} then {}",
+            String::from_utf8_lossy(&w[0].0),
+            String::from_utf8_lossy(&w[1].0)
+        ));
+    }
+    let mut backward: Vec<(Vec<u8>, Vec<u8>)> = db
+        .iter()
+        .rev()
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("reverse scan: {e}"))?;
+    backward.reverse();
+    if backward != forward {
+        return Err(format!(
+            "backward scan ({} keys) disagrees with forward scan ({} keys)",
+            backward.len(),
+            forward.len()
+        ));
+    }
+    let state: State = forward.into_iter().collect();
+    let key_space: BTreeSet<Vec<u8>> = key_space.into_iter().collect();
+    for k in &key_space {
+        let got = db.get(k).map_err(|e| format!("get: {e}"))?;
+        if got.as_ref() != state.get(k) {
+            return Err(format!(
+                "get disagrees with scan for {}",
+                String::from_utf8_lossy(k)
+            ));
+        }
+    }
+    if let Some(k) = state.keys().find(|k| !key_space.contains(*k)) {
+        return Err(format!(
+            "scan shows {}, outside the key space",
+            String::from_utf8_lossy(k)
+        ));
+    }
+    Ok(state)
+}
+
+/// Checks the directory after a successful open: it holds exactly
+/// `CURRENT`, `LOCK`, the manifest `CURRENT` names, one WAL and every live
+/// SSTable of `db`, and nothing else (no temporary file, no orphan).
+pub fn check_directory(db: &Db, dir: &Path) -> Result<(), String> {
+    let names = super::file_names(dir);
+    let current =
+        std::fs::read_to_string(dir.join("CURRENT")).map_err(|e| format!("read CURRENT: {e}"))?;
+    let manifest = current.trim_end_matches('\n').to_string();
+    let live: BTreeSet<String> = db
+        .live_files()
+        .iter()
+        .map(|f| f.path.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    let mut problems = Vec::new();
+    for n in &names {
+        if !(n == "CURRENT"
+            || n == "LOCK"
+            || *n == manifest
+            || live.contains(n)
+            || n.ends_with(".log"))
+        {
+            problems.push(format!("unexpected file {n}"));
+        }
+    }
+    let logs = names.iter().filter(|n| n.ends_with(".log")).count();
+    if logs != 1 {
+        problems.push(format!("{logs} WALs, not one"));
+    }
+    for f in live.iter().chain([&manifest]) {
+        if !names.contains(f) {
+            problems.push(format!("{f} missing"));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "directory not clean after open: {}; files {names:?}, live {live:?}",
+            problems.join(", ")
+        ))
+    }
+}
+
+/// The first few keys whose values differ between `expected` and `found`,
+/// one line each, with the start of each value (the campaigns' values
+/// begin with the number of the batch that wrote them); `None` where the
+/// key is absent. For failure messages.
+pub fn diff(expected: &State, found: &State) -> Vec<String> {
+    let show = |v: Option<&Vec<u8>>| {
+        v.map(|v| String::from_utf8_lossy(&v[..v.len().min(12)]).into_owned())
+    };
+    expected
+        .keys()
+        .chain(found.keys())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .filter(|k| expected.get(*k) != found.get(*k))
+        .take(10)
+        .map(|k| {
+            format!(
+                "{}: expected {:?}, found {:?}",
+                String::from_utf8_lossy(k),
+                show(expected.get(k)),
+                show(found.get(k))
+            )
+        })
+        .collect()
+}
+
+/// Flushes and compactions `db` has run since it was opened, and the
+/// deepest level holding a table (0 when none does): how far a workload
+/// drove the tree.
+pub fn shape(db: &Db) -> (u64, u64, usize) {
+    let stats = db.stats();
+    let deepest = stats.levels.iter().rposition(|l| l.files > 0);
+    (stats.flushes, stats.compactions, deepest.unwrap_or(0))
+}
