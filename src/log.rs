@@ -351,6 +351,18 @@ impl LogReader {
         Ok(LogReader::from_bytes(path.to_path_buf(), data))
     }
 
+    /// As [`LogReader::open`], reading from `file` (already open, at its
+    /// start); `path` names it in errors.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the file cannot be read.
+    pub fn from_file(mut file: File, path: &Path) -> Result<LogReader> {
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut file, &mut data)
+            .context(|| format!("read log {}", path.display()))?;
+        Ok(LogReader::from_bytes(path.to_path_buf(), data))
+    }
+
     /// A reader over log bytes already in memory; `path` only names the file
     /// in errors.
     pub fn from_bytes(path: PathBuf, data: Vec<u8>) -> LogReader {

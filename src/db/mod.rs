@@ -215,10 +215,7 @@ impl Db {
         options.validate()?;
         let dir = path.as_ref().to_path_buf();
         if !dir.is_dir() {
-            return Err(Error::NotADatabase {
-                path: dir,
-                detail: "is not a directory".into(),
-            });
+            return Err(no_database(&dir));
         }
         // A writer in another process may flush or compact while we read,
         // deleting a WAL or table the manifest we read still names. If the
@@ -227,14 +224,8 @@ impl Db {
         let open = || match manifest::read_current(&dir)? {
             Some(number) => replay_manifest(&dir, number)
                 .and_then(|state| recover(dir.clone(), options.clone(), None, state)),
-            None => {
-                // Tables or WAL data without CURRENT is Corruption.
-                check_fresh_directory(&dir)?;
-                Err(Error::NotADatabase {
-                    path: dir.clone(),
-                    detail: "holds no database (no CURRENT file)".into(),
-                })
-            }
+            // Tables or WAL data without CURRENT is Corruption.
+            None => Err(no_database(&dir)),
         };
         manifest::retry_while_manifest_changes(&dir, open, |_| true).map_err(|(e, _)| e)
     }
@@ -637,6 +628,7 @@ mod read;
 mod recovery;
 
 use read::{get_from, iterate, map_bound, prefix_bounds};
+pub(crate) use recovery::no_database;
 use recovery::{acquire_lock, check_fresh_directory, recover, replay_manifest};
 pub use recovery::{RecoveryReport, WalReplay};
 

@@ -12,7 +12,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use crate::error::IoContext;
 use crate::filename::{self, FileType};
 use crate::key::SequenceNumber;
-use crate::log::{read_log, LogWriter, TornTail};
+use crate::log::{LogReader, LogWriter, TornTail};
 use crate::memtable::MemTable;
 use crate::sstable::{Table, TableOptions};
 use crate::stats::Counters;
@@ -167,10 +167,32 @@ pub(super) fn replay_manifest(
     Ok((state, replay.torn_tail))
 }
 
+/// Why there is no database to read at `dir` (which has no `CURRENT`), for
+/// readers that never create one (`Db::open_read_only`, `inspect`):
+/// [`Error::NotADatabase`] saying the path does not exist, is not a
+/// directory, or holds no database; [`Error::Corruption`] if it holds
+/// SSTables or WAL data without `CURRENT`; [`Error::Io`] if it cannot be
+/// listed.
+pub(crate) fn no_database(dir: &Path) -> Error {
+    let not_db = |detail: &str| Error::NotADatabase {
+        path: dir.to_path_buf(),
+        detail: detail.into(),
+    };
+    match std::fs::metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => not_db("does not exist"),
+        Err(e) => Error::io(format!("stat {}", dir.display()), e),
+        Ok(m) if !m.is_dir() => not_db("exists and is not a directory"),
+        Ok(_) => match check_fresh_directory(dir) {
+            Err(e) => e,
+            Ok(()) => not_db("holds no database (no CURRENT file)"),
+        },
+    }
+}
+
 /// A directory without `CURRENT` may become a new database only if it holds
 /// nothing but what an interrupted creation leaves (`LOCK`, temporary
 /// files, a manifest never made current, empty WALs).
-pub(super) fn check_fresh_directory(dir: &Path) -> Result<()> {
+pub(crate) fn check_fresh_directory(dir: &Path) -> Result<()> {
     for entry in std::fs::read_dir(dir).context(|| format!("list {}", dir.display()))? {
         let entry = entry.context(|| format!("list {}", dir.display()))?;
         let name = entry.file_name();
@@ -222,21 +244,12 @@ pub(super) fn recover(
         .unwrap_or(0);
     let mut next_file = state.next_file_number.max(max_on_disk + 1).max(1);
 
-    // Open every live table.
-    let mut all = VersionEdit::default();
-    let mut opened = BTreeMap::new();
-    let mut last_seq = state.last_sequence;
-    for (level, files) in state.files.iter().enumerate() {
-        for meta in files.values() {
-            let table = Table::open(&filename::table_path(&dir, meta.number), meta.number)?;
-            last_seq = last_seq.max(table.properties().largest_seq.0);
-            opened.insert(meta.number, Arc::new(table));
-            all.new_files.push((level as u32, meta.clone()));
-        }
-    }
-    let mut version = Version::empty().apply(&all, &mut opened)?;
-
-    // Replay live WALs, oldest first, flushing whenever a memtable fills.
+    // Open every file the state needs before decoding any: a writer in
+    // another process (when this open is read-only) may delete a table or
+    // WAL once a newer manifest edit stops naming it, but an open file
+    // stays readable. Opening takes microseconds a file; decoding takes
+    // longer, and no deletion can reach us during it. A file already gone
+    // fails the open, and `Db::open_read_only` reads the manifest again.
     let mut wals: Vec<u64> = on_disk
         .iter()
         .filter_map(|(t, _)| match *t {
@@ -245,6 +258,35 @@ pub(super) fn recover(
         })
         .collect();
     wals.sort_unstable();
+    let open_file = |path: PathBuf| -> Result<(PathBuf, File)> {
+        let f = File::open(&path).context(|| format!("open {}", path.display()))?;
+        Ok((path, f))
+    };
+    let mut table_files = Vec::new();
+    for (level, files) in state.files.iter().enumerate() {
+        for meta in files.values() {
+            let file = open_file(filename::table_path(&dir, meta.number))?;
+            table_files.push((level as u32, meta, file));
+        }
+    }
+    let wal_files = wals
+        .iter()
+        .map(|&n| open_file(filename::wal_path(&dir, n)))
+        .collect::<Result<Vec<_>>>()?;
+
+    // Decode every live table.
+    let mut all = VersionEdit::default();
+    let mut opened = BTreeMap::new();
+    let mut last_seq = state.last_sequence;
+    for (level, meta, (path, file)) in table_files {
+        let table = Table::from_file(file, &path, meta.number)?;
+        last_seq = last_seq.max(table.properties().largest_seq.0);
+        opened.insert(meta.number, Arc::new(table));
+        all.new_files.push((level, meta.clone()));
+    }
+    let mut version = Version::empty().apply(&all, &mut opened)?;
+
+    // Replay live WALs, oldest first, flushing whenever a memtable fills.
     let mut mem = MemTable::new(0);
     // (user bytes flushed, table bytes written) since creation.
     let mut totals = (state.user_bytes_flushed, state.table_bytes_written);
@@ -273,9 +315,8 @@ pub(super) fn recover(
         wals: Vec::with_capacity(wals.len()),
         manifest_torn_tail,
     };
-    for &n in &wals {
-        let path = filename::wal_path(&dir, n);
-        let contents = read_log(&path)?;
+    for (path, file) in wal_files {
+        let contents = LogReader::from_file(file, &path)?.read_all()?;
         let mut replayed = WalReplay {
             path: path.clone(),
             size: contents.file_len,

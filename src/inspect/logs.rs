@@ -9,6 +9,7 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use super::{missing_live_file, missing_or, number_of, read_manifest, with_retries, LoadError};
+use crate::db::no_database;
 use crate::filename::{self, FileType};
 use crate::fs::StdFs;
 use crate::key::{SequenceNumber, ValueType};
@@ -20,22 +21,17 @@ use crate::{Error, Result};
 /// The manifest `CURRENT` names in `dir`: its file number and path.
 ///
 /// # Errors
-/// [`Error::NotADatabase`] if `dir` is not a directory or has no
-/// `CURRENT`; as [`read_current`] otherwise ([`Error::Corruption`] for a
-/// malformed `CURRENT`).
+/// [`Error::NotADatabase`] if `dir` does not exist, is not a directory or
+/// has no `CURRENT`, but [`Error::Corruption`] if it holds SSTables or WAL
+/// data without `CURRENT`; as [`read_current`] otherwise
+/// ([`Error::Corruption`] for a malformed `CURRENT`).
 pub fn current_manifest(dir: &Path) -> Result<(u64, PathBuf)> {
     let number = read_current(dir)
         .map_err(|e| match e {
-            Error::Io { .. } if !dir.is_dir() => Error::NotADatabase {
-                path: dir.to_path_buf(),
-                detail: "is not a directory".into(),
-            },
+            Error::Io { .. } if !dir.is_dir() => no_database(dir),
             e => e,
         })?
-        .ok_or_else(|| Error::NotADatabase {
-            path: dir.to_path_buf(),
-            detail: "holds no database (no CURRENT file)".into(),
-        })?;
+        .ok_or_else(|| no_database(dir))?;
     Ok((number, filename::manifest_path(dir, number)))
 }
 

@@ -103,6 +103,17 @@ impl Table {
     /// format.
     pub fn open(path: &Path, file_number: u64) -> Result<Table> {
         let file = File::open(path).context(|| format!("open {}", path.display()))?;
+        Table::from_file(file, path, file_number)
+    }
+
+    /// As [`Table::open`], for a `file` already open (read access suffices);
+    /// `path` names it in errors. A reader that opens every file it needs
+    /// first, then decodes them, cannot lose one to a concurrent deletion
+    /// in between: an open file stays readable after its name is removed.
+    ///
+    /// # Errors
+    /// As [`Table::open`], except that opening cannot fail.
+    pub fn from_file(file: File, path: &Path, file_number: u64) -> Result<Table> {
         let len = file
             .metadata()
             .context(|| format!("stat {}", path.display()))?

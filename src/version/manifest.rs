@@ -398,8 +398,16 @@ pub(crate) fn missing_live_file(manifest: &Path, offset: u64, path: &Path, why: 
     )
 }
 
-/// How many times [`retry_while_manifest_changes`] runs its read at most.
-const READ_ATTEMPTS: usize = 5;
+/// How long [`retry_while_manifest_changes`] goes on running its read
+/// while the manifest keeps changing under it (it always makes at least
+/// [`MIN_READ_ATTEMPTS`]). A writer flushing a small memtable every few
+/// milliseconds changes the manifest during many reads of a large tree;
+/// some attempt soon falls between two edits.
+const READ_RETRY_BUDGET: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Attempts [`retry_while_manifest_changes`] makes before its time budget
+/// applies.
+const MIN_READ_ATTEMPTS: usize = 5;
 
 /// What identifies the manifest state of `dir` on disk: the number
 /// `CURRENT` names and that manifest's length in bytes; `None` if either
@@ -416,9 +424,10 @@ pub(crate) fn identity(dir: &Path) -> Option<(u64, u64)> {
 /// Runs `read`, which reads files the manifest in `dir` names, again while
 /// it fails with an error `retry` accepts and the manifest changed during
 /// the attempt (another process flushed, compacted or reopened the
-/// database, and may have deleted a file the old manifest named); at most
-/// [`READ_ATTEMPTS`] times in all. An [`identity`] that cannot be read
-/// counts as changed.
+/// database, and may have deleted a file the old manifest named): at
+/// least [`MIN_READ_ATTEMPTS`] times, then until [`READ_RETRY_BUDGET`] has
+/// passed. An [`identity`] that becomes readable or unreadable counts as
+/// changed; one unreadable throughout does not.
 ///
 /// # Errors
 /// `read`'s last error, with `true` if the manifest changed during that
@@ -429,6 +438,7 @@ pub(crate) fn retry_while_manifest_changes<T, E>(
     mut read: impl FnMut() -> std::result::Result<T, E>,
     retry: impl Fn(&E) -> bool,
 ) -> std::result::Result<T, (E, bool)> {
+    let start = std::time::Instant::now();
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -438,8 +448,10 @@ pub(crate) fn retry_while_manifest_changes<T, E>(
             Err(e) if !retry(&e) => return Err((e, false)),
             Err(e) => e,
         };
-        let changed = before.is_none() || identity(dir) != before;
-        if !changed || attempt >= READ_ATTEMPTS {
+        // Unreadable before and after (a damaged or missing `CURRENT` or
+        // manifest) is no change: the error stands at once.
+        let changed = identity(dir) != before;
+        if !changed || (attempt >= MIN_READ_ATTEMPTS && start.elapsed() >= READ_RETRY_BUDGET) {
             return Err((e, changed));
         }
     }

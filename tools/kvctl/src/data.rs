@@ -35,6 +35,14 @@ pub const IMPORT_BATCH: usize = 1000;
 
 /// Opens an existing database with default options; never creates one.
 pub fn open_existing(path: &Path) -> Result<Db, CliError> {
+    if !path.exists() {
+        // Said plainly, rather than as the library's option name.
+        return Err(siftdb::Error::NotADatabase {
+            path: path.to_path_buf(),
+            detail: "does not exist".into(),
+        }
+        .into());
+    }
     let mut o = Options::default();
     o.create_if_missing = false;
     Ok(Db::open_with(path, o)?)
@@ -57,8 +65,9 @@ pub fn open_or_create(path: &Path, options: Options) -> Result<Db, CliError> {
 #[command(
     after_help = "Example:\n  kvctl import ./db tests/data/debian-packages.tsv.gz --raw --write-buffer-size 512K\n\n\
 Without --raw, keys and values are unescaped as `export` and `scan` write them.\n\
-A gzip file is checked whole before the first line is imported; a bad line stops the import \
-there (the lines before it stay imported)."
+A gzip file is checked whole before the first line is imported. A bad line stops the import \
+there: lines are written in batches of 1,000, and the whole batches before the bad line stay \
+imported (the error says how many keys)."
 )]
 pub struct ImportArgs {
     /// Database directory (created if missing)
@@ -394,8 +403,27 @@ pub fn export(args: &ExportArgs) -> Result<(), CliError> {
     };
     let what = args.file.display();
     let failed = |e: io::Error| CliError::from_io(format!("write {what}"), &e);
-    let f =
-        File::create(&args.file).map_err(|e| CliError::from_io(format!("create {what}"), &e))?;
+    // Write a temporary file beside the output and rename it into place
+    // once complete, so that a failed or interrupted export never leaves a
+    // truncated file under the name asked for (which would import without
+    // complaint). The temporary file is removed on error; an interrupt
+    // (SIGINT) can leave a hidden `.kvctl-export-*` file behind.
+    let parent = match args.file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".kvctl-export-");
+    // As `File::create` would make it (0666 less the umask), not 0600.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let tmp = builder
+        .tempfile_in(parent)
+        .map_err(|e| CliError::from_io(format!("create a temporary file for {what}"), &e))?;
+    let f = tmp
+        .as_file()
+        .try_clone()
+        .map_err(|e| CliError::from_io(format!("create {what}"), &e))?;
     let n = if args.file.extension().is_some_and(|e| e == "gz") {
         let mut enc = GzEncoder::new(BufWriter::new(f), flate2::Compression::default());
         let n = write_pairs(iter, &mut enc, &progress)?;
@@ -407,8 +435,12 @@ pub fn export(args: &ExportArgs) -> Result<(), CliError> {
         out.flush().map_err(failed)?;
         n
     };
+    tmp.as_file().sync_all().map_err(failed)?;
+    tmp.persist(&args.file)
+        .map_err(|e| CliError::from_io(format!("rename into {what}"), &e.error))?;
     progress.finish_and_clear();
-    eprintln!("exported {} keys to {what}", group(n));
+    // A closed stderr must not turn a finished export into a failure.
+    let _ = writeln!(io::stderr(), "exported {} keys to {what}", group(n));
     Ok(())
 }
 
@@ -434,7 +466,7 @@ fn write_pairs(
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Example:\n  kvctl get ./db 'user:42'\n\nExits 1 (printing nothing) when the key is absent."
+    after_help = "Example:\n  kvctl get ./db 'user:42'\n\nExits 1 when the key is absent, printing nothing to stdout (`key not found` goes to stderr)."
 )]
 pub struct GetArgs {
     /// Database directory

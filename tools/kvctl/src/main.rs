@@ -16,6 +16,7 @@ mod format;
 mod inspect;
 mod stats;
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -104,7 +105,9 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             if !e.message.is_empty() {
-                eprintln!("{e}");
+                // `eprintln!` panics if stderr is closed; the exit code
+                // still tells what happened.
+                let _ = writeln!(std::io::stderr(), "{e}");
             }
             ExitCode::from(e.code)
         }

@@ -275,6 +275,63 @@ fn damaged_gzip_on_stdin_is_exit_2_and_says_what_was_imported() {
 }
 
 #[test]
+fn failed_export_leaves_no_output_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("in.tsv");
+    let text: String = (0..3000)
+        .map(|i| format!("key{i:05}\tvalue{i}\n"))
+        .collect();
+    std::fs::write(&input, text).unwrap();
+    let db = tmp.path().join("db");
+    ok(kvctl(&["import", p(&db), p(&input), "--quiet"]));
+    // Damage a data block: the export reads part of the keys, then fails.
+    let sst = std::fs::read_dir(&db)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "sst"))
+        .unwrap();
+    let mut bytes = std::fs::read(&sst).unwrap();
+    bytes[100] ^= 0x40;
+    std::fs::write(&sst, bytes).unwrap();
+    for name in ["out.tsv", "out.tsv.gz"] {
+        let out = tmp.path().join(name);
+        let o = kvctl(&["export", p(&db), p(&out), "--quiet"]);
+        assert_eq!(code(&o), 3, "{name}: {}", stderr(&o));
+        assert!(!out.exists(), "{name}: a partial export was left behind");
+        // Nor a temporary file beside it.
+        let left: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.contains("out"))
+            .collect();
+        assert!(left.is_empty(), "{name}: {left:?}");
+    }
+}
+
+#[test]
+fn a_closed_stderr_is_not_a_panic() {
+    use std::process::{Command, Stdio};
+    let (_tmp, db) = small_db();
+    let out = db.parent().unwrap().join("x.tsv");
+    for args in [
+        vec!["get", p(&db), "absent"],
+        vec!["export", p(&db), p(&out)],
+    ] {
+        let mut child = Command::new(common::KVCTL)
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stderr.take()); // the reading end closes at once
+        let status = child.wait().unwrap();
+        let want = if args[0] == "get" { 1 } else { 0 };
+        assert_eq!(status.code(), Some(want), "{args:?}");
+    }
+    assert!(out.exists());
+}
+
+#[test]
 fn usage_errors_are_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
     // Missing argument (clap).

@@ -919,17 +919,65 @@ fn inspection_help_carries_examples() {
     }
 }
 
+/// `verify` reports a damaged `CURRENT` as the engine's open does: as
+/// corruption (exit 3), not as a vanished file or a missing database.
+#[test]
+fn verify_diagnoses_a_damaged_current_as_open_does() {
+    let (_tmp, db) = layout();
+    // CURRENT names a manifest that does not exist.
+    std::fs::write(db.join("CURRENT"), "MANIFEST-999999\n").unwrap();
+    for args in [&["verify", p(&db)][..], &["get", p(&db), "k"]] {
+        let o = kvctl(args);
+        assert_eq!(code(&o), 3, "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("manifest named by CURRENT does not exist"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    // No CURRENT at all, beside tables and a WAL.
+    std::fs::remove_file(db.join("CURRENT")).unwrap();
+    for args in [
+        &["verify", p(&db)][..],
+        &["info", p(&db)],
+        &["get", p(&db), "k"],
+    ] {
+        let o = kvctl(args);
+        assert_eq!(code(&o), 3, "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("CURRENT is missing but the directory holds SSTables"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+}
+
 #[test]
 fn inspection_usage_errors() {
     let tmp = tempfile::tempdir().unwrap();
     let missing = tmp.path().join("missing");
-    let o = kvctl(&["info", p(&missing)]);
-    assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("no CURRENT file") || stderr(&o).contains("not a directory"),
-        "{}",
-        stderr(&o)
-    );
+    // Every command says the same of a path that does not exist.
+    for cmd in [
+        &["info"][..],
+        &["verify"],
+        &["filters"],
+        &["get", "k"],
+        &["scan"],
+        &["stats"],
+        &["delete", "k"],
+        &["compact"],
+    ] {
+        let mut a = vec![cmd[0], p(&missing)];
+        a.extend(&cmd[1..]);
+        let o = kvctl(&a);
+        assert_eq!(code(&o), 2, "{cmd:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("missing: does not exist"),
+            "{cmd:?}: {}",
+            stderr(&o)
+        );
+    }
+    assert!(!missing.exists());
     let o = kvctl(&["sst", "dump", p(tmp.path())]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     let o = kvctl(&["sst", "dump", "x.sst", "--from", "a"]);

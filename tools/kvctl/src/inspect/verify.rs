@@ -113,7 +113,7 @@ pub fn run(args: &VerifyArgs) -> Result<(), CliError> {
         verify_file(&args.path, args.all, &mut progress)
     } else {
         return Err(CliError::usage(format!(
-            "{}: no such database or file",
+            "{}: does not exist (give a database directory or one of its files)",
             args.path.display()
         )));
     };
