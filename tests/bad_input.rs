@@ -405,3 +405,31 @@ fn a_read_only_directory_is_refused_cleanly() {
     assert_eq!(after, before, "refused open changed files");
     assert_intact(dir.path());
 }
+
+/// Found by the cargo-fuzz `manifest` target: a file numbered `u64::MAX`
+/// made open compute `max + 1` and panic (debug) or wrap to 0 (release).
+#[test]
+fn a_file_numbered_u64_max_is_corruption_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    small_db(dir.path());
+    let huge = dir.path().join(format!("{}.log", u64::MAX));
+    fs::write(&huge, b"").unwrap();
+    for read_only in [true, false] {
+        let err = refused_without_changes(dir.path(), || {
+            if read_only {
+                Db::open_read_only(dir.path(), small_options())
+            } else {
+                Db::open_with(dir.path(), small_options())
+            }
+        });
+        match err {
+            Error::Corruption { file, detail, .. } => {
+                assert_eq!(file, huge, "{detail}");
+                assert!(detail.contains("file number"), "{detail}");
+            }
+            e => panic!("read_only = {read_only}: expected Corruption, got {e}"),
+        }
+    }
+    fs::remove_file(&huge).unwrap();
+    assert_intact(dir.path());
+}

@@ -136,6 +136,16 @@ pub(super) fn replay_manifest(
 ) -> Result<(ReplayedState, Option<TornTail>)> {
     let replay = manifest::replay(dir, number)?;
     let state = replay.replay()?;
+    if state.next_file_number > MAX_FILE_NUMBER {
+        return Err(Error::corruption(
+            &replay.path,
+            0,
+            format!(
+                "next file number {} is above the largest allowed, {MAX_FILE_NUMBER}",
+                state.next_file_number
+            ),
+        ));
+    }
     let (at, why) = match &replay.torn_tail {
         Some(t) => (
             t.offset,
@@ -166,6 +176,11 @@ pub(super) fn replay_manifest(
     }
     Ok((state, replay.torn_tail))
 }
+
+/// The largest file number an open accepts (2^63): far beyond any a
+/// database reaches (one per flush, compaction output and open), with room
+/// left so that numbering new files cannot overflow.
+pub(crate) const MAX_FILE_NUMBER: u64 = 1 << 63;
 
 /// Why there is no database to read at `dir` (which has no `CURRENT`), for
 /// readers that never create one (`Db::open_read_only`, `inspect`):
@@ -237,11 +252,21 @@ pub(super) fn recover(
     let table_options = TableOptions::from_db_options(&options);
     let fs = Arc::clone(&options.file_system);
     let on_disk = list_dir(&*fs, &dir)?;
-    let max_on_disk = on_disk
+    // New files are numbered past every number in use. A number no real
+    // database reaches (a damaged manifest, a stray file) would leave no
+    // room and overflow the counter: refuse it before touching anything.
+    let (max_on_disk, max_path) = on_disk
         .iter()
-        .filter_map(|(t, _)| t.number())
+        .filter_map(|(t, p)| Some((t.number()?, p.clone())))
         .max()
-        .unwrap_or(0);
+        .unwrap_or((0, dir.clone()));
+    if max_on_disk > MAX_FILE_NUMBER {
+        return Err(Error::corruption(
+            max_path,
+            0,
+            format!("file number {max_on_disk} is above the largest allowed, {MAX_FILE_NUMBER}"),
+        ));
+    }
     let mut next_file = state.next_file_number.max(max_on_disk + 1).max(1);
 
     // Open every file the state needs before decoding any: a writer in
