@@ -340,8 +340,19 @@ pub(super) fn recover(
         wals: Vec::with_capacity(wals.len()),
         manifest_torn_tail,
     };
+    // Read and decode every WAL before replaying any: replay may flush
+    // tables, and damage found after that would fail the open with files
+    // already changed. (A log is read whole anyway; this holds all live
+    // WALs in memory at once, at most a few memtables' worth.)
+    let mut logs = Vec::with_capacity(wal_files.len());
     for (path, file) in wal_files {
         let contents = LogReader::from_file(file, &path)?.read_all()?;
+        for rec in &contents.records {
+            decode_batch(&rec.payload).map_err(|d| Error::corruption(&path, rec.offset, d))?;
+        }
+        logs.push((path, contents));
+    }
+    for (path, contents) in logs {
         let mut replayed = WalReplay {
             path: path.clone(),
             size: contents.file_len,
