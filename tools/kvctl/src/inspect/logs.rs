@@ -353,10 +353,16 @@ fn wal_dump(a: &WalDumpArgs) -> Result<(), CliError> {
         }
         emit(&out)?;
     }
+    let hint = if a.path.is_dir() {
+        "the records before the damage are listed; opening the database will fail until it is \
+         repaired"
+    } else {
+        // A lone file may be a copy, or not a WAL at all.
+        "the records before the damage are listed; a database whose live WAL has this damage \
+         fails to open until it is repaired (a file that is not a siftdb WAL reads as damaged)"
+    };
     match wals.iter().find_map(|w| w.corruption.as_ref()) {
-        Some(e) => Err(CliError::new(EXIT_CORRUPTION, e.to_string()).with_hint(
-            "the records before the damage are listed; opening the database will fail until it is repaired",
-        )),
+        Some(e) => Err(CliError::new(EXIT_CORRUPTION, e.to_string()).with_hint(hint)),
         None => Ok(()),
     }
 }
