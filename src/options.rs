@@ -15,6 +15,8 @@ pub enum CompactionStyle {
     Leveled,
     /// Runs of similar size are merged together (RocksDB's universal
     /// style): less write amplification, more runs for reads to probe.
+    /// Each run is one SSTable, however large: `target_file_size` does not
+    /// apply to its merges.
     Tiered,
     /// No automatic compaction: every flush adds a run to level 0. Used to
     /// lay out an exact number of overlapping runs (the read-amplification
@@ -83,7 +85,7 @@ pub struct Options {
     pub level_size_multiplier: u32,
     /// Size at which a compaction output file is cut, in bytes (outputs are
     /// cut only between user keys, so may be a little larger). Defaults to
-    /// 64 MiB.
+    /// 64 MiB. Not applied to tiered merges, whose output is one run.
     pub target_file_size: u64,
     /// The file system every file the database creates, writes, syncs,
     /// renames or removes goes through (reads go to `std::fs`; see

@@ -195,7 +195,14 @@ impl DbInner {
                 dir: &self.dir,
                 fs: self.fs(),
                 table_options: self.table_options.clone(),
-                target_file_size: self.options.target_file_size,
+                // A tiered merge writes one run, and a run is one table:
+                // cut into several, each would count as a run and trigger
+                // the next merge, without end.
+                target_file_size: if c.output_level == 0 {
+                    u64::MAX
+                } else {
+                    self.options.target_file_size
+                },
                 smallest_snapshot: self.smallest_snapshot(),
                 new_file_number: &next,
             };
