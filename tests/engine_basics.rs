@@ -385,6 +385,11 @@ fn read_only_open_changes_nothing_and_ignores_the_lock() {
         assert_eq!(ro.get("b").unwrap().as_deref(), Some(&b"2"[..]));
         assert_eq!(keys(ro.range::<&str, _>(..)), ["b"]);
         assert!(matches!(ro.put("c", "3"), Err(Error::ReadOnly)));
+        // Even an empty batch: a write to a read-only handle is refused.
+        assert!(matches!(
+            ro.write(siftdb::WriteBatch::new()),
+            Err(Error::ReadOnly)
+        ));
         assert!(matches!(ro.delete("b"), Err(Error::ReadOnly)));
         assert!(matches!(ro.flush(), Err(Error::ReadOnly)));
         assert!(matches!(ro.compact(), Err(Error::ReadOnly)));

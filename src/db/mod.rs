@@ -258,10 +258,11 @@ impl Db {
     /// # Errors
     /// [`Error::Io`] if the WAL write or sync fails (the database then
     /// turns read-only: a partly written record must not be followed by
-    /// more); [`Error::Background`] after an earlier background failure.
+    /// more); [`Error::Background`] after an earlier background failure;
+    /// [`Error::ReadOnly`] on a read-only handle (an empty batch included).
     pub fn write(&self, mut batch: WriteBatch) -> Result<()> {
         if batch.is_empty() {
-            return Ok(());
+            return self.inner.check_writable();
         }
         let inner = &*self.inner;
         let mut w = inner.write.lock();

@@ -45,7 +45,27 @@ pub fn open_existing(path: &Path) -> Result<Db, CliError> {
     }
     let mut o = Options::default();
     o.create_if_missing = false;
-    Ok(Db::open_with(path, o)?)
+    warn_dropped(Db::open_with(path, o)?)
+}
+
+/// Says on stderr if the open dropped a torn WAL tail (a crash in the
+/// middle of a write, or damage to a log's last record), which a
+/// writing open makes permanent; returns `db`.
+fn warn_dropped(db: Db) -> Result<Db, CliError> {
+    for w in &db.recovery().wals {
+        if let Some(t) = &w.torn_tail {
+            let _ = writeln!(
+                io::stderr(),
+                "kvctl: warning: {} ends in a torn record at offset {} ({}); its {} were \
+                 dropped (a crash in the middle of a write, or damage to the last record)",
+                w.path.display(),
+                t.offset,
+                t.reason,
+                count(w.size - t.offset, "byte")
+            );
+        }
+    }
+    Ok(db)
 }
 
 /// Opens an existing database for reading: nothing on disk changes, and it
@@ -56,7 +76,7 @@ pub fn open_read_only(path: &Path) -> Result<Db, CliError> {
 
 /// Opens a database, creating it if missing.
 pub fn open_or_create(path: &Path, options: Options) -> Result<Db, CliError> {
-    Ok(Db::open_with(path, options)?)
+    warn_dropped(Db::open_with(path, options)?)
 }
 
 // ---------------------------------------------------------------- import
@@ -361,7 +381,10 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
 // ---------------------------------------------------------------- export
 
 #[derive(Debug, Args)]
-#[command(after_help = "Example:\n  kvctl export ./db backup.tsv.gz")]
+#[command(after_help = "Example:\n  kvctl export ./db backup.tsv.gz\n\n\
+The output appears only when complete: the export writes .NAME.kvctl-partial beside it and \
+renames it. A failed export removes that file; an interrupted one may leave it, and the next \
+export to NAME replaces it.")]
 pub struct ExportArgs {
     /// Database directory
     pub db: PathBuf,
@@ -403,41 +426,50 @@ pub fn export(args: &ExportArgs) -> Result<(), CliError> {
     };
     let what = args.file.display();
     let failed = |e: io::Error| CliError::from_io(format!("write {what}"), &e);
-    // Write a temporary file beside the output and rename it into place
-    // once complete, so that a failed or interrupted export never leaves a
-    // truncated file under the name asked for (which would import without
-    // complaint). The temporary file is removed on error; an interrupt
-    // (SIGINT) can leave a hidden `.kvctl-export-*` file behind.
-    let parent = match args.file.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
+    // Write `.NAME.kvctl-partial` beside the output and rename it into
+    // place once complete, so that a failed or interrupted export never
+    // leaves a truncated file under the name asked for (which would import
+    // without complaint). On an error the partial file is removed; an
+    // interrupt (SIGINT) can leave it, and the next export to the same
+    // name replaces it, so at most one is ever left per output.
+    let name = args
+        .file
+        .file_name()
+        .ok_or_else(|| CliError::usage(format!("{what}: not a file name")))?;
+    let mut partial_name = std::ffi::OsString::from(".");
+    partial_name.push(name);
+    partial_name.push(".kvctl-partial");
+    let partial = args.file.with_file_name(partial_name);
+    let written = (|| {
+        let f = File::create(&partial)
+            .map_err(|e| CliError::from_io(format!("create {}", partial.display()), &e))?;
+        let n = if args.file.extension().is_some_and(|e| e == "gz") {
+            let mut enc = GzEncoder::new(BufWriter::new(f), flate2::Compression::default());
+            let n = write_pairs(iter, &mut enc, &progress)?;
+            let f = enc
+                .finish()
+                .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
+                .map_err(failed)?;
+            f.sync_all().map_err(failed)?;
+            n
+        } else {
+            let mut out = BufWriter::new(f);
+            let n = write_pairs(iter, &mut out, &progress)?;
+            let f = out.into_inner().map_err(|e| failed(e.into_error()))?;
+            f.sync_all().map_err(failed)?;
+            n
+        };
+        std::fs::rename(&partial, &args.file)
+            .map_err(|e| CliError::from_io(format!("rename into {what}"), &e))?;
+        Ok(n)
+    })();
+    let n = match written {
+        Ok(n) => n,
+        Err(e) => {
+            let _ = std::fs::remove_file(&partial);
+            return Err(e);
+        }
     };
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".kvctl-export-");
-    // As `File::create` would make it (0666 less the umask), not 0600.
-    #[cfg(unix)]
-    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-    let tmp = builder
-        .tempfile_in(parent)
-        .map_err(|e| CliError::from_io(format!("create a temporary file for {what}"), &e))?;
-    let f = tmp
-        .as_file()
-        .try_clone()
-        .map_err(|e| CliError::from_io(format!("create {what}"), &e))?;
-    let n = if args.file.extension().is_some_and(|e| e == "gz") {
-        let mut enc = GzEncoder::new(BufWriter::new(f), flate2::Compression::default());
-        let n = write_pairs(iter, &mut enc, &progress)?;
-        enc.finish().and_then(|mut w| w.flush()).map_err(failed)?;
-        n
-    } else {
-        let mut out = BufWriter::new(f);
-        let n = write_pairs(iter, &mut out, &progress)?;
-        out.flush().map_err(failed)?;
-        n
-    };
-    tmp.as_file().sync_all().map_err(failed)?;
-    tmp.persist(&args.file)
-        .map_err(|e| CliError::from_io(format!("rename into {what}"), &e.error))?;
     progress.finish_and_clear();
     // A closed stderr must not turn a finished export into a failure.
     let _ = writeln!(io::stderr(), "exported {} keys to {what}", group(n));

@@ -298,6 +298,10 @@ fn failed_export_leaves_no_output_file() {
         let o = kvctl(&["export", p(&db), p(&out), "--quiet"]);
         assert_eq!(code(&o), 3, "{name}: {}", stderr(&o));
         assert!(!out.exists(), "{name}: a partial export was left behind");
+        // An interrupted export's leftover is replaced, then removed.
+        std::fs::write(tmp.path().join(format!(".{name}.kvctl-partial")), "old").unwrap();
+        let o = kvctl(&["export", p(&db), p(&out), "--quiet"]);
+        assert_eq!(code(&o), 3, "{name}: {}", stderr(&o));
         // Nor a temporary file beside it.
         let left: Vec<_> = std::fs::read_dir(tmp.path())
             .unwrap()
@@ -329,6 +333,34 @@ fn a_closed_stderr_is_not_a_panic() {
         assert_eq!(status.code(), Some(want), "{args:?}");
     }
     assert!(out.exists());
+}
+
+#[test]
+fn a_write_command_warns_when_its_open_drops_a_torn_wal_tail() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    ok(kvctl(&["put", p(&db), "a", "1"]));
+    ok(kvctl(&["put", p(&db), "b", "2"]));
+    // The live WAL holds only `b`'s record: damage its last byte.
+    let wal = std::fs::read_dir(&db)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "log"))
+        .unwrap();
+    let mut bytes = std::fs::read(&wal).unwrap();
+    *bytes.last_mut().unwrap() ^= 0x01;
+    std::fs::write(&wal, bytes).unwrap();
+    let o = ok(kvctl(&["put", p(&db), "c", "3"]));
+    let err = stderr(&o);
+    assert!(
+        err.contains("warning:") && err.contains("torn record at offset 0"),
+        "{err}"
+    );
+    assert!(err.contains("were dropped"), "{err}");
+    // And the next open, after a clean close, has nothing to say.
+    let o = ok(kvctl(&["put", p(&db), "d", "4"]));
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+    assert_eq!(code(&kvctl(&["get", p(&db), "b"])), 1);
 }
 
 #[test]
