@@ -160,7 +160,32 @@ pub fn verify_db(
     all: bool,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<VerifyReport> {
-    current_manifest(dir)?;
+    match current_manifest(dir) {
+        // A damaged or missing `CURRENT` (beside database files) is damage
+        // like any other: a report, so that `--json` callers get one.
+        Err(Error::Corruption {
+            file,
+            offset,
+            detail,
+        }) => {
+            let what = if file.file_name().is_some_and(|n| n == "CURRENT") {
+                "CURRENT"
+            } else {
+                "manifest"
+            };
+            return Ok(VerifyReport {
+                problems: vec![Problem {
+                    file,
+                    what: what.into(),
+                    offset: Some(offset),
+                    detail,
+                }],
+                ..Default::default()
+            });
+        }
+        Err(e) => return Err(e),
+        Ok(_) => {}
+    }
     // A file the manifest lists is gone while the manifest is unchanged:
     // damage (if the manifest changed, another process compacted).
     let missing = |path: &Path| {

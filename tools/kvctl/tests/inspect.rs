@@ -935,6 +935,14 @@ fn verify_diagnoses_a_damaged_current_as_open_does() {
             stderr(&o)
         );
     }
+    // A malformed CURRENT: with --json, a report naming it.
+    std::fs::write(db.join("CURRENT"), "MANIFEST-00000X\n").unwrap();
+    let o = kvctl(&["verify", p(&db), "--json"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("a JSON report");
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["problems"][0]["what"], "CURRENT");
+    assert_eq!(v["problems"][0]["offset"], 0);
     // No CURRENT at all, beside tables and a WAL.
     std::fs::remove_file(db.join("CURRENT")).unwrap();
     for args in [
