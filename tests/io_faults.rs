@@ -36,19 +36,9 @@ const KEYS: u64 = 40;
 /// A run that takes longer than this is a hang.
 const RUN_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Tiny buffers and budgets: a flush every few batches, leveled compactions
-/// down to level 2 or 3.
+/// The campaigns' tiny options over `fs`.
 fn options(fs: &FaultFs, sync: bool) -> Options {
-    let mut o = Options::default();
-    o.write_buffer_size = 1024;
-    o.block_size = 256;
-    o.level0_compaction_trigger = 2;
-    o.level0_slowdown_trigger = 8;
-    o.level0_stop_trigger = 12;
-    o.max_bytes_for_level_base = 2048;
-    o.level_size_multiplier = 2;
-    o.target_file_size = 1024;
-    o.sync = sync;
+    let mut o = campaign::tiny_options(sync);
     o.file_system = fs.arc();
     o
 }

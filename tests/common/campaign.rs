@@ -198,3 +198,20 @@ pub fn shape(db: &Db) -> (u64, u64, usize) {
     let deepest = stats.levels.iter().rposition(|l| l.files > 0);
     (stats.flushes, stats.compactions, deepest.unwrap_or(0))
 }
+
+/// Tiny buffers and budgets shared by the I/O-fault and power-loss
+/// campaigns: a memtable rotation every few batches, leveled compactions
+/// down to level 2 or 3; `sync` as given, the default file system.
+pub fn tiny_options(sync: bool) -> siftdb::Options {
+    let mut o = siftdb::Options::default();
+    o.write_buffer_size = 1024;
+    o.block_size = 256;
+    o.level0_compaction_trigger = 2;
+    o.level0_slowdown_trigger = 8;
+    o.level0_stop_trigger = 12;
+    o.max_bytes_for_level_base = 2048;
+    o.level_size_multiplier = 2;
+    o.target_file_size = 1024;
+    o.sync = sync;
+    o
+}
