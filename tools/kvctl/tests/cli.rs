@@ -6,6 +6,17 @@ mod common;
 
 use common::{code, kvctl, kvctl_stdin, ok, p, stderr, stdout};
 
+/// Writes `dir/many.tsv`: 3,000 lines `keyNNNNN<TAB>` + 100 `v`s, about
+/// 330 KB (three import batches); returns its path.
+fn many_tsv(dir: &std::path::Path) -> PathBuf {
+    let input = dir.join("many.tsv");
+    let text: String = (0..3000)
+        .map(|i| format!("key{i:05}\t{}\n", "v".repeat(100)))
+        .collect();
+    std::fs::write(&input, text).unwrap();
+    input
+}
+
 /// Escaped TSV: a key with an escaped tab, a value with an escaped byte.
 const SMALL_TSV: &str = "apple\tred\n\
 apricot\torange\n\
@@ -145,12 +156,7 @@ fn raw_import_keeps_backslashes() {
 #[test]
 fn stats_json_counts_files_and_entries() {
     let tmp = tempfile::tempdir().unwrap();
-    let input = tmp.path().join("many.tsv");
-    let mut text = String::new();
-    for i in 0..3000 {
-        text.push_str(&format!("key{i:05}\t{}\n", "v".repeat(100)));
-    }
-    std::fs::write(&input, text).unwrap();
+    let input = many_tsv(tmp.path());
     let db = tmp.path().join("db");
     let o = ok(kvctl(&[
         "import",
@@ -277,11 +283,7 @@ fn damaged_gzip_on_stdin_is_exit_2_and_says_what_was_imported() {
 #[test]
 fn failed_export_leaves_no_output_file() {
     let tmp = tempfile::tempdir().unwrap();
-    let input = tmp.path().join("in.tsv");
-    let text: String = (0..3000)
-        .map(|i| format!("key{i:05}\tvalue{i}\n"))
-        .collect();
-    std::fs::write(&input, text).unwrap();
+    let input = many_tsv(tmp.path());
     let db = tmp.path().join("db");
     ok(kvctl(&["import", p(&db), p(&input), "--quiet"]));
     // Damage a data block: the export reads part of the keys, then fails.
@@ -458,12 +460,7 @@ fn demo_reports_and_passes() {
 #[test]
 fn compact_merges_files_drops_deletes_and_reports_write_amplification() {
     let tmp = tempfile::tempdir().unwrap();
-    let input = tmp.path().join("many.tsv");
-    let mut text = String::new();
-    for i in 0..3000 {
-        text.push_str(&format!("key{i:05}\t{}\n", "v".repeat(100)));
-    }
-    std::fs::write(&input, text).unwrap();
+    let input = many_tsv(tmp.path());
     let db = tmp.path().join("db");
     ok(kvctl(&[
         "import",
