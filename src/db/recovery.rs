@@ -344,25 +344,32 @@ pub(super) fn recover(
     // tables, and damage found after that would fail the open with files
     // already changed. (A log is read whole anyway; this holds all live
     // WALs in memory at once, at most a few memtables' worth.)
-    let mut logs = Vec::with_capacity(wal_files.len());
-    for (path, file) in wal_files {
-        let contents = LogReader::from_file(file, &path)?.read_all()?;
-        for rec in &contents.records {
-            decode_batch(&rec.payload).map_err(|d| Error::corruption(&path, rec.offset, d))?;
-        }
-        logs.push((path, contents));
-    }
-    for (path, contents) in logs {
+    let logs = wal_files
+        .into_iter()
+        .map(|(path, file)| Ok((LogReader::from_file(file, &path)?.read_all()?, path)))
+        .collect::<Result<Vec<_>>>()?;
+    // Each WAL's batches, decoded once, borrowing from `logs`.
+    let batches = logs
+        .iter()
+        .map(|(contents, path)| {
+            contents
+                .records
+                .iter()
+                .map(|rec| {
+                    decode_batch(&rec.payload).map_err(|d| Error::corruption(path, rec.offset, d))
+                })
+                .collect::<Result<Vec<_>>>()
+        })
+        .collect::<Result<Vec<_>>>()?;
+    for ((contents, path), batches) in logs.iter().zip(&batches) {
         let mut replayed = WalReplay {
             path: path.clone(),
             size: contents.file_len,
-            batches: contents.records.len() as u64,
+            batches: batches.len() as u64,
             entries: 0,
             torn_tail: contents.torn_tail.clone(),
         };
-        for rec in &contents.records {
-            let batch =
-                decode_batch(&rec.payload).map_err(|d| Error::corruption(&path, rec.offset, d))?;
+        for batch in batches {
             replayed.entries += batch.ops.len() as u64;
             for (i, op) in batch.ops.iter().enumerate() {
                 let seq = SequenceNumber(batch.first_seq.0 + i as u64);
