@@ -48,6 +48,12 @@ impl MemTable {
         self.wal_number
     }
 
+    /// Points this memtable at WAL `wal_number`: recovery uses it after
+    /// copying the batches it replayed into a new WAL.
+    pub(crate) fn set_wal_number(&mut self, wal_number: u64) {
+        self.wal_number = wal_number;
+    }
+
     /// Inserts one version. Callers serialise inserts (the write lock) and
     /// never insert the same `(key, seq)` twice.
     pub fn insert(&self, user_key: &[u8], seq: SequenceNumber, vt: ValueType, value: &[u8]) {

@@ -237,8 +237,9 @@ pub(crate) fn check_fresh_directory(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Opens tables, replays WALs, flushes what they held, starts a fresh WAL
-/// and manifest, removes obsolete files and starts the background thread.
+/// Opens tables, replays WALs (flushing each memtable that fills), copies
+/// the records of the last, unfilled memtable into a fresh WAL, writes a
+/// fresh manifest, removes obsolete files and starts the background thread.
 ///
 /// With `lock == None` the database is opened read-only: WALs are replayed
 /// into the active memtable and nothing on disk is touched.
@@ -361,6 +362,9 @@ pub(super) fn recover(
                 .collect::<Result<Vec<_>>>()
         })
         .collect::<Result<Vec<_>>>()?;
+    // The records replayed since the last flush, in order: copied into the
+    // new WAL instead of flushed (below).
+    let mut unflushed: Vec<&[u8]> = Vec::new();
     for ((contents, path), batches) in logs.iter().zip(&batches) {
         let mut replayed = WalReplay {
             path: path.clone(),
@@ -369,8 +373,9 @@ pub(super) fn recover(
             entries: 0,
             torn_tail: contents.torn_tail.clone(),
         };
-        for batch in batches {
+        for (record, batch) in contents.records.iter().zip(batches) {
             replayed.entries += batch.ops.len() as u64;
+            unflushed.push(&record.payload);
             for (i, op) in batch.ops.iter().enumerate() {
                 let seq = SequenceNumber(batch.first_seq.0 + i as u64);
                 mem.insert(op.key, seq, op.value_type, op.value);
@@ -378,6 +383,7 @@ pub(super) fn recover(
             }
             if !read_only && mem.approximate_size() >= options.write_buffer_size {
                 flush_recovered(&mut mem, &mut version, &mut next_file, &mut totals)?;
+                unflushed.clear();
             }
         }
         report.wals.push(replayed);
@@ -385,13 +391,22 @@ pub(super) fn recover(
     let (wal, manifest, mem) = if read_only {
         (None, None, Arc::new(mem))
     } else {
-        flush_recovered(&mut mem, &mut version, &mut next_file, &mut totals)?;
-
-        // A fresh WAL, then a fresh manifest holding the whole state.
+        // A fresh WAL, then a fresh manifest holding the whole state. What
+        // the memtable holds (less than a full one) is not flushed: its
+        // records are copied, unchanged, into the new WAL and synced before
+        // the manifest stops naming the old WALs, so reopening does not
+        // leave a small level-0 table behind each time.
         let wal_number = next_file;
         let manifest_number = next_file + 1;
         next_file += 2;
-        let wal = LogWriter::create(&*fs, &filename::wal_path(&dir, wal_number))?;
+        let mut wal = LogWriter::create(&*fs, &filename::wal_path(&dir, wal_number))?;
+        if !unflushed.is_empty() {
+            for payload in &unflushed {
+                wal.append(payload)?;
+            }
+            wal.sync()?;
+        }
+        mem.set_wal_number(wal_number);
         let mut snapshot = VersionEdit {
             format_version: Some(FORMAT_VERSION),
             log_number: Some(wal_number),
@@ -422,11 +437,7 @@ pub(super) fn recover(
                     .context(|| format!("remove {}", path.display()))?;
             }
         }
-        (
-            Some(wal),
-            Some(manifest),
-            Arc::new(MemTable::new(wal_number)),
-        )
+        (Some(wal), Some(manifest), Arc::new(mem))
     };
     let (user_bytes_flushed, table_bytes_written) = totals;
     let inner = Arc::new(DbInner {
