@@ -179,6 +179,34 @@ fn a_regular_file_is_not_a_database() {
     assert_eq!(fs::read(&file).unwrap(), b"precious bytes");
 }
 
+/// A path below a regular file (`data.bin/db`) cannot be a database
+/// either; it used to be a bare `Io` error ("Not a directory") from the
+/// `stat`, for both a writable and a read-only open.
+#[test]
+fn a_path_below_a_regular_file_is_not_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data.bin");
+    fs::write(&file, b"precious bytes").unwrap();
+    let below = file.join("db");
+    for read_only in [false, true] {
+        let err = refused_without_changes(dir.path(), || {
+            if read_only {
+                Db::open_read_only(&below, siftdb::Options::default())
+            } else {
+                Db::open(&below)
+            }
+        });
+        match err {
+            Error::NotADatabase { path, detail } => {
+                assert_eq!(path, below);
+                assert!(detail.contains("not a directory"), "{detail}");
+            }
+            other => panic!("read_only {read_only}: expected NotADatabase, got {other:?}"),
+        }
+    }
+    assert_eq!(fs::read(&file).unwrap(), b"precious bytes");
+}
+
 #[test]
 fn a_directory_of_something_else_is_not_a_database() {
     let dir = tempfile::tempdir().unwrap();

@@ -135,12 +135,14 @@ impl Db {
 
     /// Opens (or, with `create_if_missing`, creates) the database in
     /// directory `path`, replaying the manifest and any WAL left by the last
-    /// process; recovered WAL contents are flushed to a level-0 SSTable and
-    /// a fresh WAL and manifest are started.
+    /// process. WAL contents that fill a memtable are flushed to level-0
+    /// SSTables; the rest are copied into a fresh WAL and stay in memory;
+    /// a fresh manifest is started (DESIGN.md section 8).
     ///
     /// # Errors
     /// - [`Error::InvalidArgument`] for bad options;
-    /// - [`Error::NotADatabase`] if `path` is a file, a non-empty directory
+    /// - [`Error::NotADatabase`] if `path` is a file or below one, a
+    ///   non-empty directory
     ///   without a database, or missing with `create_if_missing == false`;
     ///   or a database exists and `error_if_exists` is set;
     /// - [`Error::Locked`] if another `Db` holds it;
@@ -166,6 +168,9 @@ impl Db {
                     .file_system
                     .create_dir_all(&dir)
                     .context(|| format!("create directory {}", dir.display()))?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+                return Err(not_db(BELOW_A_FILE));
             }
             Err(e) => return Err(Error::io(format!("stat {}", dir.display()), e)),
         }
@@ -630,7 +635,7 @@ mod recovery;
 
 use read::{get_from, iterate, map_bound, prefix_bounds};
 pub(crate) use recovery::no_database;
-use recovery::{acquire_lock, check_fresh_directory, recover, replay_manifest};
+use recovery::{acquire_lock, check_fresh_directory, recover, replay_manifest, BELOW_A_FILE};
 pub use recovery::{RecoveryReport, WalReplay};
 
 impl DbInner {

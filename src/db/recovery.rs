@@ -182,10 +182,14 @@ pub(super) fn replay_manifest(
 /// left so that numbering new files cannot overflow.
 pub(crate) const MAX_FILE_NUMBER: u64 = 1 << 63;
 
+/// `NotADatabase` detail for a path with a regular file among its parents
+/// (`stat` fails with `ENOTDIR`).
+pub(crate) const BELOW_A_FILE: &str = "a component of the path is a file, not a directory";
+
 /// Why there is no database to read at `dir` (which has no `CURRENT`), for
 /// readers that never create one (`Db::open_read_only`, `inspect`):
 /// [`Error::NotADatabase`] saying the path does not exist, is not a
-/// directory, or holds no database; [`Error::Corruption`] if it holds
+/// directory (or lies below a file), or holds no database; [`Error::Corruption`] if it holds
 /// SSTables or WAL data without `CURRENT`; [`Error::Io`] if it cannot be
 /// listed.
 pub(crate) fn no_database(dir: &Path) -> Error {
@@ -195,6 +199,7 @@ pub(crate) fn no_database(dir: &Path) -> Error {
     };
     match std::fs::metadata(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => not_db("does not exist"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => not_db(BELOW_A_FILE),
         Err(e) => Error::io(format!("stat {}", dir.display()), e),
         Ok(m) if !m.is_dir() => not_db("exists and is not a directory"),
         Ok(_) => match check_fresh_directory(dir) {

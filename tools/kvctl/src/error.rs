@@ -99,7 +99,7 @@ impl From<siftdb::Error> for CliError {
             E::InvalidArgument(_) => (EXIT_USAGE, None),
             E::NotADatabase { .. } => (
                 EXIT_USAGE,
-                Some("check the path; only `import` and `put` create a database"),
+                Some("check the path; `import` and `put` create a database only in a missing or empty directory"),
             ),
             E::UnsupportedVersion { .. } => (
                 EXIT_IO,
