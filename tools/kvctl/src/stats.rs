@@ -97,8 +97,17 @@ pub fn levels_table(levels: &[LevelStats], filter_memory: bool) -> Table {
 
 /// `write amplification 1.95 (... since creation)`, one line.
 pub fn write_amplification_line(stats: &Stats) -> String {
+    format!("write amplification {}\n", write_amplification(stats))
+}
+
+/// `1.95 (... since creation)`, or a note that nothing was flushed yet (the
+/// ratio would be 0 / 0).
+pub fn write_amplification(stats: &Stats) -> String {
+    if stats.total_user_bytes_flushed == 0 {
+        return "none yet (nothing flushed since creation: every write is in the WAL)".into();
+    }
     format!(
-        "write amplification {:.2} ({} of SSTables written for {} of keys and values flushed, since creation)\n",
+        "{:.2} ({} of SSTables written for {} of keys and values flushed, since creation)",
         stats.write_amplification(),
         human_bytes(stats.total_table_bytes_written),
         human_bytes(stats.total_user_bytes_flushed),

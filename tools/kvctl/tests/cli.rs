@@ -568,3 +568,41 @@ fn bench_readamp_runs_a_small_sweep() {
         "{csv}"
     );
 }
+
+/// Sixty single `put`s, each its own process and open, write no SSTable:
+/// an open copies an unfilled memtable into the new WAL instead of
+/// flushing it (they made 60 tables before, and `stats` reported a write
+/// amplification of 37 for 690 bytes of data).
+#[test]
+fn a_put_loop_makes_no_sstable_and_stats_say_nothing_was_flushed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    for i in 0..60 {
+        ok(kvctl(&[
+            "put",
+            p(&db),
+            &format!("key{i:02}"),
+            &format!("v{i}"),
+        ]));
+    }
+    let tables = std::fs::read_dir(&db)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "sst")
+        })
+        .count();
+    assert_eq!(tables, 0);
+    assert_eq!(stdout(&ok(kvctl(&["get", p(&db), "key37"]))), "v37\n");
+    let out = stdout(&ok(kvctl(&["stats", p(&db)])));
+    assert!(
+        out.contains("write amplification none yet (nothing flushed since creation"),
+        "{out}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout(&ok(kvctl(&["info", p(&db), "--json"])))).unwrap();
+    assert_eq!(v["wals"][0]["records"], 60, "{v}");
+}

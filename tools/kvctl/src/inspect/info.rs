@@ -121,15 +121,7 @@ pub fn info_text(s: &DbSnapshot) -> String {
     kv("last sequence", group(s.last_sequence.0));
     kv("log number", s.state.log_number.to_string());
     kv("next file number", s.state.next_file_number.to_string());
-    kv(
-        "write amp",
-        format!(
-            "{:.2} ({} of SSTables written for {} of keys and values flushed, since creation)",
-            s.stats().write_amplification(),
-            human_bytes(s.state.table_bytes_written),
-            human_bytes(s.state.user_bytes_flushed)
-        ),
-    );
+    kv("write amp", crate::stats::write_amplification(&s.stats()));
     if s.wals.is_empty() {
         kv("WAL", "none".into());
     }
