@@ -571,7 +571,7 @@ fn bench_readamp_runs_a_small_sweep() {
 
 /// Sixty single `put`s, each its own process and open, write no SSTable:
 /// an open copies an unfilled memtable into the new WAL instead of
-/// flushing it (they made 60 tables before, and `stats` reported a write
+/// flushing it (they wrote 59 tables before, and `stats` reported a write
 /// amplification of 37 for 690 bytes of data).
 #[test]
 fn a_put_loop_makes_no_sstable_and_stats_say_nothing_was_flushed() {
