@@ -30,7 +30,8 @@ use crate::fs::FileSystem;
 use crate::iter::{EntrySource, MergingIterator};
 use crate::key::{ParsedInternalKey, SequenceNumber, ValueType};
 use crate::options::{CompactionStyle, Options};
-use crate::sstable::{Table, TableBuilder, TableOptions};
+use crate::sstable::format::FORMAT_VERSION;
+use crate::sstable::{Table, TableBuilder, TableOptions, TableProperties};
 use crate::version::edit::{FileMetaData, VersionEdit};
 use crate::version::set::{TableFile, Version, NUM_LEVELS};
 use crate::{filename, Error, Result};
@@ -214,33 +215,118 @@ fn tiered_compaction(v: &Version, take: usize) -> Compaction {
     }
 }
 
+/// The files of `level` a manual compaction takes: those overlapping
+/// `[lo, hi]` (widened to a closure at level 0), or every file of the level
+/// when the range is `None`. In levels 1 and deeper they are adjacent in
+/// key order.
+fn manual_inputs(v: &Version, level: usize, range: Option<(&[u8], &[u8])>) -> Vec<Arc<TableFile>> {
+    match (level, range) {
+        (0, Some((lo, hi))) => level0_closure(v, lo, hi),
+        (_, Some((lo, hi))) => overlapping(v, level, lo, hi),
+        (_, None) => v.levels[level].clone(),
+    }
+}
+
 /// A manual compaction of the files of `level` overlapping `[lo, hi]`
-/// (every file of the level when the range is `None`) into `level + 1`,
-/// or, when `level` is the deepest level holding data (`bottommost`), into
-/// `level` itself, so that its dead versions and tombstones go too.
+/// (every file of the level when the range is `None`) into `level + 1`.
 pub(crate) fn pick_manual(
     v: &Version,
     level: usize,
     range: Option<(&[u8], &[u8])>,
-    bottommost: bool,
 ) -> Option<Compaction> {
-    let upper = match (level, range) {
-        (0, Some((lo, hi))) => level0_closure(v, lo, hi),
-        (_, Some((lo, hi))) => overlapping(v, level, lo, hi),
-        (_, None) => v.levels[level].clone(),
+    leveled_compaction(v, level, manual_inputs(v, level, range))
+}
+
+/// The last step of a manual compaction: the files of `level >= 1`, the
+/// deepest level holding data, overlapping the range, compacted into
+/// `level` itself so that their dead versions and tombstones go too.
+///
+/// A file for which [`rewriting_changes_nothing`] is skipped. The others
+/// form runs of files adjacent in key order, with one compaction per run:
+/// a run's outputs hold only its own keys, so they stay inside its key
+/// span and never overlap a skipped file (merging two runs across a
+/// skipped file could cut an output spanning it). Empty when every file is
+/// skipped.
+pub(crate) fn pick_manual_bottommost(
+    v: &Version,
+    level: usize,
+    range: Option<(&[u8], &[u8])>,
+    table_options: &TableOptions,
+    target_file_size: u64,
+) -> Vec<Compaction> {
+    debug_assert!(level >= 1, "level 0 is never compacted into itself");
+    let files = manual_inputs(v, level, range);
+    let skip = |f: &Arc<TableFile>| {
+        let last_block_offset = f.table.index().last().map_or(0, |e| e.handle.offset);
+        rewriting_changes_nothing(
+            f.table.properties(),
+            last_block_offset,
+            table_options,
+            target_file_size,
+        )
     };
-    if !bottommost || level == 0 {
-        return leveled_compaction(v, level, upper);
-    }
-    if upper.is_empty() {
-        return None;
-    }
-    Some(Compaction {
-        inputs: upper.into_iter().map(|f| (level, f)).collect(),
-        output_level: level,
-        older: v.levels[level + 1..].iter().flatten().cloned().collect(),
-        trivial_move: false,
-    })
+    files
+        .split(skip)
+        .filter(|run| !run.is_empty())
+        .map(|run| Compaction {
+            inputs: run.iter().map(|f| (level, Arc::clone(f))).collect(),
+            output_level: level,
+            older: v.levels[level + 1..].iter().flatten().cloned().collect(),
+            trivial_move: false,
+        })
+        .collect()
+}
+
+/// True if rewriting a bottom-level table into its own level can change
+/// nothing, so a manual compaction may leave it alone. `props` are the
+/// table's properties and `last_block_offset` is where its last data block
+/// starts; `table_options` and `target_file_size` are what the rewrite
+/// would use. That holds when the table has
+///
+/// 1. no tombstone (`num_tombstones == 0`): there is none to drop;
+/// 2. one entry per user key (`num_entries == num_distinct_keys`): there
+///    is no dead version to drop (a bottom-level table shares no user key
+///    with another table of its level, so it is the only place to look);
+/// 3. a filter built as `table_options` would build it: the same policy
+///    name, bits per key and probes per key (or no filter, if none is
+///    configured), so a changed `bits_per_key` or `bloom_hashes` still
+///    rewrites it;
+/// 4. the format version this build writes;
+/// 5. no cut to make: its last data block starts below `target_file_size`.
+///    The merge cuts an output before a new user key once the output has
+///    reached the target, and every block but the last is written before
+///    the last key comes, so a table whose last block starts at or past
+///    the target would be split (a trivially moved level-0 table, say, or
+///    one written under a larger target). A table the merge itself cut
+///    passes, as its last key came while it was still below the target.
+///
+/// The merge would then copy every entry into one output, so the output
+/// would hold the same entries and the same filter. A tombstone or an
+/// older version that a live snapshot still needs makes the table be
+/// rewritten anyway, uselessly but safely: the properties do not say which
+/// sequence numbers those entries carry. Block size and restart interval
+/// are not recorded, so a change of either alone does not cause a rewrite.
+pub(crate) fn rewriting_changes_nothing(
+    props: &TableProperties,
+    last_block_offset: u64,
+    table_options: &TableOptions,
+    target_file_size: u64,
+) -> bool {
+    let filter_as_configured = match &table_options.filter_policy {
+        None => props.filter_policy.is_empty(),
+        Some(policy) => {
+            // The parameters the policy records for any filter it builds.
+            let shape = policy.shape(&policy.create_filter(&[]));
+            props.filter_policy == policy.name()
+                && props.filter_bits_per_key == shape.bits_per_key
+                && props.filter_num_hashes == shape.num_hashes
+        }
+    };
+    props.num_tombstones == 0
+        && props.num_entries == props.num_distinct_keys
+        && filter_as_configured
+        && props.format_version == FORMAT_VERSION
+        && last_block_offset < target_file_size
 }
 
 /// True if the style's picker would find work in `v`.
@@ -422,4 +508,81 @@ pub(crate) fn edit_for(c: &Compaction, outputs: &[Output]) -> VersionEdit {
         edit.new_files.push((c.output_level as u32, o.meta.clone()));
     }
     edit
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::filter::BloomFilterPolicy;
+
+    const TARGET: u64 = 64 << 20;
+
+    /// Properties of a clean table built with `TableOptions::default()`
+    /// (10 bits per key, k = 7).
+    fn clean() -> TableProperties {
+        TableProperties {
+            num_entries: 100,
+            num_distinct_keys: 100,
+            filter_policy: "siftdb.bloom.xxh3.v1".into(),
+            filter_bits_per_key: 10,
+            filter_num_hashes: 7,
+            filter_bits: 1000,
+            format_version: FORMAT_VERSION,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_clean_table_needs_no_rewrite_and_each_reason_forces_one() {
+        let opts = TableOptions::default();
+        assert!(rewriting_changes_nothing(&clean(), 0, &opts, TARGET));
+
+        type Change = (&'static str, fn(&mut TableProperties));
+        let changed: [Change; 6] = [
+            ("a tombstone", |p| p.num_tombstones = 1),
+            ("a dead version", |p| p.num_entries = 101),
+            ("another bits per key", |p| p.filter_bits_per_key = 8),
+            ("another k", |p| p.filter_num_hashes = 6),
+            ("another policy", |p| p.filter_policy = "other".into()),
+            ("no filter", |p| p.filter_policy.clear()),
+        ];
+        for (why, change) in changed {
+            let mut p = clean();
+            change(&mut p);
+            assert!(!rewriting_changes_nothing(&p, 0, &opts, TARGET), "{why}");
+        }
+        let mut old = clean();
+        old.format_version = FORMAT_VERSION - 1;
+        assert!(!rewriting_changes_nothing(&old, 0, &opts, TARGET));
+        // A last block starting at the target: the merge would cut there.
+        assert!(rewriting_changes_nothing(
+            &clean(),
+            TARGET - 1,
+            &opts,
+            TARGET
+        ));
+        assert!(!rewriting_changes_nothing(&clean(), TARGET, &opts, TARGET));
+    }
+
+    #[test]
+    fn filters_are_compared_with_the_configured_policy() {
+        let mut opts = TableOptions {
+            filter_policy: Some(Arc::new(BloomFilterPolicy::with_hashes(10, 5))),
+            ..Default::default()
+        };
+        assert!(
+            !rewriting_changes_nothing(&clean(), 0, &opts, TARGET),
+            "k 7 vs 5"
+        );
+        let mut p = clean();
+        p.filter_num_hashes = 5;
+        assert!(rewriting_changes_nothing(&p, 0, &opts, TARGET));
+
+        opts.filter_policy = None;
+        assert!(!rewriting_changes_nothing(&clean(), 0, &opts, TARGET));
+        let mut unfiltered = clean();
+        unfiltered.filter_policy.clear();
+        (unfiltered.filter_bits_per_key, unfiltered.filter_num_hashes) = (0, 0);
+        assert!(rewriting_changes_nothing(&unfiltered, 0, &opts, TARGET));
+    }
 }

@@ -506,3 +506,347 @@ fn write_amplification_is_kept_across_reopens() {
     );
     assert_eq!(again.write_amplification(), first.write_amplification());
 }
+
+// --- A manual compaction leaves a clean bottom level alone (DESIGN.md 6.5)
+
+/// Options for the bottommost-skip tests: no automatic compaction (so file
+/// numbers change only when a manual compaction rewrites a file) and small
+/// files, so the bottom level holds many.
+fn bottom_options() -> Options {
+    let mut o = Options::default();
+    o.compaction_style = CompactionStyle::None;
+    o.write_buffer_size = 16 << 10;
+    o.block_size = 512;
+    o.target_file_size = 8 << 10;
+    o
+}
+
+/// `(number, file)` of every file of the deepest non-empty level, in key
+/// order.
+fn bottom_files(db: &Db) -> (usize, Vec<siftdb::LiveFile>) {
+    let files = db.live_files();
+    let deepest = files.iter().map(|f| f.level).max().expect("some file");
+    let mut bottom: Vec<siftdb::LiveFile> =
+        files.into_iter().filter(|f| f.level == deepest).collect();
+    bottom.sort_by(|a, b| {
+        a.properties
+            .smallest_user_key
+            .cmp(&b.properties.smallest_user_key)
+    });
+    (deepest, bottom)
+}
+
+fn numbers(files: &[siftdb::LiveFile]) -> Vec<u64> {
+    files.iter().map(|f| f.number).collect()
+}
+
+/// Writes keys `key00000..key{n}` with value `v{i}` (each written twice,
+/// so the first compaction has dead versions to drop), and deletes every
+/// tenth.
+fn load(db: &Db, n: usize) {
+    for round in 0..2 {
+        for i in 0..n {
+            db.put(
+                format!("key{i:05}"),
+                format!("v{i}-{round}-{}", "x".repeat(60)),
+            )
+            .unwrap();
+        }
+    }
+    for i in (0..n).step_by(10) {
+        db.delete(format!("key{i:05}")).unwrap();
+    }
+}
+
+fn expected_value(i: usize) -> Option<Vec<u8>> {
+    (!i.is_multiple_of(10)).then(|| format!("v{i}-1-{}", "x".repeat(60)).into_bytes())
+}
+
+fn assert_loaded(db: &Db, n: usize) {
+    for i in 0..n {
+        assert_eq!(
+            db.get(format!("key{i:05}")).unwrap(),
+            expected_value(i),
+            "key{i:05}"
+        );
+    }
+    assert_eq!(db.range::<&str, _>(..).count(), n - n.div_ceil(10));
+}
+
+#[test]
+fn compacting_a_compacted_database_rewrites_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = bottom_options();
+    let db = Db::open_with(dir.path(), opts.clone()).unwrap();
+    load(&db, 2000);
+    db.compact().unwrap();
+    let (level, first) = bottom_files(&db);
+    assert!(first.len() >= 10, "{} bottom files", first.len());
+    for f in &first {
+        assert_eq!(f.properties.num_tombstones, 0);
+        assert_eq!(f.properties.num_entries, f.properties.num_distinct_keys);
+    }
+    let before = db.stats();
+
+    db.compact().unwrap();
+    let (level2, second) = bottom_files(&db);
+    assert_eq!((level2, numbers(&second)), (level, numbers(&first)));
+    let after = db.stats();
+    assert_eq!(after.compactions, before.compactions, "no compaction ran");
+    assert_eq!(
+        after.compaction_bytes_written, before.compaction_bytes_written,
+        "nothing rewritten"
+    );
+    assert_eq!(after.compaction_bytes_read, before.compaction_bytes_read);
+    assert_loaded(&db, 2000);
+
+    // A range compaction of the same clean level: the same.
+    db.compact_range("key00500", "key01500").unwrap();
+    assert_eq!(numbers(&bottom_files(&db).1), numbers(&first));
+    assert_eq!(db.stats().compactions, before.compactions);
+    drop(db);
+
+    // Reopened with the same options, the filters still match.
+    let db = Db::open_with(dir.path(), opts).unwrap();
+    db.compact().unwrap();
+    assert_eq!(numbers(&bottom_files(&db).1), numbers(&first));
+    assert_eq!(db.stats().compaction_bytes_written, 0);
+    assert_loaded(&db, 2000);
+}
+
+#[test]
+fn a_bottom_tombstone_released_by_a_snapshot_is_still_compacted_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open_with(dir.path(), bottom_options()).unwrap();
+    load(&db, 2000);
+    db.compact().unwrap();
+    let (level, first) = bottom_files(&db);
+    // A key that was never written, inside the third file's range: its
+    // tombstone hides nothing, but the snapshot keeps it to the bottom.
+    let target = &first[2];
+    let mut absent = target.properties.smallest_user_key.clone();
+    absent.push(b'~');
+    assert!(absent < target.properties.largest_user_key);
+    let snap = db.snapshot();
+    db.delete(&absent).unwrap();
+    db.compact().unwrap();
+    let (level2, kept) = bottom_files(&db);
+    assert_eq!(level2, level);
+    let with_tombstone: Vec<&siftdb::LiveFile> = kept
+        .iter()
+        .filter(|f| f.properties.num_tombstones > 0)
+        .collect();
+    assert_eq!(with_tombstone.len(), 1, "the snapshot keeps the tombstone");
+    assert_eq!(with_tombstone[0].properties.num_tombstones, 1);
+    let dirty = with_tombstone[0].number;
+    // Every other file of the first compaction is still there (the
+    // rewrite of the target may have split off a small clean file too).
+    let clean: Vec<u64> = kept
+        .iter()
+        .filter(|f| f.properties.num_tombstones == 0)
+        .map(|f| f.number)
+        .collect();
+    for f in &first {
+        if f.number != target.number {
+            assert!(clean.contains(&f.number), "file {} was rewritten", f.number);
+        }
+    }
+
+    drop(snap);
+    let before = db.stats();
+    db.compact().unwrap();
+    let after = db.stats();
+    let (_, last) = bottom_files(&db);
+    assert!(!numbers(&last).contains(&dirty), "the file was rewritten");
+    let still: Vec<u64> = numbers(&last)
+        .into_iter()
+        .filter(|n| clean.contains(n))
+        .collect();
+    assert_eq!(still, clean, "and only that file");
+    assert_eq!(after.tombstones_dropped - before.tombstones_dropped, 1);
+    assert_eq!(after.compactions - before.compactions, 1);
+    assert!(last.iter().all(|f| f.properties.num_tombstones == 0));
+    assert_eq!(db.get(&absent).unwrap(), None);
+    assert_loaded(&db, 2000);
+    assert_levels_disjoint(&db);
+}
+
+#[test]
+fn two_versions_kept_by_a_snapshot_are_merged_once_it_is_released() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open_with(dir.path(), bottom_options()).unwrap();
+    db.put("k", "old").unwrap();
+    db.put("other", "o").unwrap();
+    db.compact().unwrap();
+    let snap = db.snapshot();
+    db.put("k", "new").unwrap();
+    db.compact().unwrap();
+    let (_, kept) = bottom_files(&db);
+    assert_eq!(kept.len(), 1);
+    let p = &kept[0].properties;
+    assert_eq!(
+        (p.num_entries, p.num_distinct_keys),
+        (3, 2),
+        "both versions kept"
+    );
+    let kept_number = kept[0].number;
+    assert_eq!(snap.get("k").unwrap().as_deref(), Some(&b"old"[..]));
+
+    drop(snap);
+    let before = db.stats();
+    db.compact().unwrap();
+    let after = db.stats();
+    let (_, last) = bottom_files(&db);
+    assert_eq!(last.len(), 1);
+    assert_ne!(last[0].number, kept_number, "the file was rewritten");
+    let p = &last[0].properties;
+    assert_eq!((p.num_entries, p.num_distinct_keys), (2, 2));
+    assert_eq!(after.versions_dropped - before.versions_dropped, 1);
+    assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"new"[..]));
+    assert_eq!(db.get("other").unwrap().as_deref(), Some(&b"o"[..]));
+
+    // Now clean: a further compaction leaves it.
+    db.compact().unwrap();
+    assert_eq!(numbers(&bottom_files(&db).1), numbers(&last));
+}
+
+#[test]
+fn changed_filter_options_rewrite_the_bottom_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = bottom_options();
+    {
+        let db = Db::open_with(dir.path(), opts.clone()).unwrap();
+        load(&db, 1000);
+        db.compact().unwrap();
+    }
+    let mut previous: Vec<u64> = Vec::new();
+    // (bits_per_key, bloom_hashes) -> the recorded (policy, bits, k).
+    let cases: [(u32, Option<u32>, &str, u32, u32); 4] = [
+        (4, None, "siftdb.bloom.xxh3.v1", 4, 3),
+        (4, Some(2), "siftdb.bloom.xxh3.v1", 4, 2),
+        (0, None, "", 0, 0),
+        (10, None, "siftdb.bloom.xxh3.v1", 10, 7),
+    ];
+    for (bits, hashes, policy, rec_bits, rec_k) in cases {
+        opts.bits_per_key = bits;
+        opts.bloom_hashes = hashes;
+        let db = Db::open_with(dir.path(), opts.clone()).unwrap();
+        let (_, old) = bottom_files(&db);
+        db.compact().unwrap();
+        let (_, new) = bottom_files(&db);
+        for f in &new {
+            assert!(
+                !numbers(&old).contains(&f.number),
+                "{bits} bits/key, k {hashes:?}: file {} was not rewritten",
+                f.number
+            );
+            let p = &f.properties;
+            assert_eq!(
+                (
+                    p.filter_policy.as_str(),
+                    p.filter_bits_per_key,
+                    p.filter_num_hashes
+                ),
+                (policy, rec_bits, rec_k)
+            );
+        }
+        assert!(db.stats().compaction_bytes_written > 0);
+        assert_loaded(&db, 1000);
+        // Same options again: nothing to do.
+        db.compact().unwrap();
+        assert_eq!(numbers(&bottom_files(&db).1), numbers(&new));
+        assert_ne!(numbers(&new), previous);
+        previous = numbers(&new);
+    }
+}
+
+#[test]
+fn skipped_files_between_rewritten_ones_keep_the_level_disjoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open_with(dir.path(), bottom_options()).unwrap();
+    load(&db, 2000);
+    db.compact().unwrap();
+    let (_, first) = bottom_files(&db);
+    // Tombstones for absent keys in the second and second-to-last files,
+    // kept there by a snapshot.
+    let snap = db.snapshot();
+    for f in [&first[1], &first[first.len() - 2]] {
+        let mut k = f.properties.smallest_user_key.clone();
+        k.push(b'~');
+        db.delete(k).unwrap();
+    }
+    db.compact().unwrap();
+    let (_, kept) = bottom_files(&db);
+    let dirty: Vec<usize> = (0..kept.len())
+        .filter(|&i| kept[i].properties.num_tombstones > 0)
+        .collect();
+    assert_eq!(dirty.len(), 2, "{dirty:?}");
+    assert!(
+        dirty[1] - dirty[0] >= 2,
+        "clean files lie between: {dirty:?}"
+    );
+    let clean: Vec<u64> = (0..kept.len())
+        .filter(|i| !dirty.contains(i))
+        .map(|i| kept[i].number)
+        .collect();
+
+    drop(snap);
+    db.compact().unwrap();
+    let (_, last) = bottom_files(&db);
+    for i in &dirty {
+        assert!(!numbers(&last).contains(&kept[*i].number));
+    }
+    let still: Vec<u64> = numbers(&last)
+        .into_iter()
+        .filter(|n| clean.contains(n))
+        .collect();
+    assert_eq!(still, clean, "every clean file stays, in order");
+    assert!(last.iter().all(|f| f.properties.num_tombstones == 0));
+    assert_levels_disjoint(&db);
+    assert_loaded(&db, 2000);
+}
+
+#[test]
+fn a_bottom_file_past_the_target_size_is_still_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = bottom_options();
+    opts.write_buffer_size = 1 << 20;
+    opts.target_file_size = 16 << 10;
+    let db = Db::open_with(dir.path(), opts.clone()).unwrap();
+    for i in 0..1000 {
+        db.put(format!("key{i:05}"), [b'v'; 100]).unwrap();
+    }
+    // One clean level-0 table of about 110 KiB, moved to level 1 as it is,
+    // then cut at the target by the bottom step.
+    db.compact().unwrap();
+    let (level, first) = bottom_files(&db);
+    assert_eq!(level, 1);
+    assert!(first.len() >= 6, "{} files", first.len());
+    assert!(first
+        .iter()
+        .all(|f| f.file_size < 2 * opts.target_file_size));
+    db.compact().unwrap();
+    assert_eq!(numbers(&bottom_files(&db).1), numbers(&first));
+    drop(db);
+
+    // A smaller target re-cuts every file; a larger one changes nothing.
+    opts.target_file_size = 4 << 10;
+    let db = Db::open_with(dir.path(), opts.clone()).unwrap();
+    db.compact().unwrap();
+    let (_, second) = bottom_files(&db);
+    assert!(second.len() > 2 * first.len(), "{} files", second.len());
+    // Only a file already below the new target may stay (the last,
+    // shortest one, at most).
+    let kept: Vec<&siftdb::LiveFile> = second
+        .iter()
+        .filter(|f| numbers(&first).contains(&f.number))
+        .collect();
+    assert!(kept.len() <= 1, "{kept:?}");
+    assert!(kept.iter().all(|f| f.file_size < 2 * opts.target_file_size));
+    drop(db);
+    opts.target_file_size = 1 << 20;
+    let db = Db::open_with(dir.path(), opts).unwrap();
+    db.compact().unwrap();
+    assert_eq!(numbers(&bottom_files(&db).1), numbers(&second));
+    assert_eq!(db.range::<&str, _>(..).count(), 1000);
+}

@@ -260,8 +260,11 @@ impl DbInner {
 
     /// Compacts, level by level from 0, the files overlapping `range` (all
     /// files if `None`) into the next level, down to the deepest level that
-    /// holds data (at least level 1), which is then compacted into itself.
-    /// A failure turns the database read-only, as in the background.
+    /// holds data (at least level 1), which is then compacted into itself,
+    /// except for files a rewrite cannot change
+    /// ([`compaction::rewriting_changes_nothing`]). Running no compaction at
+    /// all is a success. A failure turns the database read-only, as in the
+    /// background.
     pub(super) fn compact_manually(&self, range: Option<(&[u8], &[u8])>) -> Result<()> {
         let mut _pointers = self.compaction.lock();
         let deepest = {
@@ -280,11 +283,30 @@ impl DbInner {
                 break;
             }
             let version = Arc::clone(&self.current.read().version);
-            if let Some(c) = compaction::pick_manual(&version, level, range, level == deepest) {
-                result = self.run_compaction(&c);
+            // All of the deepest level's runs are picked from one version:
+            // re-picking after each would find a run that a snapshot keeps
+            // dirty again, without end.
+            let jobs = if level == deepest {
+                compaction::pick_manual_bottommost(
+                    &version,
+                    level,
+                    range,
+                    &self.table_options,
+                    self.options.target_file_size,
+                )
+            } else {
+                compaction::pick_manual(&version, level, range)
+                    .into_iter()
+                    .collect()
+            };
+            for c in &jobs {
+                result = self.run_compaction(c);
                 if result.is_err() {
                     break;
                 }
+            }
+            if result.is_err() {
+                break;
             }
         }
         drop(_pointers);

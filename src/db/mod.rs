@@ -392,7 +392,11 @@ impl Db {
     /// Flushes, then compacts every level into the next, down to the deepest
     /// level holding data, and waits. Afterwards that level holds all data,
     /// without dead versions and (unless a snapshot still needs them)
-    /// without tombstones.
+    /// without tombstones. That last level is compacted into itself, except
+    /// for files that hold no tombstone, one version per key and a filter
+    /// built with the current options, and that the target file size would
+    /// not cut: rewriting those would change nothing, so compacting an
+    /// already compacted database writes nothing (and succeeds).
     ///
     /// # Errors
     /// As [`Db::flush`]; [`Error::Corruption`] or [`Error::Io`] from the

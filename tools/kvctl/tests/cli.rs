@@ -569,6 +569,62 @@ fn bench_readamp_runs_a_small_sweep() {
     );
 }
 
+/// The numbers of the live SSTables, from `sst list --json`.
+fn table_numbers(db: &std::path::Path) -> Vec<u64> {
+    let o = ok(kvctl(&["sst", "list", p(db), "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    v["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["number"].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn compacting_a_compacted_database_says_nothing_needed_rewriting() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = many_tsv(tmp.path());
+    let db = tmp.path().join("db");
+    ok(kvctl(&[
+        "import",
+        p(&db),
+        p(&input),
+        "--write-buffer-size",
+        "64K",
+    ]));
+    let first = stdout(&ok(kvctl(&["compact", p(&db)])));
+    assert!(!first.contains("nothing needed rewriting"), "{first}");
+    let tables = table_numbers(&db);
+    assert!(!tables.is_empty());
+
+    let again = stdout(&ok(kvctl(&["compact", p(&db)])));
+    assert!(
+        again.contains(
+            "compactions 0, read 0 B, wrote 0 B, dropped 0 shadowed versions and 0 tombstones, in "
+        ),
+        "{again}"
+    );
+    assert!(
+        again.contains(
+            "nothing needed rewriting: no tombstones, shadowed versions, \
+             stale filters or oversized files\n"
+        ),
+        "{again}"
+    );
+    assert_eq!(table_numbers(&db), tables, "no file was rewritten");
+
+    // A delete leaves a tombstone and a shadowed put to drop.
+    ok(kvctl(&["delete", p(&db), "key01500"]));
+    let third = stdout(&ok(kvctl(&["compact", p(&db)])));
+    assert!(
+        third.contains("dropped 1 shadowed version and 1 tombstone, in "),
+        "{third}"
+    );
+    assert!(!third.contains("nothing needed rewriting"), "{third}");
+    assert_eq!(code(&kvctl(&["get", p(&db), "key01500"])), 1, "deleted");
+}
+
 /// Sixty single `put`s, each its own process and open, write no SSTable:
 /// an open copies an unfilled memtable into the new WAL instead of
 /// flushing it (they wrote 59 tables before, and `stats` reported a write
