@@ -4,7 +4,8 @@
 //! operation) without touching the engine.
 //!
 //! Routed: creating a file for writing and every write and sync of it
-//! (WAL, manifest, SSTable, `CURRENT`'s temporary file), renaming,
+//! (WAL, manifest, SSTable, `CURRENT`'s temporary file), reopening a WAL
+//! for appending after cutting its torn tail, renaming,
 //! removing, syncing a directory, creating the database directory and
 //! listing it. Not routed: reading files back (logs, the manifest and
 //! `CURRENT` at open, the memory map of a finished SSTable), `stat` checks
@@ -44,6 +45,10 @@ pub trait FileSystem: Send + Sync + Debug {
     /// Creates the file at `path` and opens it for appending; fails with
     /// [`io::ErrorKind::AlreadyExists`] if it exists.
     fn create_new(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// Opens the existing file at `path` for appending after cutting it to
+    /// its first `len` bytes (`len` at most its length). The cut is durable
+    /// after the next sync of the returned file.
+    fn reopen_truncated(&self, path: &Path, len: u64) -> io::Result<Box<dyn WritableFile>>;
     /// Renames `from` to `to`, atomically replacing `to` if it exists.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Removes the file at `path`.
@@ -85,6 +90,12 @@ impl FileSystem for StdFs {
             .append(true)
             .create_new(true)
             .open(path)?;
+        Ok(Box::new(file))
+    }
+
+    fn reopen_truncated(&self, path: &Path, len: u64) -> io::Result<Box<dyn WritableFile>> {
+        let file = OpenOptions::new().append(true).open(path)?;
+        file.set_len(len)?;
         Ok(Box::new(file))
     }
 

@@ -111,21 +111,36 @@ impl LogWriter {
         Ok(LogWriter::from_file(file, path, 0))
     }
 
-    /// Opens an existing log for appending after cutting it to its first
-    /// `valid_len` bytes, as [`truncate_to`] does. `valid_len` must come from
-    /// [`read_log`] (or [`LogReader::valid_len`]) on this same file, so that
-    /// the new records follow the last complete one.
+    /// Opens an existing log through `fs` for appending after cutting it to
+    /// its first `valid_len` bytes. `valid_len` must come from [`read_log`]
+    /// (or [`LogReader::valid_len`]) on this same file, so that the new
+    /// records follow the last complete one. If the file was longer (a
+    /// torn tail), the cut is synced before this returns: a power loss can
+    /// then never leave old tail bytes behind records appended later, which
+    /// would read as damage rather than as a torn tail.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if the file is shorter than `valid_len`;
-    /// [`Error::Io`] if opening, truncating or syncing fails.
-    pub fn open_truncated(path: &Path, valid_len: u64) -> Result<LogWriter> {
-        let file = OpenOptions::new()
-            .append(true)
-            .open(path)
-            .context(|| format!("open log {}", path.display()))?;
-        truncate_file(&file, path, valid_len)?;
-        Ok(LogWriter::from_file(Box::new(file), path, valid_len))
+    /// [`Error::Io`] if reading its length, opening, truncating or syncing
+    /// fails.
+    pub fn open_truncated(fs: &dyn FileSystem, path: &Path, valid_len: u64) -> Result<LogWriter> {
+        let len = std::fs::metadata(path)
+            .context(|| format!("stat log {}", path.display()))?
+            .len();
+        if len < valid_len {
+            return Err(Error::InvalidArgument(format!(
+                "cannot truncate {} ({len} bytes) to a longer length {valid_len}",
+                path.display()
+            )));
+        }
+        let file = fs
+            .reopen_truncated(path, valid_len)
+            .context(|| format!("reopen log {} at {valid_len}", path.display()))?;
+        let mut writer = LogWriter::from_file(file, path, valid_len);
+        if len > valid_len {
+            writer.sync()?;
+        }
+        Ok(writer)
     }
 
     fn from_file(file: Box<dyn WritableFile>, path: &Path, offset: u64) -> LogWriter {
@@ -896,14 +911,14 @@ mod tests {
         b.extend_from_slice(&[0xaa; 5]);
         std::fs::write(&path, &b).unwrap();
         let c = read_log(&path).unwrap();
-        let mut w = LogWriter::open_truncated(&path, c.valid_len).unwrap();
+        let mut w = LogWriter::open_truncated(&StdFs, &path, c.valid_len).unwrap();
         assert_eq!(w.offset(), 44);
         assert_eq!(w.append(b"new").unwrap(), 44);
         w.sync().unwrap();
         let c = read_log(&path).unwrap();
         assert_eq!(payloads(&c), [&b"abc"[..], b"", b"hello", b"new"]);
         assert_eq!(c.torn_tail, None);
-        assert!(LogWriter::open_truncated(&path, 1000).is_err());
+        assert!(LogWriter::open_truncated(&StdFs, &path, 1000).is_err());
     }
 
     #[test]

@@ -48,8 +48,9 @@ impl MemTable {
         self.wal_number
     }
 
-    /// Points this memtable at WAL `wal_number`: recovery uses it after
-    /// copying the batches it replayed into a new WAL.
+    /// Points this memtable at WAL `wal_number`: recovery uses it once it
+    /// knows which WAL new writes go to (the one it replayed, kept, or a
+    /// new one).
     pub(crate) fn set_wal_number(&mut self, wal_number: u64) {
         self.wal_number = wal_number;
     }

@@ -677,3 +677,56 @@ fn compact_reports_a_background_compaction_that_failed_meanwhile() {
     assert_read_only(db.compact(), EIO);
     assert!(matches!(db.put("c", "3"), Err(Error::Background(_))));
 }
+
+/// An open that keeps the last WAL cuts its torn tail off and syncs the
+/// cut before anything is appended. A failure of either step fails the
+/// open with `Io`, and the next open still has every complete record.
+#[test]
+fn a_failed_cut_of_a_torn_wal_tail_fails_the_open_and_loses_nothing() {
+    for (kind, what) in [(OpKind::Truncate, "the cut"), (OpKind::Sync, "its sync")] {
+        let scratch = scratch_dir();
+        let dir = scratch.path().join("db");
+        let fs = FaultFs::new();
+        {
+            let db = Db::open_with(&dir, options(&fs, true)).unwrap();
+            db.put("a", "1").unwrap();
+            db.put("b", "2").unwrap();
+        }
+        let wal = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|e| e == "log"))
+            .unwrap();
+        let complete = std::fs::metadata(&wal).unwrap().len();
+        // Half a record header: a write cut off by a crash.
+        let mut f = std::fs::OpenOptions::new().append(true).open(&wal).unwrap();
+        std::io::Write::write_all(&mut f, &[0x5a; 6]).unwrap();
+        drop(f);
+        let before = fs.ops().len();
+        fs.fail_next(kind, "log", EIO);
+        match Db::open_with(&dir, options(&fs, true)) {
+            Err(Error::Io { context, .. }) => assert!(context.contains("log"), "{what}: {context}"),
+            Err(e) => panic!("{what}: expected Io, got {e}"),
+            Ok(_) => panic!("{what}: the open ignored the failure"),
+        }
+        assert!(
+            fs.ops()[before..]
+                .iter()
+                .any(|o| o.kind == OpKind::Truncate),
+            "{what}: the open never cut the tail"
+        );
+        fs.heal();
+        let db = Db::open_with(&dir, options(&fs, true)).unwrap();
+        assert_eq!(db.get("a").unwrap().as_deref(), Some(&b"1"[..]), "{what}");
+        assert_eq!(db.get("b").unwrap().as_deref(), Some(&b"2"[..]), "{what}");
+        db.put("c", "3").unwrap();
+        drop(db);
+        // The same WAL: its tail cut at the last complete record, then `c`.
+        let db = Db::open_with(&dir, options(&fs, true)).unwrap();
+        assert_eq!(db.recovery().wals.len(), 1);
+        assert_eq!(db.recovery().wals[0].path, wal, "{what}");
+        assert_eq!(db.recovery().dropped_bytes(), 0, "{what}");
+        assert_eq!(db.recovery().entries(), 3, "{what}");
+        assert!(std::fs::metadata(&wal).unwrap().len() > complete);
+    }
+}

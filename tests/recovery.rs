@@ -60,8 +60,8 @@ fn torn_wal_tail_is_cut_before_new_writes() {
         assert_eq!(db.get(k).unwrap().as_deref(), Some(v.as_bytes()), "{k}");
     }
     assert_eq!(db.get("C").unwrap(), None);
-    // A clean reopen: the WAL the last open started holds A and B, copied
-    // from the old one without the torn tail, then D.
+    // A clean reopen: the same WAL, its torn tail cut by the last open,
+    // holds A and B, then D.
     let r = db.recovery();
     assert_eq!(r.wals.len(), 1, "{r:?}");
     assert!(r.wals[0].torn_tail.is_none(), "{r:?}");
@@ -183,7 +183,7 @@ fn bad_manifest_edit_is_corruption_naming_the_manifest_file() {
     let current = fs::read_to_string(dir.path().join("CURRENT")).unwrap();
     let manifest = dir.path().join(current.trim_end());
     let len = fs::metadata(&manifest).unwrap().len();
-    let mut w = LogWriter::open_truncated(&manifest, len).unwrap();
+    let mut w = LogWriter::open_truncated(&siftdb::fs::StdFs, &manifest, len).unwrap();
     let edit = VersionEdit {
         deleted_files: vec![(0, 999_999)],
         ..Default::default()
@@ -251,7 +251,7 @@ fn wal_damage_found_after_a_replay_flush_changes_no_file() {
 /// A reopen with a few unflushed writes used to flush them into a level-0
 /// table, so a script calling `kvctl put` in a loop made one tiny SSTable
 /// per call (59 tables, write amplification 37, for 60 puts). Recovery
-/// now copies a memtable that is not full into the new WAL and keeps it.
+/// now keeps a WAL whose writes fit in the memtable, and the memtable.
 #[test]
 fn reopening_with_unflushed_writes_creates_no_table() {
     let dir = tempfile::tempdir().unwrap();

@@ -135,9 +135,10 @@ impl Db {
 
     /// Opens (or, with `create_if_missing`, creates) the database in
     /// directory `path`, replaying the manifest and any WAL left by the last
-    /// process. WAL contents that fill a memtable are flushed to level-0
-    /// SSTables; the rest are copied into a fresh WAL and stay in memory;
-    /// a fresh manifest is started (DESIGN.md section 8).
+    /// process. A single WAL whose writes fit in the memtable stays in use
+    /// (its torn tail, if any, cut off); otherwise the replayed writes are
+    /// flushed to level-0 SSTables and a fresh WAL is started. A fresh
+    /// manifest is started either way (DESIGN.md section 8).
     ///
     /// # Errors
     /// - [`Error::InvalidArgument`] for bad options;

@@ -1,5 +1,5 @@
-//! Opening a database: locking, manifest and WAL replay, the fresh WAL
-//! and manifest, and removal of obsolete files.
+//! Opening a database: locking, manifest and WAL replay, the WAL new writes
+//! go to, the fresh manifest, and removal of obsolete files.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -242,9 +242,10 @@ pub(crate) fn check_fresh_directory(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Opens tables, replays WALs (flushing each memtable that fills), copies
-/// the records of the last, unfilled memtable into a fresh WAL, writes a
-/// fresh manifest, removes obsolete files and starts the background thread.
+/// Opens tables, replays WALs (flushing each memtable that fills), keeps
+/// the one replayed WAL for new writes when it all fit in the memtable (or
+/// else flushes and starts a fresh WAL), writes a fresh manifest, removes
+/// obsolete files and starts the background thread.
 ///
 /// With `lock == None` the database is opened read-only: WALs are replayed
 /// into the active memtable and nothing on disk is touched.
@@ -367,9 +368,7 @@ pub(super) fn recover(
                 .collect::<Result<Vec<_>>>()
         })
         .collect::<Result<Vec<_>>>()?;
-    // The records replayed since the last flush, in order: copied into the
-    // new WAL instead of flushed (below).
-    let mut unflushed: Vec<&[u8]> = Vec::new();
+    let mut flushed_during_replay = false;
     for ((contents, path), batches) in logs.iter().zip(&batches) {
         let mut replayed = WalReplay {
             path: path.clone(),
@@ -378,9 +377,8 @@ pub(super) fn recover(
             entries: 0,
             torn_tail: contents.torn_tail.clone(),
         };
-        for (record, batch) in contents.records.iter().zip(batches) {
+        for batch in batches {
             replayed.entries += batch.ops.len() as u64;
-            unflushed.push(&record.payload);
             for (i, op) in batch.ops.iter().enumerate() {
                 let seq = SequenceNumber(batch.first_seq.0 + i as u64);
                 mem.insert(op.key, seq, op.value_type, op.value);
@@ -388,7 +386,7 @@ pub(super) fn recover(
             }
             if !read_only && mem.approximate_size() >= options.write_buffer_size {
                 flush_recovered(&mut mem, &mut version, &mut next_file, &mut totals)?;
-                unflushed.clear();
+                flushed_during_replay = true;
             }
         }
         report.wals.push(replayed);
@@ -396,22 +394,32 @@ pub(super) fn recover(
     let (wal, manifest, mem) = if read_only {
         (None, None, Arc::new(mem))
     } else {
-        // A fresh WAL, then a fresh manifest holding the whole state. What
-        // the memtable holds (less than a full one) is not flushed: its
-        // records are copied, unchanged, into the new WAL and synced before
-        // the manifest stops naming the old WALs, so reopening does not
-        // leave a small level-0 table behind each time.
-        let wal_number = next_file;
-        let manifest_number = next_file + 1;
-        next_file += 2;
-        let mut wal = LogWriter::create(&*fs, &filename::wal_path(&dir, wal_number))?;
-        if !unflushed.is_empty() {
-            for payload in &unflushed {
-                wal.append(payload)?;
+        // One WAL whose batches all fit in the memtable (the usual case
+        // after a clean close or a crash) stays live: the memtable keeps
+        // its batches, new writes are appended to it after its torn tail,
+        // if any, is cut off, and nothing is flushed, so reopening does not
+        // add a level-0 table each time. Otherwise (several WALs, or a
+        // replay that filled a memtable) flush what remains and start a
+        // fresh WAL. Then a fresh manifest holds the whole state.
+        let reuse = match (&logs[..], flushed_during_replay) {
+            ([(contents, path)], false) => Some((wals[0], path, contents.valid_len)),
+            _ => None,
+        };
+        let (wal_number, wal) = match reuse {
+            Some((number, path, valid_len)) => {
+                (number, LogWriter::open_truncated(&*fs, path, valid_len)?)
             }
-            wal.sync()?;
-        }
+            None => {
+                flush_recovered(&mut mem, &mut version, &mut next_file, &mut totals)?;
+                let number = next_file;
+                next_file += 1;
+                let path = filename::wal_path(&dir, number);
+                (number, LogWriter::create(&*fs, &path)?)
+            }
+        };
         mem.set_wal_number(wal_number);
+        let manifest_number = next_file;
+        next_file += 1;
         let mut snapshot = VersionEdit {
             format_version: Some(FORMAT_VERSION),
             log_number: Some(wal_number),

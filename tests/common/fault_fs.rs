@@ -25,6 +25,8 @@ pub const ENOSPC: i32 = 28;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum OpKind {
     Create,
+    /// Reopening a file for appending after cutting it (a WAL's torn tail).
+    Truncate,
     Write,
     Sync,
     Rename,
@@ -263,6 +265,15 @@ impl FileSystem for FaultFs {
             fs: self.clone(),
             path: path.to_path_buf(),
             inner: StdFs.create_new(path)?,
+        }))
+    }
+
+    fn reopen_truncated(&self, path: &Path, len: u64) -> io::Result<Box<dyn WritableFile>> {
+        self.simple(OpKind::Truncate, path)?;
+        Ok(Box::new(FaultFile {
+            fs: self.clone(),
+            path: path.to_path_buf(),
+            inner: StdFs.reopen_truncated(path, len)?,
         }))
     }
 

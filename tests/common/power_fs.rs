@@ -445,6 +445,30 @@ impl FileSystem for PowerFs {
         self.open(path, |p| StdFs.create_new(p))
     }
 
+    /// The model keeps only a prefix of each file durable, so it takes the
+    /// cut as durable at once: before the next sync a real disk may still
+    /// hold the longer file, whose old tail reads as the same torn tail.
+    fn reopen_truncated(&self, path: &Path, len: u64) -> io::Result<Box<dyn WritableFile>> {
+        let mut s = self.start(OpKind::Truncate, path)?;
+        let (dir, name) = split(path);
+        s.dir(&dir); // adopt the file before cutting it
+        let inner = StdFs.reopen_truncated(path, len)?;
+        let id = *s
+            .dir(&dir)
+            .current
+            .get(&name)
+            .ok_or(io::ErrorKind::NotFound)?;
+        let f = s.files.get_mut(&id).unwrap();
+        f.data.truncate(len as usize);
+        f.synced = f.synced.min(f.data.len());
+        Ok(Box::new(PowerFile {
+            fs: self.clone(),
+            id,
+            path: path.to_path_buf(),
+            inner,
+        }))
+    }
+
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut s = self.start(OpKind::Rename, from)?;
         let (from_dir, from_name) = split(from);

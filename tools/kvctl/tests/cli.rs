@@ -343,9 +343,9 @@ fn a_write_command_warns_when_its_open_drops_a_torn_wal_tail() {
     let db = tmp.path().join("db");
     ok(kvctl(&["put", p(&db), "a", "1"]));
     ok(kvctl(&["put", p(&db), "b", "2"]));
-    // The live WAL holds `a`'s record (29 bytes: a 12-byte record header,
-    // a 12-byte batch header, type, lengths, key and value), copied there
-    // by the last open, then `b`'s: damage its last byte.
+    // The live WAL, kept by each open, holds `a`'s record (29 bytes: a
+    // 12-byte record header, a 12-byte batch header, type, lengths, key and
+    // value), then `b`'s: damage its last byte.
     let wal = std::fs::read_dir(&db)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -490,8 +490,8 @@ fn compact_merges_files_drops_deletes_and_reports_write_amplification() {
     let out = stdout(&o);
     assert!(out.contains("after\n"), "{out}");
     // The three deletes are still in the memtable (each `kvctl delete`
-    // reopened the database, and an open keeps a memtable that is not full
-    // in the WAL). The compaction's flush writes them into one level-0
+    // reopened the database, and an open keeps a WAL whose writes fit in
+    // the memtable). The compaction's flush writes them into one level-0
     // table spanning key00000..key02999, which overlaps every other
     // level-0 table (level 0 is compacted as a closure): all three
     // tombstones and their puts go.
@@ -626,7 +626,7 @@ fn compacting_a_compacted_database_says_nothing_needed_rewriting() {
 }
 
 /// Sixty single `put`s, each its own process and open, write no SSTable:
-/// an open copies an unfilled memtable into the new WAL instead of
+/// an open keeps a WAL whose writes fit in the memtable instead of
 /// flushing it (they wrote 59 tables before, and `stats` reported a write
 /// amplification of 37 for 690 bytes of data).
 #[test]

@@ -805,8 +805,8 @@ L0     000004.sst   100     1,000  7     10.00     50.3%        0.81%       0.82
 fn works_while_another_handle_has_the_database_open() {
     let (_tmp, db) = layout();
     let held = reopen(&db);
-    // Reopening kept the WAL's two records in memory (copied into a new
-    // WAL, not flushed to a table); the held handle writes more.
+    // Reopening kept the WAL and its two records (nothing flushed); the
+    // held handle writes more to the same WAL.
     held.put("live", "yes").unwrap();
     let names = || {
         let mut v: Vec<String> = std::fs::read_dir(&db)
