@@ -30,6 +30,8 @@
 //! - `explain`: [`explain()`], a traced point lookup.
 //! - `verify`: [`verify_db`], [`verify_file`]: every checksum and
 //!   invariant.
+//! - `salvage`: [`Salvage`]: every entry that can still be read from a
+//!   damaged database, and a [`SalvageReport`] of what could not be.
 
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -40,6 +42,7 @@ use crate::{Error, Result};
 
 mod explain;
 mod logs;
+mod salvage;
 mod snapshot;
 mod table;
 #[cfg(test)]
@@ -51,6 +54,10 @@ pub use explain::{
     explain, Explain, ExplainOutcome, ExplainSource, ExplainStep, FoundEntry, Verdict,
 };
 pub use logs::{current_manifest, read_live_wals, read_wal, WalContents, WalOp, WalRecord};
+pub use salvage::{
+    FileSet, KeyRange, Salvage, SalvageReport, SalvagedEntry, SkippedBlock, TableSalvage,
+    UnreadTable, WalDamage, WalSalvage,
+};
 pub use snapshot::{DbSnapshot, LiveWal};
 pub use table::{
     filter_settings, level_summaries, open_table, properties_block, table_entries, FilterInfo,

@@ -8,7 +8,8 @@
 //! * [`table_builder`]: [`TableBuilder`] writes a table.
 //! * [`table`]: [`Table`] reads one over a memory map: point lookups
 //!   (key-range check → filter → index → one data block) and double-ended
-//!   range iteration.
+//!   range iteration; [`TableBlocks`] reads just the footer, index and data
+//!   blocks, to salvage a table whose filter or properties are damaged.
 //!
 //! Filters are built over user keys by a [`crate::filter::FilterPolicy`].
 
@@ -23,5 +24,5 @@ pub use block::{Block, BlockIter};
 pub use block_builder::BlockBuilder;
 pub use format::{BlockHandle, Footer};
 pub use properties::TableProperties;
-pub use table::{IndexEntry, Table, TableGet, TableIter};
+pub use table::{IndexEntry, Table, TableBlocks, TableGet, TableIter};
 pub use table_builder::{TableBuilder, TableOptions, TableSummary};

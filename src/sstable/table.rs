@@ -114,23 +114,7 @@ impl Table {
     /// # Errors
     /// As [`Table::open`], except that opening cannot fail.
     pub fn from_file(file: File, path: &Path, file_number: u64) -> Result<Table> {
-        let len = file
-            .metadata()
-            .context(|| format!("stat {}", path.display()))?
-            .len();
-        if len < FOOTER_LEN as u64 {
-            return Err(Error::corruption(
-                path,
-                0,
-                format!("file is {len} bytes, shorter than the {FOOTER_LEN}-byte table footer"),
-            ));
-        }
-        // SAFETY: the map is read-only and siftdb never writes, truncates
-        // or deletes a finished table file while a `Table` for it exists
-        // (the table cache holds it by `Arc` until the last reader is
-        // gone). Another process modifying the file would break this; that
-        // is outside siftdb's contract, as it is for every mmap-based store.
-        let mmap = unsafe { Mmap::map(&file) }.context(|| format!("mmap {}", path.display()))?;
+        let mmap = map_table(&file, path)?;
         let bytes: &[u8] = &mmap;
         let footer = Footer::decode(bytes, path)?;
         let footer_start = (bytes.len() - FOOTER_LEN) as u64;
@@ -144,20 +128,17 @@ impl Table {
             path,
         )?;
 
-        // Data blocks come before every metadata block.
-        let mut data_limit = footer.index.offset.min(footer.properties.offset);
         let filter = if footer.filter.is_null() {
             None
         } else {
             read_block_contents(bytes, footer.filter, footer_start, path, "filter")?;
-            data_limit = data_limit.min(footer.filter.offset);
             // In range: checked by read_block_contents.
             let start = footer.filter.offset as usize;
             Some(start..start + footer.filter.size as usize)
         };
         let index = decode_index(
             &Block::new(index_contents, path, footer.index.offset)?,
-            data_limit,
+            data_limit(&footer),
             path,
         )?;
 
@@ -360,6 +341,159 @@ impl Table {
             }
         }
         Ok(())
+    }
+}
+
+/// Maps a table file read-only, after checking that it can hold a footer.
+///
+/// # Errors
+/// [`Error::Io`] if the file cannot be inspected or mapped;
+/// [`Error::Corruption`] if it is shorter than [`FOOTER_LEN`] bytes.
+fn map_table(file: &File, path: &Path) -> Result<Mmap> {
+    let len = file
+        .metadata()
+        .context(|| format!("stat {}", path.display()))?
+        .len();
+    if len < FOOTER_LEN as u64 {
+        return Err(Error::corruption(
+            path,
+            0,
+            format!("file is {len} bytes, shorter than the {FOOTER_LEN}-byte table footer"),
+        ));
+    }
+    // SAFETY: the map is read-only and siftdb never writes, truncates or
+    // deletes a finished table file while a `Table` (or `TableBlocks`) for
+    // it exists (the table cache holds it by `Arc` until the last reader is
+    // gone). Another process modifying the file would break this; that is
+    // outside siftdb's contract, as it is for every mmap-based store.
+    unsafe { Mmap::map(file) }.context(|| format!("mmap {}", path.display()))
+}
+
+/// The offset before which every data block of a table with `footer` lies:
+/// data blocks come before every metadata block.
+fn data_limit(footer: &Footer) -> u64 {
+    let limit = footer.index.offset.min(footer.properties.offset);
+    if footer.filter.is_null() {
+        limit
+    } else {
+        limit.min(footer.filter.offset)
+    }
+}
+
+/// A table opened with only its footer and index checked: enough to read
+/// every data block, for salvaging entries from a table whose filter or
+/// properties block is damaged (which [`Table::open`] refuses). Used by
+/// [`crate::inspect::Salvage`].
+///
+/// The file is memory-mapped as by [`Table::open`], with the same
+/// requirement: it must not be modified or truncated while this is alive.
+pub struct TableBlocks {
+    path: PathBuf,
+    mmap: Mmap,
+    footer: Footer,
+    index: Vec<IndexEntry>,
+}
+
+impl std::fmt::Debug for TableBlocks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableBlocks")
+            .field("path", &self.path)
+            .field("file_size", &self.mmap.len())
+            .field("footer", &self.footer)
+            .field("index_entries", &self.index.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TableBlocks {
+    /// Opens the table at `path`: maps it, verifies the footer, and reads,
+    /// checksums and validates the index block, exactly as [`Table::open`]
+    /// does; the filter and properties blocks are not read (see
+    /// [`TableBlocks::properties`] and [`TableBlocks::filter`]).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the file cannot be opened or mapped;
+    /// [`Error::Corruption`] if it is shorter than a footer, the footer is
+    /// bad, or the index block fails its checksum or does not decode;
+    /// [`Error::UnsupportedVersion`] for a newer format.
+    pub fn open(path: &Path) -> Result<TableBlocks> {
+        let file = File::open(path).context(|| format!("open {}", path.display()))?;
+        let mmap = map_table(&file, path)?;
+        let bytes: &[u8] = &mmap;
+        let footer = Footer::decode(bytes, path)?;
+        let footer_start = (bytes.len() - FOOTER_LEN) as u64;
+        let contents = read_block_contents(bytes, footer.index, footer_start, path, "index")?;
+        let index = decode_index(
+            &Block::new(contents, path, footer.index.offset)?,
+            data_limit(&footer),
+            path,
+        )?;
+        Ok(TableBlocks {
+            path: path.to_path_buf(),
+            mmap,
+            footer,
+            index,
+        })
+    }
+
+    /// The decoded index: one entry per data block, in key order.
+    pub fn index(&self) -> &[IndexEntry] {
+        &self.index
+    }
+
+    /// The decoded footer.
+    pub fn footer(&self) -> &Footer {
+        &self.footer
+    }
+
+    /// The path given to [`TableBlocks::open`].
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Size of the file, in bytes.
+    pub fn file_size(&self) -> u64 {
+        self.mmap.len() as u64
+    }
+
+    /// Reads data block `handle` as [`Table::read_block`] does: bounds,
+    /// CRC and restart array checked.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] at `handle.offset` if any check fails.
+    pub fn read_block(&self, handle: BlockHandle) -> Result<Block<'_>> {
+        let limit = self.file_size() - FOOTER_LEN as u64;
+        let contents = read_block_contents(&self.mmap, handle, limit, &self.path, "data")?;
+        Block::new(contents, &self.path, handle.offset)
+    }
+
+    /// Reads, checksums and decodes the properties block.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if it is out of bounds, fails its checksum or
+    /// does not decode.
+    pub fn properties(&self) -> Result<TableProperties> {
+        let limit = self.file_size() - FOOTER_LEN as u64;
+        let handle = self.footer.properties;
+        let contents = read_block_contents(&self.mmap, handle, limit, &self.path, "properties")?;
+        TableProperties::decode(
+            &Block::new(contents, &self.path, handle.offset)?,
+            &self.path,
+        )
+    }
+
+    /// The filter block's contents after checking its bounds and checksum;
+    /// `None` for a table without a filter. Its policy is named by the
+    /// properties ([`TableProperties::filter_policy`]).
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] at the filter's offset if a check fails.
+    pub fn filter(&self) -> Result<Option<&[u8]>> {
+        if self.footer.filter.is_null() {
+            return Ok(None);
+        }
+        let limit = self.file_size() - FOOTER_LEN as u64;
+        read_block_contents(&self.mmap, self.footer.filter, limit, &self.path, "filter").map(Some)
     }
 }
 

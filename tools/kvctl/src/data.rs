@@ -1,4 +1,5 @@
-//! Data subcommands: `import`, `export`, `get`, `put`, `delete`, `scan`.
+//! Data subcommands: `import`, `export` (and `export --salvage`), `get`,
+//! `put`, `delete`, `scan`.
 //!
 //! Keys and values cross the command line and text files in escaped form
 //! (see [`siftdb::escape`]): what `scan` and `export` print, `import` and
@@ -15,11 +16,14 @@ use clap::Args;
 use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
 use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{json, Value};
 use siftdb::escape::escape_bytes;
+use siftdb::inspect::{FileSet, Salvage, SalvageReport};
 use siftdb::{Db, Options, WriteBatch};
 
-use crate::error::{write_failed, CliError, EXIT_NOT_FOUND};
+use crate::error::{write_failed, CliError, EXIT_CORRUPTION, EXIT_NOT_FOUND};
 use crate::format::{count, escaped_arg, group, human_bytes, parse_size, Bytes};
+use crate::inspect::{emit_json, entries_text, file_name};
 
 /// A key and its value, as the database iterators yield them.
 pub type Pair = (Vec<u8>, Vec<u8>);
@@ -381,10 +385,18 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
 // ---------------------------------------------------------------- export
 
 #[derive(Debug, Args)]
-#[command(after_help = "Example:\n  kvctl export ./db backup.tsv.gz\n\n\
+#[command(after_help = "Example:\n  kvctl export ./db backup.tsv.gz\n  \
+kvctl export --salvage ./damaged-db rescued.tsv.gz\n\n\
 The output appears only when complete: the export writes .NAME.kvctl-partial beside it and \
 renames it. A failed export removes that file; an interrupted one may leave it, and the next \
-export to NAME replaces it.")]
+export to NAME replaces it.\n\n\
+--salvage reads a database that no longer opens (a damaged block, manifest or CURRENT) \
+without writing to it: every entry still readable is written, the newest readable version of \
+each key, in the same format (import it into a fresh database), and stderr (or --json, on \
+stdout) lists what could not be read: data blocks and their byte ranges, tables skipped whole, \
+WAL damage. Exits 0 if nothing was lost, 3 if something was or the manifest could not be used \
+(the output is still written). \
+Keys in a lost block's key range may come back with an older value (DESIGN.md 11.1).")]
 pub struct ExportArgs {
     /// Database directory
     pub db: PathBuf,
@@ -394,25 +406,41 @@ pub struct ExportArgs {
     /// Only keys starting with this (escaped) prefix
     #[arg(long, value_name = "P", value_parser = escaped_arg)]
     pub prefix: Option<Bytes>,
+    /// Read a damaged database around the damage, read-only, and report what was lost
+    #[arg(long)]
+    pub salvage: bool,
+    /// With --salvage: print the report as JSON on stdout (needs an output FILE)
+    #[arg(long, requires = "salvage")]
+    pub json: bool,
     /// No progress bar
     #[arg(long, short)]
     pub quiet: bool,
 }
 
+/// The hint for an export that met damage.
+const SALVAGE_HINT: &str = "the database files are damaged; keep a copy of the directory and \
+do not write to it. `kvctl export --salvage DB FILE` writes out every entry that can still be \
+read, and lists what cannot";
+
 pub fn export(args: &ExportArgs) -> Result<(), CliError> {
-    let db = open_read_only(&args.db)?;
+    if args.salvage {
+        return export_salvage(args);
+    }
+    let with_hint = |e: CliError| {
+        if e.code == EXIT_CORRUPTION {
+            e.with_hint(SALVAGE_HINT)
+        } else {
+            e
+        }
+    };
+    let db = open_read_only(&args.db).map_err(with_hint)?;
     let iter = match &args.prefix {
         Some(p) => db.prefix(p),
         None => db.iter(),
     };
-    if args.file == Path::new("-") {
-        let mut out = BufWriter::new(io::stdout().lock());
-        write_pairs(iter, &mut out, &ProgressBar::hidden())?;
-        return out.flush().map_err(write_failed);
-    }
     // The bar counts keys against the entries in SSTables, an upper bound
     // (old versions and tombstones are not exported).
-    let progress = if args.quiet || !io::stderr().is_terminal() {
+    let progress = if args.quiet || args.file == Path::new("-") || !io::stderr().is_terminal() {
         ProgressBar::hidden()
     } else {
         let entries: u64 = db.stats().levels.iter().map(|l| l.entries).sum();
@@ -424,28 +452,55 @@ pub fn export(args: &ExportArgs) -> Result<(), CliError> {
         }
         pb
     };
-    let what = args.file.display();
+    let n = write_output(&args.file, iter, &progress).map_err(with_hint)?;
+    if args.file != Path::new("-") {
+        // A closed stderr must not turn a finished export into a failure.
+        let _ = writeln!(
+            io::stderr(),
+            "exported {} keys to {}",
+            group(n),
+            args.file.display()
+        );
+    }
+    Ok(())
+}
+
+/// Writes `pairs` to `file` as escaped `KEY<TAB>VALUE` lines (gzip for a
+/// `.gz` name; stdout for `-`); returns how many.
+///
+/// A file is written as `.NAME.kvctl-partial` beside the output and
+/// renamed into place once complete and synced, so that a failed or
+/// interrupted export never leaves a truncated file under the name asked
+/// for (which would import without complaint). On an error the partial
+/// file is removed; an interrupt (SIGINT) can leave it, and the next
+/// export to the same name replaces it, so at most one is ever left per
+/// output.
+fn write_output(
+    file: &Path,
+    pairs: impl Iterator<Item = siftdb::Result<Pair>>,
+    progress: &ProgressBar,
+) -> Result<u64, CliError> {
+    if file == Path::new("-") {
+        let mut out = BufWriter::new(io::stdout().lock());
+        let n = write_pairs(pairs, &mut out, progress)?;
+        out.flush().map_err(write_failed)?;
+        return Ok(n);
+    }
+    let what = file.display();
     let failed = |e: io::Error| CliError::from_io(format!("write {what}"), &e);
-    // Write `.NAME.kvctl-partial` beside the output and rename it into
-    // place once complete, so that a failed or interrupted export never
-    // leaves a truncated file under the name asked for (which would import
-    // without complaint). On an error the partial file is removed; an
-    // interrupt (SIGINT) can leave it, and the next export to the same
-    // name replaces it, so at most one is ever left per output.
-    let name = args
-        .file
+    let name = file
         .file_name()
         .ok_or_else(|| CliError::usage(format!("{what}: not a file name")))?;
     let mut partial_name = std::ffi::OsString::from(".");
     partial_name.push(name);
     partial_name.push(".kvctl-partial");
-    let partial = args.file.with_file_name(partial_name);
+    let partial = file.with_file_name(partial_name);
     let written = (|| {
         let f = File::create(&partial)
             .map_err(|e| CliError::from_io(format!("create {}", partial.display()), &e))?;
-        let n = if args.file.extension().is_some_and(|e| e == "gz") {
+        let n = if file.extension().is_some_and(|e| e == "gz") {
             let mut enc = GzEncoder::new(BufWriter::new(f), flate2::Compression::default());
-            let n = write_pairs(iter, &mut enc, &progress)?;
+            let n = write_pairs(pairs, &mut enc, progress)?;
             let f = enc
                 .finish()
                 .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
@@ -454,26 +509,384 @@ pub fn export(args: &ExportArgs) -> Result<(), CliError> {
             n
         } else {
             let mut out = BufWriter::new(f);
-            let n = write_pairs(iter, &mut out, &progress)?;
+            let n = write_pairs(pairs, &mut out, progress)?;
             let f = out.into_inner().map_err(|e| failed(e.into_error()))?;
             f.sync_all().map_err(failed)?;
             n
         };
-        std::fs::rename(&partial, &args.file)
+        std::fs::rename(&partial, file)
             .map_err(|e| CliError::from_io(format!("rename into {what}"), &e))?;
         Ok(n)
     })();
-    let n = match written {
-        Ok(n) => n,
-        Err(e) => {
-            let _ = std::fs::remove_file(&partial);
-            return Err(e);
-        }
-    };
     progress.finish_and_clear();
-    // A closed stderr must not turn a finished export into a failure.
-    let _ = writeln!(io::stderr(), "exported {} keys to {what}", group(n));
+    written.inspect_err(|_| {
+        let _ = std::fs::remove_file(&partial);
+    })
+}
+
+// ---------------------------------------------------------------- export --salvage
+
+/// Refuses an output file inside the database directory: a salvage never
+/// writes there (not even its partial file).
+fn refuse_output_inside(db: &Path, file: &Path) -> Result<(), CliError> {
+    if file == Path::new("-") {
+        return Ok(());
+    }
+    let parent = match file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if let (Ok(db), Ok(parent)) = (db.canonicalize(), parent.canonicalize()) {
+        if parent.starts_with(&db) {
+            return Err(CliError::usage(format!(
+                "{}: the output would be written inside the database directory, which a \
+                 salvage never writes to; choose a file elsewhere",
+                file.display()
+            )));
+        }
+    }
     Ok(())
+}
+
+/// `export --salvage`: see [`ExportArgs`] and DESIGN.md 11.1.
+fn export_salvage(args: &ExportArgs) -> Result<(), CliError> {
+    let stdout = args.file == Path::new("-");
+    if args.json && stdout {
+        return Err(CliError::usage(
+            "--json prints the report on stdout; give an output FILE for the entries",
+        ));
+    }
+    refuse_output_inside(&args.db, &args.file)?;
+    let start = Instant::now();
+    let mut salvage = Salvage::open(&args.db)?;
+    let progress = if args.quiet || stdout || !io::stderr().is_terminal() {
+        ProgressBar::hidden()
+    } else {
+        let pb = ProgressBar::new_spinner();
+        if let Ok(style) = ProgressStyle::with_template("{spinner} {pos} keys salvaged") {
+            pb.set_style(style);
+        }
+        pb
+    };
+    let mut stale = 0u64;
+    let prefix = args.prefix.as_deref();
+    let pairs = salvage
+        .by_ref()
+        .filter(|e| prefix.is_none_or(|p| e.key.starts_with(p)))
+        .map(|e| {
+            stale += u64::from(e.possibly_stale);
+            Ok((e.key, e.value))
+        });
+    let exported = write_output(&args.file, pairs, &progress)?;
+    let report = salvage.finish();
+    let outcome = SalvageOutcome {
+        report: &report,
+        output: &args.file,
+        exported,
+        stale,
+        seconds: start.elapsed().as_secs_f64(),
+    };
+    if args.json {
+        emit_json(&outcome.json())?;
+    } else {
+        // A closed stderr must not turn a finished salvage into a failure.
+        let _ = io::stderr().write_all(outcome.text().as_bytes());
+    }
+    if report.is_complete() {
+        return Ok(());
+    }
+    Err(CliError::new(
+        EXIT_CORRUPTION,
+        format!("export --salvage: {}", outcome.lost_summary()),
+    )
+    .with_hint(format!(
+        "{} holds every other entry; load it into a fresh database with `kvctl import NEW {}`, \
+         and keep a copy of the damaged directory",
+        args.file.display(),
+        args.file.display()
+    )))
+}
+
+/// A finished salvage export, for the report.
+struct SalvageOutcome<'a> {
+    report: &'a SalvageReport,
+    output: &'a Path,
+    /// Keys written.
+    exported: u64,
+    /// Of them, keys flagged possibly stale.
+    stale: u64,
+    seconds: f64,
+}
+
+/// A key range as text: `keys [a .. b]`, open ends said in words.
+fn range_text(r: &siftdb::inspect::KeyRange) -> String {
+    match (&r.first, &r.last) {
+        (Some(a), Some(b)) => format!("keys [{} .. {}]", escape_bytes(a), escape_bytes(b)),
+        (None, Some(b)) => format!("keys up to {}", escape_bytes(b)),
+        (Some(a), None) => format!("keys from {}", escape_bytes(a)),
+        (None, None) => "any key".into(),
+    }
+}
+
+/// An escaped key, or JSON `null`.
+fn key_json(k: &Option<Vec<u8>>) -> Value {
+    k.as_deref()
+        .map_or(Value::Null, |k| Value::from(escape_bytes(k)))
+}
+
+fn torn_json(t: &Option<siftdb::log::TornTail>) -> Value {
+    t.as_ref().map_or(
+        Value::Null,
+        |t| json!({ "offset": t.offset, "reason": t.reason }),
+    )
+}
+
+impl SalvageOutcome<'_> {
+    /// What was lost, in one phrase: `1 data block and 1 WAL tail lost`.
+    fn lost_summary(&self) -> String {
+        let r = self.report;
+        let mut parts = Vec::new();
+        if r.lost_blocks() > 0 {
+            parts.push(count(r.lost_blocks(), "data block"));
+        }
+        if r.unread_tables() > 0 {
+            parts.push(count(r.unread_tables(), "whole SSTable"));
+        }
+        if r.damaged_wals() > 0 {
+            parts.push(format!(
+                "the rest of {}",
+                count(r.damaged_wals(), "damaged WAL")
+            ));
+        }
+        let mut s = if parts.is_empty() {
+            "nothing lost".to_string()
+        } else {
+            format!("{} lost", parts.join(", "))
+        };
+        if r.file_set.is_directory() {
+            s.push_str("; the manifest could not be used, so every table and WAL was read");
+        }
+        s
+    }
+
+    /// The report for stderr.
+    fn text(&self) -> String {
+        let r = self.report;
+        let mut out = String::new();
+        match &r.file_set {
+            FileSet::Manifest {
+                path,
+                current_problem,
+                edits,
+                log_number,
+                torn_tail,
+            } => {
+                let name = file_name(path);
+                if let Some(why) = current_problem {
+                    out.push_str(&format!(
+                        "note: {why}; used {name}, the only manifest in the directory\n"
+                    ));
+                }
+                out.push_str(&format!(
+                    "salvage: read the live set of {name} ({}; WALs from {log_number:06}.log)\n",
+                    count(*edits, "edit")
+                ));
+                if let Some(t) = torn_tail {
+                    out.push_str(&format!(
+                        "note: {name}: torn final record at offset {} ({}); ignored, as at open\n",
+                        t.offset, t.reason
+                    ));
+                }
+            }
+            FileSet::Directory { reason } => out.push_str(&format!(
+                "salvage: read every table and WAL in the directory: {reason}\n\
+                 warning: without the manifest, any table or WAL a flush or compaction had \
+                 already replaced was read too, and may bring back older values and deleted \
+                 keys\n"
+            )),
+        }
+        for t in &r.tables {
+            let name = file_name(&t.path);
+            let at = t.level.map_or(String::new(), |l| format!(" (L{l})"));
+            for b in &t.skipped_blocks {
+                let bytes = b.bytes();
+                out.push_str(&format!(
+                    "LOST: {name}{at}: data block {} of {}, bytes {}..{}: {}; {}\n",
+                    b.block,
+                    t.data_blocks,
+                    bytes.start,
+                    bytes.end,
+                    b.detail,
+                    range_text(&b.keys)
+                ));
+            }
+            if let Some(u) = &t.unreadable {
+                let offset = u
+                    .offset
+                    .map_or(String::new(), |o| format!(" at offset {o}"));
+                out.push_str(&format!(
+                    "LOST: {name}{at}: the whole table ({}{offset}: {}); {}\n",
+                    u.what,
+                    u.detail,
+                    range_text(&t.keys)
+                ));
+            }
+            for n in &t.notes {
+                out.push_str(&format!("note: {name}: {n}\n"));
+            }
+        }
+        for w in &r.wals {
+            let name = file_name(&w.path);
+            if let Some(d) = &w.damage {
+                out.push_str(&format!(
+                    "LOST: {name}: every record from offset {} on ({}): {}\n",
+                    d.offset,
+                    count(w.unread_bytes(), "byte"),
+                    d.detail
+                ));
+            } else if let Some(t) = &w.torn_tail {
+                out.push_str(&format!(
+                    "note: {name}: torn final record at offset {} ({}; {}) dropped, as an open \
+                     drops it (a write cut off by a crash, never acknowledged unless synced)\n",
+                    t.offset,
+                    count(w.unread_bytes(), "byte"),
+                    t.reason
+                ));
+            }
+        }
+        for n in &r.notes {
+            out.push_str(&format!("note: {n}\n"));
+        }
+        let deleted = if r.deleted > 0 {
+            format!(", {} left out", count(r.deleted, "deleted key"))
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "salvaged {} to {} in {:.2} s: {} read from {} and {}{deleted}\n",
+            count(self.exported, "key"),
+            if self.output == Path::new("-") {
+                "standard output".to_string()
+            } else {
+                self.output.display().to_string()
+            },
+            self.seconds,
+            entries_text(r.entries_read),
+            count(r.tables.len() as u64, "SSTable"),
+            count(r.wals.len() as u64, "WAL"),
+        ));
+        if self.stale > 0 {
+            out.push_str(&format!(
+                "warning: {} {} in the key range of lost data that may have held a newer \
+                 version: {} may be older than the database's (and keys deleted there may be \
+                 back)\n",
+                count(self.stale, "exported key"),
+                if self.stale == 1 { "lies" } else { "lie" },
+                if self.stale == 1 {
+                    "its value"
+                } else {
+                    "their values"
+                },
+            ));
+        } else if !r.is_complete() && !r.file_set.is_directory() {
+            out.push_str(
+                "note: no exported key lies in the key range of lost data that could have held \
+                 a newer version of it\n",
+            );
+        }
+        out
+    }
+
+    /// The report for `--json` (DESIGN.md 11.1).
+    fn json(&self) -> Value {
+        let r = self.report;
+        let file_set = match &r.file_set {
+            FileSet::Manifest {
+                path,
+                current_problem,
+                edits,
+                log_number,
+                torn_tail,
+            } => json!({
+                "source": "manifest",
+                "manifest": file_name(path),
+                "current_problem": current_problem,
+                "edits": edits,
+                "log_number": log_number,
+                "torn_tail": torn_json(torn_tail),
+            }),
+            FileSet::Directory { reason } => json!({
+                "source": "directory",
+                "reason": reason,
+            }),
+        };
+        let tables: Vec<Value> = r
+            .tables
+            .iter()
+            .map(|t| {
+                json!({
+                    "file": file_name(&t.path),
+                    "number": t.number,
+                    "level": t.level,
+                    "size": t.size,
+                    "smallest_key": key_json(&t.keys.first),
+                    "largest_key": key_json(&t.keys.last),
+                    "data_blocks": t.data_blocks,
+                    "blocks_read": t.blocks_read,
+                    "entries": t.entries,
+                    "skipped_blocks": t.skipped_blocks.iter().map(|b| json!({
+                        "block": b.block,
+                        "handle": { "offset": b.handle.offset, "size": b.handle.size },
+                        "first_key": key_json(&b.keys.first),
+                        "last_key": key_json(&b.keys.last),
+                        "detail": b.detail,
+                    })).collect::<Vec<_>>(),
+                    "unreadable": t.unreadable.as_ref().map(|u| json!({
+                        "what": u.what,
+                        "offset": u.offset,
+                        "detail": u.detail,
+                    })),
+                    "notes": t.notes,
+                })
+            })
+            .collect();
+        let wals: Vec<Value> = r
+            .wals
+            .iter()
+            .map(|w| {
+                json!({
+                    "file": file_name(&w.path),
+                    "number": w.number,
+                    "size": w.size,
+                    "records": w.records,
+                    "entries": w.entries,
+                    "torn_tail": torn_json(&w.torn_tail),
+                    "damage": w.damage.as_ref().map(|d| json!({
+                        "offset": d.offset,
+                        "detail": d.detail,
+                        "lost_bytes": w.unread_bytes(),
+                    })),
+                })
+            })
+            .collect();
+        json!({
+            "complete": r.is_complete(),
+            "output": self.output.display().to_string(),
+            "exported": self.exported,
+            "possibly_stale": self.stale,
+            "entries_read": r.entries_read,
+            "deleted": r.deleted,
+            "lost": {
+                "data_blocks": r.lost_blocks(),
+                "tables": r.unread_tables(),
+                "wals": r.damaged_wals(),
+            },
+            "file_set": file_set,
+            "tables": tables,
+            "wals": wals,
+            "notes": r.notes,
+        })
+    }
 }
 
 /// Writes each pair as an escaped `KEY<TAB>VALUE` line; returns the count.

@@ -5,7 +5,7 @@
 //! | 0 | success |
 //! | 1 | `get`: the key is absent |
 //! | 2 | usage or bad input (bad flag, malformed import line, invalid argument) |
-//! | 3 | corruption: bytes on disk (or answers read back) are not what was written |
+//! | 3 | corruption: bytes on disk (or answers read back) are not what was written; for `export --salvage`, something could not be read (the output holds the rest) |
 //! | 4 | I/O error, database locked, or any other engine failure |
 
 use std::fmt;

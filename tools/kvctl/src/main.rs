@@ -42,7 +42,7 @@ struct Cli {
 enum Command {
     /// Load KEY<TAB>VALUE lines (optionally gzipped) into a database
     Import(data::ImportArgs),
-    /// Write every pair as escaped KEY<TAB>VALUE lines (what import reads)
+    /// Write every pair as escaped KEY<TAB>VALUE lines (what import reads); --salvage: from a damaged database
     Export(data::ExportArgs),
     /// Print the value of a key (exit 1 if absent)
     Get(data::GetArgs),
