@@ -52,16 +52,6 @@ fn refused_without_changes(dir: &Path, f: impl FnOnce() -> siftdb::Result<Db>) -
     err
 }
 
-fn sst_files(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut v: Vec<_> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
-        .collect();
-    v.sort();
-    v
-}
-
 #[test]
 fn crc32_helper_matches_the_documented_example() {
     // DESIGN.md 12.2: payload "abc" is framed as these 15 bytes.
@@ -278,7 +268,9 @@ fn a_newer_manifest_format_is_unsupported_version() {
 fn a_newer_table_footer_is_unsupported_version() {
     let dir = tempfile::tempdir().unwrap();
     small_db(dir.path());
-    let sst = sst_files(dir.path()).pop().expect("an SSTable");
+    let sst = common::files_with_ext(dir.path(), "sst")
+        .pop()
+        .expect("an SSTable");
     // Footer (DESIGN.md 12.7): version at 48..52, crc32(0..52) at 52..56.
     let mut bytes = fs::read(&sst).unwrap();
     let f = bytes.len() - 64;
@@ -309,7 +301,9 @@ fn a_newer_table_footer_is_unsupported_version() {
 fn a_missing_table_is_corruption_naming_the_manifest() {
     let dir = tempfile::tempdir().unwrap();
     small_db(dir.path());
-    let sst = sst_files(dir.path()).pop().expect("an SSTable");
+    let sst = common::files_with_ext(dir.path(), "sst")
+        .pop()
+        .expect("an SSTable");
     fs::remove_file(&sst).unwrap();
     let manifest = fs::read_to_string(dir.path().join("CURRENT")).unwrap();
     let err = refused_without_changes(dir.path(), || Db::open_with(dir.path(), small_options()));

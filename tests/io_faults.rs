@@ -692,11 +692,7 @@ fn a_failed_cut_of_a_torn_wal_tail_fails_the_open_and_loses_nothing() {
             db.put("a", "1").unwrap();
             db.put("b", "2").unwrap();
         }
-        let wal = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| p.extension().is_some_and(|e| e == "log"))
-            .unwrap();
+        let wal = common::only_file(&dir, |n| n.ends_with(".log"));
         let complete = std::fs::metadata(&wal).unwrap().len();
         // Half a record header: a write cut off by a crash.
         let mut f = std::fs::OpenOptions::new().append(true).open(&wal).unwrap();

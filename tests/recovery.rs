@@ -3,20 +3,10 @@
 mod common;
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use common::{open, small_options};
+use common::{files_with_ext, open, small_options};
 use siftdb::Error;
-
-fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == ext))
-        .collect();
-    v.sort();
-    v
-}
 
 #[test]
 fn torn_wal_tail_is_cut_before_new_writes() {

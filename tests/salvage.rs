@@ -62,27 +62,11 @@ impl Built {
     }
 
     fn wal(&self) -> PathBuf {
-        let mut wals: Vec<PathBuf> = std::fs::read_dir(&self.dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "log"))
-            .collect();
-        assert_eq!(wals.len(), 1, "{wals:?}");
-        wals.pop().unwrap()
+        common::only_file(&self.dir, |n| n.ends_with(".log"))
     }
 
     fn manifest(&self) -> PathBuf {
-        std::fs::read_dir(&self.dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_str()
-                    .unwrap()
-                    .starts_with("MANIFEST-")
-            })
-            .unwrap()
+        common::only_file(&self.dir, |n| n.starts_with("MANIFEST-"))
     }
 }
 

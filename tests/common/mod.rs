@@ -6,7 +6,7 @@ pub mod fault_fs;
 pub mod power_fs;
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use siftdb::{Db, Options};
 
@@ -129,6 +129,37 @@ pub fn copy_dir(src: &Path, dst: &Path) {
             std::fs::copy(entry.path(), dst.join(entry.file_name())).unwrap();
         }
     }
+}
+
+/// The paths of the files directly in `dir` whose names `keep` accepts,
+/// sorted.
+pub fn files_where(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(&keep))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The files directly in `dir` named `*.{ext}` (`"sst"`, `"log"`), sorted.
+pub fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let suffix = format!(".{ext}");
+    files_where(dir, |n| n.ends_with(&suffix))
+}
+
+/// The one file directly in `dir` whose name `keep` accepts; panics if
+/// there is none or more than one.
+pub fn only_file(dir: &Path, keep: impl Fn(&str) -> bool) -> PathBuf {
+    let mut v = files_where(dir, keep);
+    assert_eq!(
+        v.len(),
+        1,
+        "expected one matching file in {}: {v:?}",
+        dir.display()
+    );
+    v.pop().unwrap()
 }
 
 /// The names of the files directly in `dir`, sorted.

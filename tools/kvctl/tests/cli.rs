@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 mod common;
 
-use common::{code, kvctl, kvctl_stdin, ok, p, stderr, stdout};
+use common::{code, files_with_ext, kvctl, kvctl_stdin, ok, p, stderr, stdout};
 
 /// Writes `dir/many.tsv`: 3,000 lines `keyNNNNN<TAB>` + 100 `v`s, about
 /// 330 KB (three import batches); returns its path.
@@ -287,11 +287,7 @@ fn failed_export_leaves_no_output_file() {
     let db = tmp.path().join("db");
     ok(kvctl(&["import", p(&db), p(&input), "--quiet"]));
     // Damage a data block: the export reads part of the keys, then fails.
-    let sst = std::fs::read_dir(&db)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "sst"))
-        .unwrap();
+    let sst = files_with_ext(&db, "sst").remove(0);
     let mut bytes = std::fs::read(&sst).unwrap();
     bytes[100] ^= 0x40;
     std::fs::write(&sst, bytes).unwrap();
@@ -346,11 +342,7 @@ fn a_write_command_warns_when_its_open_drops_a_torn_wal_tail() {
     // The live WAL, kept by each open, holds `a`'s record (29 bytes: a
     // 12-byte record header, a 12-byte batch header, type, lengths, key and
     // value), then `b`'s: damage its last byte.
-    let wal = std::fs::read_dir(&db)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "log"))
-        .unwrap();
+    let wal = files_with_ext(&db, "log").remove(0);
     let mut bytes = std::fs::read(&wal).unwrap();
     *bytes.last_mut().unwrap() ^= 0x01;
     std::fs::write(&wal, bytes).unwrap();
@@ -641,16 +633,7 @@ fn a_put_loop_makes_no_sstable_and_stats_say_nothing_was_flushed() {
             &format!("v{i}"),
         ]));
     }
-    let tables = std::fs::read_dir(&db)
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|x| x == "sst")
-        })
-        .count();
+    let tables = files_with_ext(&db, "sst").len();
     assert_eq!(tables, 0);
     assert_eq!(stdout(&ok(kvctl(&["get", p(&db), "key37"]))), "v37\n");
     let out = stdout(&ok(kvctl(&["stats", p(&db)])));

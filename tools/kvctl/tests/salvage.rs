@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 mod common;
 
-use common::{code, kvctl, ok, p, stderr, stdout};
+use common::{code, files_where, files_with_ext, kvctl, ok, p, stderr, stdout};
 use serde_json::Value;
 
 fn key(i: usize) -> String {
@@ -62,13 +62,7 @@ fn json(out: &std::process::Output) -> Value {
 
 /// The database's tables, by number.
 fn tables(db: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(db)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
-        .collect();
-    v.sort();
-    v
+    files_with_ext(db, "sst")
 }
 
 #[test]
@@ -244,17 +238,7 @@ fn salvage_of_a_sound_database_is_the_export_and_exits_0() {
 
     // A damaged manifest: every table is read, nothing is lost, exit 3
     // (the live set is unknown).
-    let manifest = std::fs::read_dir(&db)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .starts_with("MANIFEST-")
-        })
-        .unwrap();
+    let manifest = files_where(&db, |n| n.starts_with("MANIFEST-")).remove(0);
     let mut bytes = std::fs::read(&manifest).unwrap();
     bytes[13] ^= 0x01;
     std::fs::write(&manifest, bytes).unwrap();

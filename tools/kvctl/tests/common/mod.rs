@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 /// The kvctl binary Cargo built for these tests.
@@ -57,4 +57,21 @@ pub fn ok(o: Output) -> Output {
 /// A UTF-8 path as a command-line argument.
 pub fn p(path: &Path) -> &str {
     path.to_str().unwrap()
+}
+
+/// The files directly in `dir` whose names `keep` accepts, sorted.
+pub fn files_where(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(&keep))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The files directly in `dir` named `*.{ext}` (`"sst"`, `"log"`), sorted.
+pub fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let suffix = format!(".{ext}");
+    files_where(dir, |n| n.ends_with(&suffix))
 }
