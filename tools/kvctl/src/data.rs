@@ -108,7 +108,7 @@ pub struct ImportArgs {
     /// (the `\r` of a CRLF line ending is still removed)
     #[arg(long)]
     pub raw: bool,
-    /// No progress bar
+    /// No progress bar and no summary (errors still go to stderr)
     #[arg(long, short)]
     pub quiet: bool,
 }
@@ -359,7 +359,9 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     let compactions = after.compactions - compactions_before;
     let (files, bytes) = total_files(&db);
     db.close()?;
-
+    if args.quiet {
+        return Ok(());
+    }
     let mut out = io::stdout().lock();
     writeln!(
         out,
@@ -412,7 +414,8 @@ pub struct ExportArgs {
     /// With --salvage: print the report as JSON on stdout (needs an output FILE)
     #[arg(long, requires = "salvage")]
     pub json: bool,
-    /// No progress bar
+    /// No progress bar and no "exported N keys" line (errors, and what a
+    /// salvage lost, still go to stderr)
     #[arg(long, short)]
     pub quiet: bool,
 }
@@ -453,7 +456,7 @@ pub fn export(args: &ExportArgs) -> Result<(), CliError> {
         pb
     };
     let n = write_output(&args.file, iter, &progress).map_err(with_hint)?;
-    if args.file != Path::new("-") {
+    if !args.quiet && args.file != Path::new("-") {
         // A closed stderr must not turn a finished export into a failure.
         let _ = writeln!(
             io::stderr(),

@@ -32,11 +32,33 @@ fn small_db() -> (tempfile::TempDir, PathBuf) {
     let input = tmp.path().join("small.tsv");
     std::fs::write(&input, SMALL_TSV).unwrap();
     let db = tmp.path().join("db");
-    let o = ok(kvctl(&["import", p(&db), p(&input), "--quiet"]));
+    let o = ok(kvctl(&["import", p(&db), p(&input)]));
     let out = stdout(&o);
     assert!(out.contains("imported 6 keys"), "{out}");
     assert!(out.contains("1 SSTable flushed, 0 compactions"), "{out}");
     (tmp, db)
+}
+
+/// `-q` used to hide only the progress bar; the summaries still came.
+#[test]
+fn quiet_import_and_export_print_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("small.tsv");
+    std::fs::write(&input, SMALL_TSV).unwrap();
+    let db = tmp.path().join("db");
+    let out = tmp.path().join("out.tsv");
+    for args in [
+        vec!["import", p(&db), p(&input), "-q"],
+        vec!["export", p(&db), p(&out), "-q"],
+    ] {
+        let o = ok(kvctl(&args));
+        assert_eq!(
+            (stdout(&o), stderr(&o)),
+            (String::new(), String::new()),
+            "{args:?}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 6);
 }
 
 #[test]
