@@ -65,9 +65,9 @@
 //! minus its torn tail is exactly its first `valid_len` bytes. A writer must
 //! never append after a torn tail, or the records it appends become
 //! unreachable on the next read: start a new log, or cut the tail off first
-//! with [`truncate_to`] (which [`LogWriter::open_truncated`] does).
+//! with [`LogWriter::open_truncated`].
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
@@ -284,41 +284,6 @@ pub struct LogContents {
 /// `path` and the bad record's offset) for damage before the end of the log.
 pub fn read_log(path: &Path) -> Result<LogContents> {
     LogReader::open(path)?.read_all()
-}
-
-/// Cuts the log at `path` to its first `valid_len` bytes (normally
-/// [`LogContents::valid_len`], to drop a torn tail) and syncs it, so that
-/// records appended afterwards directly follow the last complete one.
-///
-/// # Errors
-/// [`Error::InvalidArgument`] if the file is shorter than `valid_len`
-/// (extending it would add zeros, not remove a tail); [`Error::Io`] if
-/// opening, truncating or syncing fails.
-pub fn truncate_to(path: &Path, valid_len: u64) -> Result<()> {
-    let file = OpenOptions::new()
-        .write(true)
-        .open(path)
-        .context(|| format!("open log {}", path.display()))?;
-    truncate_file(&file, path, valid_len)
-}
-
-fn truncate_file(file: &File, path: &Path, valid_len: u64) -> Result<()> {
-    let len = file
-        .metadata()
-        .context(|| format!("stat log {}", path.display()))?
-        .len();
-    if len < valid_len {
-        return Err(Error::InvalidArgument(format!(
-            "cannot truncate {} ({len} bytes) to a longer length {valid_len}",
-            path.display()
-        )));
-    }
-    if len > valid_len {
-        file.set_len(valid_len)
-            .context(|| format!("truncate log {} to {valid_len}", path.display()))?;
-    }
-    file.sync_all()
-        .context(|| format!("sync log {}", path.display()))
 }
 
 /// `fsync`s the directory `dir` through `fs`, making the creation, removal
@@ -883,24 +848,6 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-    }
-
-    #[test]
-    fn truncate_to_drops_tail_and_rejects_growth() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("1.log");
-        let mut b = three();
-        b.extend_from_slice(&frame(b"torn")[..14]);
-        std::fs::write(&path, &b).unwrap();
-        let c = read_log(&path).unwrap();
-        assert_eq!(c.valid_len, 44);
-        truncate_to(&path, c.valid_len).unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), three());
-        assert!(matches!(
-            truncate_to(&path, 45),
-            Err(Error::InvalidArgument(_))
-        ));
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), 44);
     }
 
     #[test]

@@ -17,6 +17,22 @@ fn many_tsv(dir: &std::path::Path) -> PathBuf {
     input
 }
 
+/// A database in a fresh temp dir holding [`many_tsv`]'s 3,000 keys,
+/// imported with a 64 KiB write buffer, so in several level-0 tables.
+fn many_db() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = many_tsv(tmp.path());
+    let db = tmp.path().join("db");
+    ok(kvctl(&[
+        "import",
+        p(&db),
+        p(&input),
+        "--write-buffer-size",
+        "64K",
+    ]));
+    (tmp, db)
+}
+
 /// Escaped TSV: a key with an escaped tab, a value with an escaped byte.
 const SMALL_TSV: &str = "apple\tred\n\
 apricot\torange\n\
@@ -475,16 +491,7 @@ fn demo_reports_and_passes() {
 
 #[test]
 fn compact_merges_files_drops_deletes_and_reports_write_amplification() {
-    let tmp = tempfile::tempdir().unwrap();
-    let input = many_tsv(tmp.path());
-    let db = tmp.path().join("db");
-    ok(kvctl(&[
-        "import",
-        p(&db),
-        p(&input),
-        "--write-buffer-size",
-        "64K",
-    ]));
+    let (_tmp, db) = many_db();
     for k in ["key00000", "key01500", "key02999"] {
         ok(kvctl(&["delete", p(&db), k]));
     }
@@ -597,16 +604,7 @@ fn table_numbers(db: &std::path::Path) -> Vec<u64> {
 
 #[test]
 fn compacting_a_compacted_database_says_nothing_needed_rewriting() {
-    let tmp = tempfile::tempdir().unwrap();
-    let input = many_tsv(tmp.path());
-    let db = tmp.path().join("db");
-    ok(kvctl(&[
-        "import",
-        p(&db),
-        p(&input),
-        "--write-buffer-size",
-        "64K",
-    ]));
+    let (_tmp, db) = many_db();
     let first = stdout(&ok(kvctl(&["compact", p(&db)])));
     assert!(!first.contains("nothing needed rewriting"), "{first}");
     let tables = table_numbers(&db);
