@@ -399,18 +399,57 @@ fn without_current_the_only_manifest_is_used_and_with_it_damaged_every_table() {
         if w.contains("CURRENT cannot be used"))
     );
 
-    // A missing live table: the manifest lost edits; use every table.
+    // CURRENT naming a manifest that does not exist (a flipped digit):
+    // the only manifest is used. (It once fell back to every file.)
+    std::fs::write(b.dir.join("CURRENT"), "MANIFEST-999999\n").unwrap();
+    let (entries, r) = salvage(&b.dir);
+    assert_eq!(as_map(&entries), b.model());
+    assert!(
+        matches!(&r.file_set, FileSet::Manifest { current_problem: Some(w), .. }
+        if w.contains("MANIFEST-999999") && w.contains("does not exist")),
+        "{:?}",
+        r.file_set
+    );
+    assert!(r.is_complete());
+
+    // A missing live table is lost, like an unreadable one: its manifest
+    // range is flagged. It used to make the salvage read every file and
+    // report nothing lost while older values of its keys came back (found
+    // by a new-user trial).
     std::fs::remove_file(b.dir.join("CURRENT")).unwrap();
     let gone = b.tables[2].clone();
     let kept = std::fs::read(&gone).unwrap();
     std::fs::remove_file(&gone).unwrap();
     let (entries, r) = salvage(&b.dir);
-    let FileSet::Directory { reason } = &r.file_set else {
-        panic!("{:?}", r.file_set);
-    };
-    assert!(reason.contains("which is missing"), "{reason}");
+    assert!(!r.file_set.is_directory(), "{:?}", r.file_set);
     assert_eq!(as_map(&entries), b.expected(|op| op.src != Src::Table(2)));
+    assert!(!r.is_complete());
+    assert_eq!(r.unread_tables(), 1);
+    let t = &r.tables[2];
+    assert_eq!(t.path, gone);
+    assert_eq!(t.unreadable.as_ref().unwrap().what, "file");
+    assert_eq!(t.keys.first.as_deref(), Some(&b"k0200"[..]));
+    assert_eq!(t.keys.last.as_deref(), Some(&b"k0299"[..]));
+    for e in &entries {
+        assert_eq!(e.possibly_stale, t.keys.contains(&e.key), "{e:?}");
+    }
+    assert_eq!(r.possibly_stale, 100);
     std::fs::write(&gone, kept).unwrap();
+
+    // A missing live WAL: everything may be stale.
+    let wal = b.wal();
+    let kept = std::fs::read(&wal).unwrap();
+    std::fs::remove_file(&wal).unwrap();
+    let (entries, r) = salvage(&b.dir);
+    assert!(!r.file_set.is_directory(), "{:?}", r.file_set);
+    assert_eq!(
+        as_map(&entries),
+        b.expected(|op| matches!(op.src, Src::Table(_)))
+    );
+    assert_eq!(r.damaged_wals(), 1);
+    assert_eq!(r.wals[0].path, wal);
+    assert!(entries.iter().all(|e| e.possibly_stale));
+    std::fs::write(&wal, kept).unwrap();
 
     // Manifest damaged too: every table and WAL.
     flip(&b.manifest(), 14);

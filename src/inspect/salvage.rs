@@ -8,11 +8,13 @@
 //! data. A salvage reads around the damage instead:
 //!
 //! - **Which files.** The live set of the manifest `CURRENT` names (or, if
-//!   `CURRENT` is missing or damaged, of the only manifest in the
-//!   directory), when that manifest reads, replays and every table and the
-//!   WAL it names exist: its tables, and the WALs numbered at least its log
-//!   number. Otherwise every `*.sst` and every `*.log` in the directory,
-//!   and [`FileSet::Directory`] says why. Tables a compaction had already
+//!   `CURRENT` is missing, damaged or names a manifest that does not
+//!   exist, of the only manifest in the directory), when that manifest
+//!   reads and replays: its tables, and the WALs numbered at least its log
+//!   number. A table or WAL it names that is missing is lost, like an
+//!   unreadable one, and its range flagged. Without a usable manifest,
+//!   every `*.sst` and every `*.log` in the directory, and
+//!   [`FileSet::Directory`] says why. Tables a compaction had already
 //!   replaced can then bring back older values and deleted keys.
 //! - **Merge.** All entries read are merged by internal key: for each user
 //!   key the version with the largest sequence number wins, and a winning
@@ -515,7 +517,28 @@ impl Salvage {
                     .iter()
                     .map(|(l, m)| (Some(*l), m.number, Some(m)))
                     .collect();
-                (tables, wal_numbers(&listing, live.log_number))
+                let mut wals = wal_numbers(&listing, live.log_number);
+                // A live table or WAL that is missing is read as lost (the
+                // reads below fail and record it): its range is flagged.
+                // Reading every file instead would bring back older values
+                // without saying so. If the manifest lost edits, the files
+                // it does not name may hold what is missing: say so.
+                if live.log_number > 0 && wals.first() != Some(&live.log_number) {
+                    wals.insert(0, live.log_number);
+                }
+                let missing = live
+                    .tables
+                    .iter()
+                    .any(|(_, m)| !listing.contains(&FileType::Table(m.number)))
+                    || (live.log_number > 0 && !listing.contains(&FileType::Wal(live.log_number)));
+                if missing && !salvage.report.notes.is_empty() {
+                    salvage.report.notes.push(
+                        "a file the manifest names is missing: if the manifest lost edits, \
+                         the tables it does not name (above) may hold that data"
+                            .into(),
+                    );
+                }
+                (tables, wals)
             }
             None => {
                 let mut numbers: Vec<u64> = listing
@@ -897,7 +920,11 @@ fn choose_files(dir: &Path, listing: &[FileType]) -> Result<(FileSet, Option<Liv
         })
         .collect();
     let current = match read_current(dir) {
-        Ok(Some(n)) => Ok(n),
+        Ok(Some(n)) if manifests.contains(&n) => Ok(n),
+        Ok(Some(n)) => Err(format!(
+            "CURRENT names {}, which does not exist",
+            file_name(&filename::manifest_path(dir, n))
+        )),
         Ok(None) => Err("CURRENT does not exist".to_string()),
         Err(e) => Err(format!("CURRENT cannot be used: {e}")),
     };
@@ -929,30 +956,6 @@ fn choose_files(dir: &Path, listing: &[FileType]) -> Result<(FileSet, Option<Liv
         .enumerate()
         .flat_map(|(level, files)| files.values().map(move |m| (level, m.clone())))
         .collect();
-    // As at open: a live file that is missing means the manifest lost
-    // durable edits (or files were removed), so its live set is not the
-    // database's.
-    let missing = tables
-        .iter()
-        .map(|(_, m)| {
-            (
-                FileType::Table(m.number),
-                filename::table_path(dir, m.number),
-            )
-        })
-        .chain((state.log_number > 0).then(|| {
-            (
-                FileType::Wal(state.log_number),
-                filename::wal_path(dir, state.log_number),
-            )
-        }))
-        .find(|(t, _)| !listing.contains(t));
-    if let Some((_, missing)) = missing {
-        let what = file_name(&missing);
-        return directory(format!(
-            "{name} lists {what}, which is missing: the manifest lost edits or files were removed"
-        ));
-    }
     let file_set = FileSet::Manifest {
         path,
         current_problem,
