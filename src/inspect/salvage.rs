@@ -22,8 +22,11 @@
 //!   their batch headers, so they win over older table entries.
 //! - **Damage.** A data block that fails its checksum (or does not decode)
 //!   is skipped: its entries are lost ([`SkippedBlock`]). A table whose
-//!   footer or index cannot be read, or that cannot be opened, is skipped
-//!   whole ([`UnreadTable`]). A damaged filter or properties block loses
+//!   footer or index cannot be read is walked to find its data blocks
+//!   ([`TableBlocks::open_by_scan`]); if the walk stops short of the
+//!   table's largest key, the rest is lost (one [`SkippedBlock`] from the
+//!   stop to the end of the data). A table that cannot be opened at all
+//!   is skipped whole ([`UnreadTable`]). A damaged filter or properties block loses
 //!   nothing (entries are read through the index alone) and is a note. A
 //!   WAL is read up to its torn tail (dropped, as at open) or up to the
 //!   first damaged record (everything from there on is lost,
@@ -57,7 +60,7 @@ use crate::key::{
     compare_internal_keys, user_key_of, InternalKey, ParsedInternalKey, SequenceNumber, ValueType,
 };
 use crate::log::TornTail;
-use crate::sstable::format::FOOTER_LEN;
+use crate::sstable::format::{BLOCK_TRAILER_LEN, FOOTER_LEN};
 use crate::sstable::{BlockHandle, TableBlocks};
 use crate::version::edit::FileMetaData;
 use crate::version::manifest::read_current;
@@ -369,7 +372,7 @@ enum Source {
     /// Every WAL entry, sorted in internal-key order.
     Wal(std::vec::IntoIter<Entry>),
     /// One table, read block by block.
-    Table(TableCursor),
+    Table(Box<TableCursor>),
 }
 
 /// Reads one table's data blocks in order, skipping damaged ones.
@@ -653,14 +656,26 @@ impl Salvage {
             unreadable: None,
             notes: Vec::new(),
         };
-        let table = match TableBlocks::open(&path) {
-            Ok(table) => table,
+        // A damaged footer or index does not lose the data blocks: they are
+        // found by walking the file (`TableBlocks::open_by_scan`).
+        let (table, walked) = match TableBlocks::open(&path) {
+            Ok(table) => (table, None),
             Err(e) => {
                 t.size = std::fs::metadata(&path).ok().map(|m| m.len());
-                t.unreadable = Some(unread_table(e, t.size));
-                self.pending.push(Lost::unknown(t.keys.clone()));
-                self.report.tables.push(t);
-                return;
+                let unread = unread_table(e, t.size);
+                let walk = (unread.what != "file")
+                    .then(|| TableBlocks::open_by_scan(&path).ok())
+                    .flatten()
+                    .filter(|table| !table.index().is_empty());
+                match walk {
+                    Some(table) => (table, Some(unread)),
+                    None => {
+                        t.unreadable = Some(unread);
+                        self.pending.push(Lost::unknown(t.keys.clone()));
+                        self.report.tables.push(t);
+                        return;
+                    }
+                }
             }
         };
         t.size = Some(table.file_size());
@@ -682,6 +697,9 @@ impl Salvage {
                 "properties block damaged ({e}): not needed to read entries; nothing lost"
             )),
         }
+        // The table's largest key as the manifest or the properties give it
+        // (not the index, which a walk made up).
+        let known_last = t.keys.last.clone();
         let filter_policy = match table.filter() {
             Ok(Some(_)) => policy_name.as_deref().and_then(policy_for_name),
             Ok(None) => None,
@@ -703,7 +721,10 @@ impl Salvage {
                     .map(|e| user_key_of(&e.last_key).to_vec()),
             };
         }
-        self.sources.push(Source::Table(TableCursor {
+        if let Some(unread) = walked {
+            self.walked_table(&mut t, &table, &unread, known_last, largest_seq);
+        }
+        self.sources.push(Source::Table(Box::new(TableCursor {
             table,
             report: self.report.tables.len(),
             next_block: 0,
@@ -712,8 +733,73 @@ impl Salvage {
             largest_seq,
             filter_policy,
             filter: None,
-        }));
+        })));
         self.report.tables.push(t);
+    }
+
+    /// Reports table `t`, whose `unread` footer or index made the salvage
+    /// find its data blocks by walking the file. The walk ends after the
+    /// last data block or at damage; unless the last key it found is the
+    /// table's largest user key (`known_last`, from the manifest or the
+    /// properties), the rest of the data, from that key on, is lost.
+    fn walked_table(
+        &mut self,
+        t: &mut TableSalvage,
+        table: &TableBlocks,
+        unread: &UnreadTable,
+        known_last: Option<Vec<u8>>,
+        largest_seq: Option<u64>,
+    ) {
+        let found = table.index();
+        let Some(last) = found.last() else { return };
+        let last_key = ParsedInternalKey::parse(&last.last_key)
+            .map(|p| (p.user_key.to_vec(), p.seq.0))
+            .unwrap_or_default();
+        let complete = known_last.as_deref() == Some(last_key.0.as_slice());
+        let at = unread
+            .offset
+            .map_or_else(String::new, |o| format!(" at offset {o}"));
+        t.notes.push(format!(
+            "{} damaged{at} ({}): {} data blocks found by walking the file{}",
+            unread.what,
+            unread.detail,
+            found.len(),
+            if complete {
+                ", up to the table's largest key: nothing lost"
+            } else {
+                ""
+            }
+        ));
+        if complete {
+            return;
+        }
+        let stop = last.handle.offset + last.handle.size + BLOCK_TRAILER_LEN as u64;
+        let keys = KeyRange {
+            first: Some(last_key.0.clone()),
+            last: known_last.clone(),
+        };
+        t.skipped_blocks.push(SkippedBlock {
+            block: found.len() as u64,
+            handle: BlockHandle {
+                offset: stop,
+                size: table.data_end().saturating_sub(stop),
+            },
+            keys: keys.clone(),
+            detail: if known_last.is_some() {
+                "no data block found from here by walking the file, short of the table's \
+                 largest key: the rest of its data is lost"
+            } else {
+                "no data block found from here by walking the file, and the table's largest \
+                 key is unknown: the rest of its data may be lost"
+            }
+            .into(),
+        });
+        self.pending.push(Lost {
+            keys,
+            max_seq: largest_seq,
+            older_than: Some(last_key),
+            filter: None,
+        });
     }
 
     /// Pushes the next entry of source `s` onto the heap, if any.

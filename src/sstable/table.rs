@@ -19,7 +19,7 @@ use crate::key::{
 };
 use crate::sstable::block::Block;
 use crate::sstable::format::{
-    check_block_handle, read_block_contents, BlockHandle, Footer, FOOTER_LEN,
+    check_block_handle, read_block_contents, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN,
 };
 use crate::sstable::properties::TableProperties;
 use crate::util::coding::Decoder;
@@ -390,8 +390,13 @@ fn data_limit(footer: &Footer) -> u64 {
 pub struct TableBlocks {
     path: PathBuf,
     mmap: Mmap,
-    footer: Footer,
+    /// `None` when [`TableBlocks::open_by_scan`] could not decode it.
+    footer: Option<Footer>,
     index: Vec<IndexEntry>,
+    /// Data blocks lie before this offset: the footer's start, or for a
+    /// table opened by scanning the first metadata block (the end of the
+    /// file if the footer does not decode).
+    data_limit: u64,
 }
 
 impl std::fmt::Debug for TableBlocks {
@@ -431,8 +436,42 @@ impl TableBlocks {
         Ok(TableBlocks {
             path: path.to_path_buf(),
             mmap,
+            footer: Some(footer),
+            index,
+            data_limit: footer_start,
+        })
+    }
+
+    /// Opens the table at `path` without trusting its index or footer, for
+    /// a table [`TableBlocks::open`] refuses: the data blocks are found by
+    /// walking the file from offset 0 (see [`scan_data_blocks`]), and the
+    /// index returned lists them. The footer is kept if it decodes: it then
+    /// bounds the walk (data blocks precede the metadata blocks) and finds
+    /// the filter and properties blocks.
+    ///
+    /// The walk stops at the first place where no data block begins: after
+    /// the last one (the filter, properties or index block follows), or at
+    /// a damaged one. Which of the two is for the caller to judge, e.g. by
+    /// comparing the last key found with the table's largest key as the
+    /// manifest records it.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the file cannot be opened or mapped;
+    /// [`Error::Corruption`] if it is shorter than a footer.
+    pub fn open_by_scan(path: &Path) -> Result<TableBlocks> {
+        let file = File::open(path).context(|| format!("open {}", path.display()))?;
+        let mmap = map_table(&file, path)?;
+        let footer = Footer::decode(&mmap, path).ok();
+        // A footer that decodes bounds the data blocks; without one the
+        // walk must tell the metadata blocks from data by itself.
+        let data_limit = footer.as_ref().map_or(mmap.len() as u64, data_limit);
+        let index = scan_data_blocks(&mmap[..data_limit as usize], path);
+        Ok(TableBlocks {
+            path: path.to_path_buf(),
+            mmap,
             footer,
             index,
+            data_limit,
         })
     }
 
@@ -441,9 +480,10 @@ impl TableBlocks {
         &self.index
     }
 
-    /// The decoded footer.
-    pub fn footer(&self) -> &Footer {
-        &self.footer
+    /// The decoded footer; `None` for a table opened by scanning whose
+    /// footer does not decode.
+    pub fn footer(&self) -> Option<&Footer> {
+        self.footer.as_ref()
     }
 
     /// The path given to [`TableBlocks::open`].
@@ -456,14 +496,20 @@ impl TableBlocks {
         self.mmap.len() as u64
     }
 
+    /// The offset before which every data block lies: the first metadata
+    /// block if the footer decodes, else the end of the file.
+    pub fn data_end(&self) -> u64 {
+        self.data_limit
+    }
+
     /// Reads data block `handle` as [`Table::read_block`] does: bounds,
     /// CRC and restart array checked.
     ///
     /// # Errors
     /// [`Error::Corruption`] at `handle.offset` if any check fails.
     pub fn read_block(&self, handle: BlockHandle) -> Result<Block<'_>> {
-        let limit = self.file_size() - FOOTER_LEN as u64;
-        let contents = read_block_contents(&self.mmap, handle, limit, &self.path, "data")?;
+        let contents =
+            read_block_contents(&self.mmap, handle, self.data_limit, &self.path, "data")?;
         Block::new(contents, &self.path, handle.offset)
     }
 
@@ -474,7 +520,7 @@ impl TableBlocks {
     /// does not decode.
     pub fn properties(&self) -> Result<TableProperties> {
         let limit = self.file_size() - FOOTER_LEN as u64;
-        let handle = self.footer.properties;
+        let handle = self.require_footer()?.properties;
         let contents = read_block_contents(&self.mmap, handle, limit, &self.path, "properties")?;
         TableProperties::decode(
             &Block::new(contents, &self.path, handle.offset)?,
@@ -489,12 +535,100 @@ impl TableBlocks {
     /// # Errors
     /// [`Error::Corruption`] at the filter's offset if a check fails.
     pub fn filter(&self) -> Result<Option<&[u8]>> {
-        if self.footer.filter.is_null() {
+        let filter = self.require_footer()?.filter;
+        if filter.is_null() {
             return Ok(None);
         }
         let limit = self.file_size() - FOOTER_LEN as u64;
-        read_block_contents(&self.mmap, self.footer.filter, limit, &self.path, "filter").map(Some)
+        read_block_contents(&self.mmap, filter, limit, &self.path, "filter").map(Some)
     }
+
+    /// The footer, or why there is none.
+    fn require_footer(&self) -> Result<&Footer> {
+        self.footer.as_ref().ok_or_else(|| {
+            Error::corruption(
+                &self.path,
+                self.file_size() - FOOTER_LEN as u64,
+                "the footer does not decode, so the metadata blocks cannot be found",
+            )
+        })
+    }
+}
+
+/// The data blocks of a table file, found without its index: from offset 0,
+/// each block is the shortest run of bytes that is followed by its own
+/// CRC-32 (the 4-byte trailer), ends in a well-formed restart array,
+/// decodes, and holds internal keys that continue the strictly increasing
+/// order of the blocks before it. A block's checksum is extended one byte
+/// at a time, so the walk costs one CRC pass over the data plus a check at
+/// each place a restart array could end. It stops where no such block
+/// begins: at the filter, properties or index block (whose keys are not
+/// internal keys, or start below the last data key), or at damage. A false
+/// match needs a random 32-bit checksum to agree on top of the structure
+/// checks.
+pub fn scan_data_blocks(bytes: &[u8], path: &Path) -> Vec<IndexEntry> {
+    let mut found: Vec<IndexEntry> = Vec::new();
+    let mut start = 0usize;
+    let u32_at =
+        |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+    'blocks: while start + 4 + BLOCK_TRAILER_LEN <= bytes.len() {
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&bytes[start..start + 4]);
+        // `end` is where a candidate block's contents end and its trailer
+        // starts.
+        for end in start + 4..=bytes.len() - BLOCK_TRAILER_LEN {
+            if end > start + 4 {
+                crc.update(&bytes[end - 1..end]);
+            }
+            let restarts = u32_at(end - 4) as usize;
+            let len = end - start;
+            if restarts == 0 || restarts > (len - 4) / 4 || u32_at(end - 4 - 4 * restarts) != 0 {
+                continue;
+            }
+            if crc.clone().finalize() != u32_at(end) {
+                continue;
+            }
+            let Ok(block) = Block::new(&bytes[start..end], path, start as u64) else {
+                continue;
+            };
+            let prev = found.last().map(|e| e.last_key.as_slice());
+            let Some(last_key) = data_block_last_key(&block, prev) else {
+                continue;
+            };
+            found.push(IndexEntry {
+                last_key,
+                handle: BlockHandle {
+                    offset: start as u64,
+                    size: len as u64,
+                },
+            });
+            start = end + BLOCK_TRAILER_LEN;
+            continue 'blocks;
+        }
+        break;
+    }
+    found
+}
+
+/// The last key of `block` if it reads as a data block following a block
+/// whose last key is `prev`: at least one entry, every key a well-formed
+/// internal key, strictly increasing, the first above `prev`.
+fn data_block_last_key(block: &Block<'_>, prev: Option<&[u8]>) -> Option<Vec<u8>> {
+    let mut last: Option<Vec<u8>> = prev.map(<[u8]>::to_vec);
+    let mut entries = 0;
+    for entry in block.iter() {
+        let (key, _) = entry.ok()?;
+        ParsedInternalKey::parse(&key)?;
+        if last
+            .as_deref()
+            .is_some_and(|l| compare_internal_keys(l, &key) != Ordering::Less)
+        {
+            return None;
+        }
+        last = Some(key);
+        entries += 1;
+    }
+    (entries > 0).then_some(last).flatten()
 }
 
 /// True if `uk` is not below the lower bound.
@@ -673,6 +807,35 @@ mod tests {
         match get(t, k, seq) {
             TableGet::Searched { entry, .. } => entry.map(|(s, vt, v)| (s.0, vt, v)),
             _ => None,
+        }
+    }
+
+    /// Walking a table finds exactly the blocks its index lists, with or
+    /// without the footer to bound the walk, and with or without a filter
+    /// block after the data; a damaged block ends the walk before it.
+    #[test]
+    fn scan_finds_the_blocks_the_index_lists() {
+        let dir = tempfile::tempdir().unwrap();
+        for filter in [true, false] {
+            let name = format!("scan-{filter}.sst");
+            let path = build(dir.path(), &name, opts(256, 4, filter), &two_thousand());
+            let table = Table::open(&path, 1).unwrap();
+            let want = table.index().to_vec();
+            assert!(want.len() > 50, "{}", want.len());
+            let bytes = std::fs::read(&path).unwrap();
+            let bounded = &bytes[..data_limit(table.footer()) as usize];
+            assert_eq!(scan_data_blocks(bounded, &path), want);
+            assert_eq!(
+                scan_data_blocks(&bytes, &path),
+                want,
+                "unbounded, filter {filter}"
+            );
+            let walked = TableBlocks::open_by_scan(&path).unwrap();
+            assert_eq!(walked.index(), &want[..]);
+
+            let mut damaged = bytes.clone();
+            damaged[want[7].handle.offset as usize + 3] ^= 0x10;
+            assert_eq!(scan_data_blocks(&damaged, &path), want[..7].to_vec());
         }
     }
 
