@@ -506,7 +506,7 @@ fn a_torn_wal_tail_drops_the_last_batch_and_interior_damage_the_rest() {
 }
 
 #[test]
-fn filter_and_properties_damage_loses_nothing_and_a_bad_footer_loses_the_table() {
+fn metadata_damage_loses_nothing_and_a_walk_past_a_bad_index_stops_at_damage() {
     let b = build();
     let t0 = &b.tables[0];
     let footer = *TableBlocks::open(t0).unwrap().footer().unwrap();
