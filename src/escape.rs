@@ -37,8 +37,10 @@ pub fn hex(bytes: &[u8]) -> String {
 /// `\n`, `\r` and `\0`.
 ///
 /// # Errors
-/// A message naming the bad escape and its character offset.
+/// A message naming the bad escape (or a trailing backslash) and its byte
+/// offset, and saying how to write a literal backslash.
 pub fn unescape(s: &str) -> Result<Vec<u8>, String> {
+    let bad = |what: String| format!("{what}; write \\\\ for a literal backslash");
     let mut out = Vec::with_capacity(s.len());
     let bytes = s.as_bytes();
     let mut i = 0;
@@ -57,14 +59,22 @@ pub fn unescape(s: &str) -> Result<Vec<u8>, String> {
             Some(b'x') => {
                 let hexdigits = s
                     .get(i + 2..i + 4)
-                    .ok_or_else(|| format!("incomplete \\x escape at offset {i}"))?;
+                    .ok_or_else(|| bad(format!("incomplete \\x escape at offset {i}")))?;
                 let b = u8::from_str_radix(hexdigits, 16)
-                    .map_err(|_| format!("bad \\x escape at offset {i}"))?;
+                    .map_err(|_| bad(format!("bad \\x escape at offset {i}")))?;
                 out.push(b);
                 i += 4;
                 continue;
             }
-            _ => return Err(format!("unknown escape at offset {i}")),
+            None => return Err(bad(format!("a trailing backslash at offset {i}"))),
+            // Shown when it prints as itself.
+            Some(&c) if c.is_ascii_graphic() => {
+                return Err(bad(format!(
+                    "unknown escape \\{} at offset {i}",
+                    char::from(c)
+                )))
+            }
+            Some(_) => return Err(bad(format!("unknown escape at offset {i}"))),
         }
         i += 2;
     }
@@ -84,5 +94,32 @@ mod tests {
         assert!(unescape("\\x4").is_err());
         assert!(unescape("\\q").is_err());
         assert_eq!(hex(b"\x01\xab"), "01ab");
+    }
+
+    /// A backslash at the end starts no escape; it used to be reported as
+    /// an "unknown escape".
+    #[test]
+    fn errors_say_what_is_wrong_and_how_to_write_a_backslash() {
+        assert_eq!(
+            unescape("trail\\").unwrap_err(),
+            "a trailing backslash at offset 5; write \\\\ for a literal backslash"
+        );
+        assert_eq!(
+            unescape("C:\\dir").unwrap_err(),
+            "unknown escape \\d at offset 2; write \\\\ for a literal backslash"
+        );
+        assert_eq!(
+            unescape("a\\\u{e9}").unwrap_err(),
+            "unknown escape at offset 1; write \\\\ for a literal backslash"
+        );
+        assert_eq!(
+            unescape("\\x4").unwrap_err(),
+            "incomplete \\x escape at offset 0; write \\\\ for a literal backslash"
+        );
+        assert_eq!(
+            unescape("\\xzz").unwrap_err(),
+            "bad \\x escape at offset 0; write \\\\ for a literal backslash"
+        );
+        assert_eq!(unescape("ok\\\\").unwrap(), b"ok\\");
     }
 }

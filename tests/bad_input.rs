@@ -333,14 +333,59 @@ fn an_empty_or_dangling_current_is_corruption() {
         "{err:?}"
     );
 
-    fs::write(dir.path().join("CURRENT"), b"MANIFEST-999999\n").unwrap();
-    let err = refused_without_changes(dir.path(), || Db::open_with(dir.path(), small_options()));
-    match &err {
-        Error::Corruption { file, detail, .. } => {
-            assert!(file.ends_with("MANIFEST-999999"), "{err:?}");
-            assert!(detail.contains("CURRENT"), "{detail}");
+    // CURRENT naming a manifest that does not exist: CURRENT is what is
+    // damaged (a flipped digit turns the live manifest's number into the
+    // previous one's, which the open deleted), so the error names CURRENT,
+    // not the missing manifest, whichever way the database is read.
+    let current = dir.path().join("CURRENT");
+    let live: u64 = std::str::from_utf8(&good)
+        .unwrap()
+        .trim_end()
+        .trim_start_matches("MANIFEST-")
+        .parse()
+        .unwrap();
+    for number in [live - 1, 999_999] {
+        let named = format!("MANIFEST-{number:06}");
+        assert!(!dir.path().join(&named).exists());
+        fs::write(&current, format!("{named}\n")).unwrap();
+        let want = format!(
+            "corruption in {} at offset 0: CURRENT names {named}, which does not exist",
+            current.display()
+        );
+        let errors = [
+            (
+                "open",
+                refused_without_changes(dir.path(), || Db::open_with(dir.path(), small_options())),
+            ),
+            (
+                "open_read_only",
+                refused_without_changes(dir.path(), || {
+                    Db::open_read_only(dir.path(), small_options())
+                }),
+            ),
+            (
+                "DbSnapshot::open",
+                siftdb::inspect::DbSnapshot::open(dir.path()).unwrap_err(),
+            ),
+        ];
+        for (how, err) in errors {
+            assert!(
+                matches!(&err, Error::Corruption { file, offset: 0, .. } if *file == current),
+                "{how}: {err:?}"
+            );
+            assert_eq!(err.to_string(), want, "{how}");
         }
-        other => panic!("expected Corruption, got {other:?}"),
+        let report = siftdb::inspect::verify_db(dir.path(), true, &mut |_, _| {}).unwrap();
+        assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+        let problem = &report.problems[0];
+        assert_eq!(
+            (&problem.file, problem.what.as_str(), problem.offset),
+            (&current, "CURRENT", Some(0))
+        );
+        assert_eq!(
+            problem.detail,
+            format!("CURRENT names {named}, which does not exist")
+        );
     }
 
     fs::write(dir.path().join("CURRENT"), good).unwrap();

@@ -81,10 +81,11 @@ fn vanished(path: &Path, source: std::io::Error) -> Error {
 
 /// The error for a file the manifest at `manifest` lists as live that does
 /// not exist (while the manifest did not change); for the manifest itself,
-/// the error [`manifest::replay`] gives when `CURRENT` names a missing one.
+/// the error [`manifest::replay`] gives when `CURRENT` names a missing one
+/// (naming `CURRENT`).
 fn missing_live_file(manifest: &Path, path: &Path) -> Error {
     if path == manifest {
-        return Error::corruption(manifest, 0, "manifest named by CURRENT does not exist");
+        return manifest::dangling_current(manifest);
     }
     manifest::missing_live_file(manifest, 0, path, "")
 }

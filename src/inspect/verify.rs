@@ -192,7 +192,14 @@ pub fn verify_db(
         let (_, manifest) = current_manifest(dir)?;
         let mut no_progress = |_: u64, _: u64| {};
         let mut c = Checker::new(all, &mut no_progress, 0);
-        c.corruption(missing_live_file(&manifest, path), "manifest")?;
+        // The manifest itself missing is `CURRENT` naming a file that is
+        // not there: damage to `CURRENT`.
+        let what = if path == manifest {
+            "CURRENT"
+        } else {
+            "manifest"
+        };
+        c.corruption(missing_live_file(&manifest, path), what)?;
         Ok(c.report)
     };
     with_retries(dir, || verify_db_once(dir, all, progress), missing)
@@ -671,7 +678,9 @@ fn check_wal(c: &mut Checker<'_>, wal: WalContents) -> Result<bool> {
     c.report.wal_records += wal.records.len() as u64;
     if let Some(t) = &wal.torn_tail {
         c.report.notes.push(format!(
-            "{}: torn tail at offset {} ({}); recovery drops it (a write cut off by a crash, or damage to the last record, which looks the same)",
+            "{}: torn tail at offset {} ({}); recovery drops it (a write cut short by a crash or \
+             by a write error such as a full disk, or damage to the last record, which looks the \
+             same)",
             file_name(&wal.path),
             t.offset,
             t.reason

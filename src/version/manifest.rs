@@ -355,15 +355,32 @@ pub fn read_manifest(path: &Path) -> Result<ManifestContents> {
 ///
 /// # Errors
 /// As [`read_manifest`], except that a manifest that does not exist is
-/// [`Error::Corruption`] (`CURRENT` named it).
+/// [`Error::Corruption`] naming `CURRENT` ([`dangling_current`]).
 pub fn replay(dir: &Path, number: u64) -> Result<ManifestContents> {
     let path = manifest_path(dir, number);
     read_manifest(&path).map_err(|e| match e {
         Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-            Error::corruption(&path, 0, "manifest named by CURRENT does not exist")
+            dangling_current(&path)
         }
         e => e,
     })
+}
+
+/// The error for a `CURRENT` that names `manifest`, which does not exist:
+/// [`Error::Corruption`] naming `CURRENT` (in the manifest's directory),
+/// the file that exists and says something wrong. A flipped digit in it
+/// names an older manifest, long deleted; blaming that file would send the
+/// reader looking for the wrong damage.
+pub(crate) fn dangling_current(manifest: &Path) -> Error {
+    let dir = manifest.parent().unwrap_or(Path::new(""));
+    Error::corruption(
+        current_path(dir),
+        0,
+        format!(
+            "CURRENT names {}, which does not exist",
+            manifest.file_name().unwrap_or_default().to_string_lossy()
+        ),
+    )
 }
 
 fn check_version(path: &Path, offset: u64, v: u32) -> Result<()> {
@@ -717,9 +734,13 @@ mod tests {
     #[test]
     fn empty_or_missing_manifest_is_corruption() {
         let dir = tempfile::tempdir().unwrap();
-        let (file, _, detail) = corruption(replay(dir.path(), 9).unwrap_err());
-        assert_eq!(file, dir.path().join("MANIFEST-000009"));
-        assert!(detail.contains("does not exist"), "{detail}");
+        // Missing: CURRENT named it, so CURRENT is what the error names.
+        let (file, offset, detail) = corruption(replay(dir.path(), 9).unwrap_err());
+        assert_eq!((file, offset), (dir.path().join("CURRENT"), 0));
+        assert_eq!(
+            detail,
+            "CURRENT names MANIFEST-000009, which does not exist"
+        );
 
         std::fs::write(dir.path().join("MANIFEST-000009"), b"").unwrap();
         let (_, _, detail) = corruption(replay(dir.path(), 9).unwrap_err());

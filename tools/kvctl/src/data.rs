@@ -22,7 +22,7 @@ use siftdb::inspect::{FileSet, Salvage, SalvageReport};
 use siftdb::{Db, Options, WriteBatch};
 
 use crate::error::{write_failed, CliError, EXIT_CORRUPTION, EXIT_NOT_FOUND};
-use crate::format::{count, escaped_arg, group, human_bytes, parse_size, Bytes};
+use crate::format::{count, escaped_arg, human_bytes, parse_size, Bytes, TORN_WRITE};
 use crate::inspect::{emit_json, entries_text, file_name};
 
 /// A key and its value, as the database iterators yield them.
@@ -52,24 +52,34 @@ pub fn open_existing(path: &Path) -> Result<Db, CliError> {
     warn_dropped(Db::open_with(path, o)?)
 }
 
-/// Says on stderr if the open dropped a torn WAL tail (a crash in the
-/// middle of a write, or damage to a log's last record), which a
-/// writing open makes permanent; returns `db`.
+/// Says on stderr if the open dropped a torn WAL tail (a write cut short
+/// by a crash or a write error, or damage to a log's last record), which
+/// a writing open makes permanent; returns `db`.
 fn warn_dropped(db: Db) -> Result<Db, CliError> {
-    for w in &db.recovery().wals {
-        if let Some(t) = &w.torn_tail {
-            let _ = writeln!(
-                io::stderr(),
+    for w in torn_tail_warnings(&db) {
+        let _ = writeln!(io::stderr(), "{w}");
+    }
+    Ok(db)
+}
+
+/// [`warn_dropped`]'s warnings, one per WAL whose torn tail the open of
+/// `db` dropped.
+fn torn_tail_warnings(db: &Db) -> Vec<String> {
+    db.recovery()
+        .wals
+        .iter()
+        .filter_map(|w| {
+            let t = w.torn_tail.as_ref()?;
+            Some(format!(
                 "kvctl: warning: {} ends in a torn record at offset {} ({}); its {} were \
-                 dropped (a crash in the middle of a write, or damage to the last record)",
+                 dropped ({TORN_WRITE}, or damage to the last record)",
                 w.path.display(),
                 t.offset,
                 t.reason,
                 count(w.size - t.offset, "byte")
-            );
-        }
-    }
-    Ok(db)
+            ))
+        })
+        .collect()
 }
 
 /// Opens an existing database for reading: nothing on disk changes, and it
@@ -89,9 +99,9 @@ pub fn open_or_create(path: &Path, options: Options) -> Result<Db, CliError> {
 #[command(
     after_help = "Example:\n  kvctl import ./db tests/data/debian-packages.tsv.gz --raw --write-buffer-size 512K\n\n\
 Without --raw, keys and values are unescaped as `export` and `scan` write them.\n\
-A gzip file is checked whole before the first line is imported. A bad line stops the import \
-there: lines are written in batches of 1,000, and the whole batches before the bad line stay \
-imported (the error says how many keys)."
+A gzip file is checked whole before the first line is imported. A bad line, or a failed \
+write (a full disk), stops the import there: lines are written in batches of 1,000, and the \
+whole batches before it stay imported (the error says how many keys)."
 )]
 pub struct ImportArgs {
     /// Database directory (created if missing)
@@ -144,7 +154,7 @@ pub fn parse_line(line: &[u8], format: LineFormat) -> Result<Decoded<'_>, String
                     format!("{what} is not valid UTF-8 (escape bytes as \\xNN, or use --raw)")
                 })?;
                 siftdb::escape::unescape(s)
-                    .map_err(|e| format!("{what}: {e} (use --raw to take bytes verbatim)"))
+                    .map_err(|e| format!("{what}: {e} (or use --raw to take bytes verbatim)"))
             };
             Ok((
                 Cow::Owned(text("key", key)?),
@@ -181,20 +191,9 @@ pub fn import_lines(
     let mut sum = ImportSummary::default();
     let mut batch = WriteBatch::new();
     let mut line = Vec::new();
-    // Keys in batches already written: a bad line stops the import there.
+    // Keys in batches already written: a bad line or a failed write stops
+    // the import there.
     let mut written = 0u64;
-    // `fix` says what to repair: the line, or the input stream.
-    let stopped = |e: CliError, written: u64, fix: &str| {
-        if written == 0 {
-            e.with_hint("nothing was imported")
-        } else {
-            e.with_hint(format!(
-                "the {} before it were imported; {fix} and import again \
-                 (re-importing a key overwrites it)",
-                count(written, "key")
-            ))
-        }
-    };
     let bad_line = |e: CliError, written: u64| stopped(e, written, "fix the line");
     loop {
         line.clear();
@@ -222,14 +221,55 @@ pub fn import_lines(
         sum.keys += 1;
         sum.bytes += (key.len() + value.len()) as u64;
         if batch.len() >= IMPORT_BATCH {
-            db.write(std::mem::take(&mut batch))?;
+            db.write(std::mem::take(&mut batch))
+                .map_err(|e| import_write_failed(e, written))?;
             written = sum.keys;
-            progress.set_message(format!("{} keys", group(sum.keys)));
+            progress.set_message(count(sum.keys, "key"));
         }
     }
-    db.write(batch)?;
+    db.write(batch)
+        .map_err(|e| import_write_failed(e, written))?;
     sum.elapsed = start.elapsed();
     Ok(sum)
+}
+
+/// `e`, which stopped an import after its first `written` keys went in,
+/// with a hint saying so and what to do: `fix` it (e.g. "fix the line"),
+/// and import again.
+fn stopped(e: CliError, written: u64, fix: &str) -> CliError {
+    if written == 0 {
+        e.with_hint(format!("nothing was imported; {fix} and import again"))
+    } else {
+        e.with_hint(format!(
+            "the {} before it were imported; {fix} and import again \
+             (re-importing a key overwrites it)",
+            count(written, "key")
+        ))
+    }
+}
+
+/// The error for a write (or flush) that failed during an import after
+/// the first `written` keys were acknowledged: for an I/O failure, as for
+/// a bad line, the hint says how many went in and what to do, by the
+/// cause (free space if the disk is full). Other errors keep their own
+/// hint.
+fn import_write_failed(e: siftdb::Error, written: u64) -> CliError {
+    let fix = match &e {
+        siftdb::Error::Io { source, .. }
+            if matches!(
+                source.kind(),
+                io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+            ) =>
+        {
+            "free space on the disk"
+        }
+        siftdb::Error::Io { .. } => "fix the cause",
+        // A background flush or compaction failed earlier; its message
+        // names the cause, which may well be a full disk too.
+        siftdb::Error::Background(_) => "fix the cause (free space if the disk is full)",
+        _ => return CliError::from(e),
+    };
+    stopped(CliError::from(e), written, fix)
 }
 
 /// Whether `path` starts with gzip's magic number.
@@ -351,9 +391,12 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     let result = import_lines(&db, input, format, &source, &progress);
     progress.finish_and_clear();
     let sum = result?;
-    db.flush()?;
+    // Every key is in the log by now; a flush failing (a full disk, say)
+    // still says so.
+    db.flush().map_err(|e| import_write_failed(e, sum.keys))?;
     // Leave a settled tree, so the next open starts no compaction work.
-    db.wait_for_compactions()?;
+    db.wait_for_compactions()
+        .map_err(|e| import_write_failed(e, sum.keys))?;
     let after = db.stats();
     let created = after.flushes - flushes_before;
     let compactions = after.compactions - compactions_before;
@@ -365,8 +408,8 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     let mut out = io::stdout().lock();
     writeln!(
         out,
-        "imported {} keys ({} of keys and values) from {} in {:.2} s",
-        group(sum.keys),
+        "imported {} ({} of keys and values) from {} in {:.2} s",
+        count(sum.keys, "key"),
         human_bytes(sum.bytes),
         source,
         sum.elapsed.as_secs_f64()
@@ -420,23 +463,12 @@ pub struct ExportArgs {
     pub quiet: bool,
 }
 
-/// The hint for an export that met damage.
-const SALVAGE_HINT: &str = "the database files are damaged; keep a copy of the directory and \
-do not write to it. `kvctl export --salvage DB FILE` writes out every entry that can still be \
-read, and lists what cannot";
-
 pub fn export(args: &ExportArgs) -> Result<(), CliError> {
     if args.salvage {
         return export_salvage(args);
     }
-    let with_hint = |e: CliError| {
-        if e.code == EXIT_CORRUPTION {
-            e.with_hint(SALVAGE_HINT)
-        } else {
-            e
-        }
-    };
-    let db = open_read_only(&args.db).map_err(with_hint)?;
+    // Damage met here is `Corruption`, whose hint points at `--salvage`.
+    let db = open_read_only(&args.db)?;
     let iter = match &args.prefix {
         Some(p) => db.prefix(p),
         None => db.iter(),
@@ -455,13 +487,13 @@ pub fn export(args: &ExportArgs) -> Result<(), CliError> {
         }
         pb
     };
-    let n = write_output(&args.file, iter, &progress).map_err(with_hint)?;
+    let n = write_output(&args.file, iter, &progress)?;
     if !args.quiet && args.file != Path::new("-") {
         // A closed stderr must not turn a finished export into a failure.
         let _ = writeln!(
             io::stderr(),
-            "exported {} keys to {}",
-            group(n),
+            "exported {} to {}",
+            count(n, "key"),
             args.file.display()
         );
     }
@@ -750,7 +782,7 @@ impl SalvageOutcome<'_> {
             } else if let Some(t) = &w.torn_tail {
                 out.push_str(&format!(
                     "note: {name}: torn final record at offset {} ({}; {}) dropped, as an open \
-                     drops it (a write cut off by a crash, never acknowledged unless synced)\n",
+                     drops it ({TORN_WRITE}, never acknowledged unless synced)\n",
                     t.offset,
                     count(w.unread_bytes(), "byte"),
                     t.reason
@@ -1063,6 +1095,11 @@ pub fn scan(args: &ScanArgs) -> Result<(), CliError> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use siftdb::fs::{FileSystem, StdFs, WritableFile};
+
     use super::*;
 
     fn scan_args(prefix: Option<&str>, from: Option<&str>, reverse: bool) -> ScanArgs {
@@ -1107,6 +1144,218 @@ mod tests {
         assert_eq!(
             scan_bounds(&scan_args(None, Some("m"), true)),
             Some((Bound::Unbounded, inc("m")))
+        );
+    }
+
+    /// A file system whose writes to `*.{ext}` files fail with `ENOSPC`
+    /// once `appends_left` runs out (`u64::MAX`: never), after writing half
+    /// their bytes, as a write to a full disk can. It remembers the last
+    /// failed write: the file and its length before it.
+    #[derive(Debug)]
+    struct FullDisk {
+        ext: &'static str,
+        appends_left: Arc<AtomicU64>,
+        failed: Arc<Mutex<Option<(PathBuf, u64)>>>,
+    }
+
+    #[derive(Debug)]
+    struct FullDiskFile {
+        inner: Box<dyn WritableFile>,
+        path: PathBuf,
+        len: u64,
+        full: bool,
+        appends_left: Arc<AtomicU64>,
+        failed: Arc<Mutex<Option<(PathBuf, u64)>>>,
+    }
+
+    /// Linux `ENOSPC`.
+    const ENOSPC: i32 = 28;
+
+    impl WritableFile for FullDiskFile {
+        fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+            let left = self.appends_left.load(Ordering::SeqCst);
+            if self.full && left == 0 {
+                self.inner.write_all(&buf[..buf.len() / 2])?;
+                *self.failed.lock().unwrap() = Some((self.path.clone(), self.len));
+                return Err(io::Error::from_raw_os_error(ENOSPC));
+            }
+            if self.full && left != u64::MAX {
+                self.appends_left.store(left - 1, Ordering::SeqCst);
+            }
+            self.len += buf.len() as u64;
+            self.inner.write_all(buf)
+        }
+
+        fn sync_data(&mut self) -> io::Result<()> {
+            self.inner.sync_data()
+        }
+
+        fn sync_all(&mut self) -> io::Result<()> {
+            self.inner.sync_all()
+        }
+    }
+
+    impl FullDisk {
+        /// `inner`, open on `path`, which holds `len` bytes.
+        fn wrap(
+            &self,
+            path: &Path,
+            len: u64,
+            inner: Box<dyn WritableFile>,
+        ) -> Box<dyn WritableFile> {
+            Box::new(FullDiskFile {
+                inner,
+                path: path.to_path_buf(),
+                len,
+                full: path.extension().is_some_and(|e| e == self.ext),
+                appends_left: self.appends_left.clone(),
+                failed: self.failed.clone(),
+            })
+        }
+    }
+
+    impl FileSystem for FullDisk {
+        fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+            Ok(self.wrap(path, 0, StdFs.create(path)?))
+        }
+
+        fn create_new(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+            Ok(self.wrap(path, 0, StdFs.create_new(path)?))
+        }
+
+        fn reopen_truncated(&self, path: &Path, len: u64) -> io::Result<Box<dyn WritableFile>> {
+            Ok(self.wrap(path, len, StdFs.reopen_truncated(path, len)?))
+        }
+
+        fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+            StdFs.rename(from, to)
+        }
+
+        fn remove_file(&self, path: &Path) -> io::Result<()> {
+            StdFs.remove_file(path)
+        }
+
+        fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+            StdFs.sync_dir(dir)
+        }
+
+        fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+            StdFs.create_dir_all(dir)
+        }
+
+        fn list_dir(&self, dir: &Path) -> io::Result<Vec<std::ffi::OsString>> {
+            StdFs.list_dir(dir)
+        }
+    }
+
+    /// The disk fills during an import: the error says how many keys went
+    /// in before the failed write and what to do, as a bad line's does; the
+    /// next open drops the half-written record, and its warning covers a
+    /// failed write. (kvctl cannot be given a full disk from the command
+    /// line, so this drives `import_lines` through the library's
+    /// file-system seam.)
+    #[test]
+    fn a_write_failing_on_a_full_disk_says_how_many_keys_went_in() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("db");
+        let appends_left = Arc::new(AtomicU64::new(u64::MAX));
+        let failed = Arc::new(Mutex::new(None));
+        let mut options = Options::default();
+        options.file_system = Arc::new(FullDisk {
+            ext: "log",
+            appends_left: appends_left.clone(),
+            failed: failed.clone(),
+        });
+        let db = Db::open_with(&dir, options).unwrap();
+        // Two batches of 1,000 lines go in; the third append fails.
+        appends_left.store(2, Ordering::SeqCst);
+        let input: String = (0..2500).map(|i| format!("key{i:05}\tv{i}\n")).collect();
+        let e = import_lines(
+            &db,
+            input.as_bytes(),
+            LineFormat::Escaped,
+            "in.tsv",
+            &ProgressBar::hidden(),
+        )
+        .unwrap_err();
+        drop(db);
+        let (wal, offset) = failed.lock().unwrap().clone().expect("an append failed");
+        assert_eq!(e.code, crate::error::EXIT_IO);
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "kvctl: I/O error: append to log {} at {offset}: No space left on device (os \
+                 error 28)\n\
+                 hint: the 2,000 keys before it were imported; free space on the disk and \
+                 import again (re-importing a key overwrites it)",
+                wal.display()
+            )
+        );
+
+        // With space again, the next write command drops the torn record
+        // and says so.
+        // A batch of 1,000 lines `keyNNNNN<TAB>vNNNN` is 8,012 payload
+        // bytes; half the record (12-byte header included) reached the disk.
+        let db = open_or_create(&dir, Options::default()).unwrap();
+        assert_eq!(
+            torn_tail_warnings(&db),
+            [format!(
+                "kvctl: warning: {} ends in a torn record at offset {offset} (record cut off: \
+                 8012 payload bytes declared, 4000 present); its 4,012 bytes were dropped (a \
+                 write cut short by a crash or by a write error such as a full disk, or damage \
+                 to the last record)",
+                wal.display(),
+            )]
+        );
+        assert_eq!(db.iter().count(), 2000);
+    }
+
+    /// The disk fills under a background flush: the write that finds the
+    /// database read-only says how many keys went in, and that they are
+    /// exactly those the database holds.
+    #[test]
+    fn a_failed_background_flush_during_an_import_says_how_many_keys_went_in() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("db");
+        let failed = Arc::new(Mutex::new(None));
+        let mut options = Options::default();
+        // Every batch of 1,000 lines fills a memtable.
+        options.write_buffer_size = 4096;
+        options.file_system = Arc::new(FullDisk {
+            ext: "sst",
+            appends_left: Arc::new(AtomicU64::new(0)),
+            failed: failed.clone(),
+        });
+        let db = Db::open_with(&dir, options).unwrap();
+        let input: String = (0..20_000).map(|i| format!("key{i:05}\tv{i}\n")).collect();
+        let e = import_lines(
+            &db,
+            input.as_bytes(),
+            LineFormat::Escaped,
+            "in.tsv",
+            &ProgressBar::hidden(),
+        )
+        .unwrap_err();
+        drop(db);
+        let (table, _) = failed
+            .lock()
+            .unwrap()
+            .clone()
+            .expect("a table write failed");
+        let db = open_or_create(&dir, Options::default()).unwrap();
+        let imported = db.iter().count() as u64;
+        assert!(imported > 0 && imported < 20_000, "{imported}");
+        assert_eq!(e.code, crate::error::EXIT_IO);
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "kvctl: database is read-only after a background error: flush failed: I/O error: \
+                 write {}: No space left on device (os error 28)\n\
+                 hint: the {} before it were imported; fix the cause (free space if the disk is \
+                 full) and import again (re-importing a key overwrites it)",
+                table.display(),
+                count(imported, "key")
+            )
         );
     }
 

@@ -282,8 +282,8 @@ fn import_section(r: &Run) -> String {
     );
     let _ = writeln!(
         s,
-        "imported      {} keys, {} of keys and values, in {:.2} s (batches of {})",
-        group(r.import_keys),
+        "imported      {}, {} of keys and values, in {:.2} s (batches of {})",
+        count(r.import_keys, "key"),
         human_bytes(r.import_bytes),
         r.import_time.as_secs_f64(),
         crate::data::IMPORT_BATCH
@@ -479,8 +479,8 @@ fn check(r: &Run, data: &Dataset<'_>) -> Vec<String> {
     }
     if r.import_keys != data.pairs.len() as u64 {
         problems.push(format!(
-            "{label}: imported {} keys, expected {}",
-            group(r.import_keys),
+            "{label}: imported {}, expected {}",
+            count(r.import_keys, "key"),
             group(data.pairs.len() as u64)
         ));
     }
@@ -504,16 +504,16 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
     s.push_str("== dataset (built into kvctl) ==\n");
     let _ = writeln!(
         s,
-        "Debian packages  {} keys (NAME -> JSON), {} of TSV",
-        group(data.pairs.len() as u64),
+        "Debian packages  {} (NAME -> JSON), {} of TSV",
+        count(data.pairs.len() as u64, "key"),
         human_bytes(packages.len() as u64)
     );
     let _ = writeln!(
         s,
-        "English words    {} words; {} are also package names, leaving {} absent keys\n",
-        group(data.words),
+        "English words    {}; {} are also package names, leaving {}\n",
+        count(data.words, "word"),
         group(data.words - data.absent.len() as u64),
-        group(data.absent.len() as u64)
+        count(data.absent.len() as u64, "absent key")
     );
     emit(&s)?;
 
@@ -568,9 +568,9 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
     if problems.is_empty() {
         let _ = writeln!(
             s,
-            "OK: all {} values read back exactly, none of {} absent keys found ({:.1} s)",
+            "OK: all {} values read back exactly, none of {} found ({:.1} s)",
             group(data.pairs.len() as u64),
-            group(data.absent.len() as u64),
+            count(data.absent.len() as u64, "absent key"),
             start.elapsed().as_secs_f64()
         );
         emit(&s)

@@ -22,6 +22,19 @@ pub const EXIT_CORRUPTION: u8 = 3;
 /// I/O failure, lock held by another process, or another engine error.
 pub const EXIT_IO: u8 = 4;
 
+/// How to get the data out of a damaged database, for hints.
+pub const SALVAGE_ADVICE: &str = "`kvctl export --salvage DB FILE` writes out every entry that \
+can still be read, and lists what cannot";
+
+/// The hint for a damaged database: what not to do, how to see the
+/// damage, and [`SALVAGE_ADVICE`].
+pub fn corruption_hint() -> String {
+    format!(
+        "the database files are damaged; keep a copy of the directory and do not write to it. \
+         `kvctl verify DB` shows what is damaged; {SALVAGE_ADVICE}"
+    )
+}
+
 /// An error as kvctl reports it: `kvctl: <message>`, then an optional
 /// `hint: ...` line, and the process exits with `code`.
 #[derive(Debug)]
@@ -87,23 +100,20 @@ impl From<siftdb::Error> for CliError {
     fn from(e: siftdb::Error) -> CliError {
         use siftdb::Error as E;
         let (code, hint) = match &e {
-            E::Corruption { .. } => (
-                EXIT_CORRUPTION,
-                Some("the database files are damaged; keep a copy of the directory and do not write to it"),
-            ),
+            E::Corruption { .. } => (EXIT_CORRUPTION, Some(corruption_hint())),
             E::Locked(_) => (
                 EXIT_IO,
-                Some("another process has the database open; close it and retry"),
+                Some("another process has the database open; close it and retry".to_string()),
             ),
             E::Io { .. } => (EXIT_IO, None),
             E::InvalidArgument(_) => (EXIT_USAGE, None),
             E::NotADatabase { .. } => (
                 EXIT_USAGE,
-                Some("check the path; `import` and `put` create a database only in a missing or empty directory"),
+                Some("check the path; `import` and `put` create a database only in a missing or empty directory".to_string()),
             ),
             E::UnsupportedVersion { .. } => (
                 EXIT_IO,
-                Some("the database was written by a newer siftdb; use a matching kvctl"),
+                Some("the database was written by a newer siftdb; use a matching kvctl".to_string()),
             ),
             E::Background(_) => (EXIT_IO, None),
             _ => (EXIT_IO, None),
@@ -111,7 +121,7 @@ impl From<siftdb::Error> for CliError {
         CliError {
             code,
             message: e.to_string(),
-            hint: hint.map(str::to_string),
+            hint,
         }
     }
 }

@@ -5,12 +5,18 @@
 /// takes it as one value instead of a list of bytes.
 pub type Bytes = Vec<u8>;
 
+/// What cuts a log's last record short, as kvctl's messages about a torn
+/// tail say it: the crash the log format was built for, and a write that
+/// failed halfway, as one on a full disk can.
+pub const TORN_WRITE: &str = "a write cut short by a crash or by a write error such as a full disk";
+
 /// Parses a key or value given on the command line or in an import file.
 /// Arguments use the same escapes kvctl prints (`\\`, `\xNN`, plus `\t`,
 /// `\n`, `\r`, `\0`), so any byte string can be typed. Used as a clap
-/// `value_parser`, so a bad escape is a usage error (exit 2).
+/// `value_parser`, so a bad escape is a usage error (exit 2); the message
+/// says how to write a literal backslash.
 pub fn escaped_arg(s: &str) -> Result<Vec<u8>, String> {
-    siftdb::escape::unescape(s).map_err(|e| format!("{e} (write a backslash as \\\\)"))
+    siftdb::escape::unescape(s)
 }
 
 /// Parses a byte count: a plain number, or one with a `K`/`M`/`G` suffix

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 mod common;
 
-use common::{code, files_with_ext, kvctl, kvctl_stdin, ok, p, stderr, stdout};
+use common::{code, files_with_ext, kvctl, kvctl_stdin, ok, p, stderr, stdout, CORRUPTION_HINT};
 
 /// Writes `dir/many.tsv`: 3,000 lines `keyNNNNN<TAB>` + 100 `v`s, about
 /// 330 KB (three import batches); returns its path.
@@ -333,6 +333,12 @@ fn failed_export_leaves_no_output_file() {
         let out = tmp.path().join(name);
         let o = kvctl(&["export", p(&db), p(&out), "--quiet"]);
         assert_eq!(code(&o), 3, "{name}: {}", stderr(&o));
+        // The hint says how to see the damage and how to get the rest out.
+        assert!(
+            stderr(&o).ends_with(&format!("\nhint: {CORRUPTION_HINT}\n")),
+            "{name}: {}",
+            stderr(&o)
+        );
         assert!(!out.exists(), "{name}: a partial export was left behind");
         // An interrupted export's leftover is replaced, then removed.
         std::fs::write(tmp.path().join(format!(".{name}.kvctl-partial")), "old").unwrap();
@@ -385,16 +391,74 @@ fn a_write_command_warns_when_its_open_drops_a_torn_wal_tail() {
     *bytes.last_mut().unwrap() ^= 0x01;
     std::fs::write(&wal, bytes).unwrap();
     let o = ok(kvctl(&["put", p(&db), "c", "3"]));
-    let err = stderr(&o);
-    assert!(
-        err.contains("warning:") && err.contains("torn record at offset 29"),
-        "{err}"
+    // A failed write (a full disk) leaves a torn record too: the warning
+    // names both causes.
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "kvctl: warning: {} ends in a torn record at offset 29 (last record's payload \
+             checksum mismatch (stored 0x15eb4463, computed 0x62ec74f5): write cut off); its 29 \
+             bytes were dropped (a write cut short by a crash or by a write error such as a full \
+             disk, or damage to the last record)\n",
+            wal.display()
+        )
     );
-    assert!(err.contains("were dropped"), "{err}");
     // And the next open, after a clean close, has nothing to say.
     let o = ok(kvctl(&["put", p(&db), "d", "4"]));
     assert!(stderr(&o).is_empty(), "{}", stderr(&o));
     assert_eq!(code(&kvctl(&["get", p(&db), "b"])), 1);
+}
+
+/// A backslash at the end of an argument or an import field was "an
+/// unknown escape".
+#[test]
+fn a_trailing_backslash_is_named_as_such() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let o = kvctl(&["put", p(&db), "kk", "trail\\"]);
+    assert_eq!(code(&o), 2);
+    assert_eq!(
+        stderr(&o),
+        "error: invalid value 'trail\\' for '<VALUE>': a trailing backslash at offset 5; \
+         write \\\\ for a literal backslash\n\nFor more information, try '--help'.\n"
+    );
+    assert!(!db.exists());
+    let input = tmp.path().join("bad.tsv");
+    std::fs::write(&input, "a\t1\nb\tx\\\n").unwrap();
+    let o = kvctl(&["import", p(&db), p(&input)]);
+    assert_eq!(code(&o), 2);
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "kvctl: {}:2: value: a trailing backslash at offset 1; write \\\\ for a literal \
+             backslash (or use --raw to take bytes verbatim)\n\
+             hint: nothing was imported; fix the line and import again\n",
+            input.display()
+        )
+    );
+}
+
+/// "imported 1 keys", "exported 1 keys".
+#[test]
+fn one_key_is_counted_in_the_singular() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("one.tsv");
+    std::fs::write(&input, "a\t1\n").unwrap();
+    let db = tmp.path().join("db");
+    let out = stdout(&ok(kvctl(&["import", p(&db), p(&input)])));
+    assert!(
+        out.starts_with(&format!(
+            "imported 1 key (2 B of keys and values) from {} in ",
+            input.display()
+        )),
+        "{out}"
+    );
+    let exported = tmp.path().join("out.tsv");
+    let o = ok(kvctl(&["export", p(&db), p(&exported)]));
+    assert_eq!(
+        stderr(&o),
+        format!("exported 1 key to {}\n", exported.display())
+    );
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 mod common;
 
-use common::{code, kvctl, ok, p, stderr, stdout};
+use common::{code, kvctl, ok, p, stderr, stdout, CORRUPTION_HINT};
 use serde_json::{json, Value};
 use siftdb::{CompactionStyle, Db, Options};
 
@@ -363,10 +363,11 @@ fn verify_clean_then_a_flipped_data_block_byte() {
         "{out}"
     );
     assert!(out.ends_with("; 1 problem found\n"), "{out}");
-    assert!(
-        stderr(&o).contains("kvctl: verify: 1 problem found"),
-        "{}",
-        stderr(&o)
+    assert_eq!(
+        stderr(&o),
+        "kvctl: verify: 1 problem found\nhint: keep a copy of the directory and do not write \
+         to it; `kvctl export --salvage DB FILE` writes out every entry that can still be read, \
+         and lists what cannot\n"
     );
     let o = kvctl(&["verify", p(&db), "--all", "--json"]);
     assert_eq!(code(&o), 3);
@@ -564,7 +565,7 @@ fn wal_dump_then_a_torn_tail_then_damage() {
 000007.log: 50 B, 1 record, 1 update
   offset  bytes  seq  op   key    value
        0     23  303  put  m-key  mem
-torn tail at offset 35: record cut off: 18 payload bytes declared, 3 present (recovery drops it: a write cut off by a crash, or, if it was synced, damage to the last record)
+torn tail at offset 35: record cut off: 18 payload bytes declared, 3 present (recovery drops it: a write cut short by a crash or by a write error such as a full disk, or, if it was synced, damage to the last record)
 "
     );
     let j = json_ok(&["wal", "dump", p(&wal)]);
@@ -601,7 +602,38 @@ torn tail at offset 35: record cut off: 18 payload bytes declared, 3 present (re
         "{}",
         stderr(&o)
     );
-    assert_eq!(code(&kvctl(&["verify", p(&db)])), 3);
+    // There is no repair command: the hint points at salvage.
+    let salvage = "`kvctl export --salvage DB FILE` writes out every entry that can still be \
+                   read, and lists what cannot";
+    assert!(
+        stderr(&o).ends_with(&format!(
+            "\nhint: the records before the damage are listed; the database does not open with \
+             this damage, but {salvage}\n"
+        )),
+        "{}",
+        stderr(&o)
+    );
+    let o = kvctl(&["wal", "dump", p(&wal)]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(
+        stderr(&o).ends_with(&format!(
+            "\nhint: the records before the damage are listed (a file that is not a siftdb WAL \
+             reads as damaged); a database whose live WAL has this damage does not open, but \
+             {salvage}\n"
+        )),
+        "{}",
+        stderr(&o)
+    );
+    let o = kvctl(&["verify", p(&db)]);
+    assert_eq!(code(&o), 3);
+    assert!(
+        stderr(&o).ends_with(&format!(
+            "\nhint: run `kvctl verify --all` to check everything and list every problem; keep \
+             a copy of the directory and do not write to it; {salvage}\n"
+        )),
+        "{}",
+        stderr(&o)
+    );
 }
 
 // ---------------------------------------------------------------- explain
@@ -927,17 +959,37 @@ fn inspection_help_carries_examples() {
 #[test]
 fn verify_diagnoses_a_damaged_current_as_open_does() {
     let (_tmp, db) = layout();
-    // CURRENT names a manifest that does not exist.
-    std::fs::write(db.join("CURRENT"), "MANIFEST-999999\n").unwrap();
-    for args in [&["verify", p(&db)][..], &["get", p(&db), "k"]] {
-        let o = kvctl(args);
-        assert_eq!(code(&o), 3, "{args:?}: {}", stderr(&o));
-        assert!(
-            stderr(&o).contains("manifest named by CURRENT does not exist"),
-            "{args:?}: {}",
-            stderr(&o)
-        );
-    }
+    // CURRENT names a manifest that does not exist: the error is about
+    // CURRENT, not the missing manifest.
+    let current = db.join("CURRENT");
+    std::fs::write(&current, "MANIFEST-999999\n").unwrap();
+    let detail = "CURRENT names MANIFEST-999999, which does not exist";
+    let o = kvctl(&["get", p(&db), "k"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "kvctl: corruption in {} at offset 0: {detail}\nhint: {CORRUPTION_HINT}\n",
+            current.display()
+        )
+    );
+    let o = kvctl(&["verify", p(&db)]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with(&format!(
+            "kvctl: verify: {}: CURRENT at offset 0: {detail}\n",
+            current.display()
+        )),
+        "{}",
+        stderr(&o)
+    );
+    let o = kvctl(&["verify", p(&db), "--json"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("a JSON report");
+    assert_eq!(
+        v["problems"],
+        json!([{"file": p(&current), "what": "CURRENT", "offset": 0, "detail": detail}])
+    );
     // A malformed CURRENT: with --json, a report naming it.
     std::fs::write(db.join("CURRENT"), "MANIFEST-00000X\n").unwrap();
     let o = kvctl(&["verify", p(&db), "--json"]);

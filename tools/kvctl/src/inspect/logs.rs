@@ -11,8 +11,8 @@ use siftdb::log::TornTail;
 use siftdb::version::edit::{FileMetaData, VersionEdit};
 
 use super::{emit, emit_json, file_name, table_name, Show};
-use crate::error::{CliError, EXIT_CORRUPTION};
-use crate::format::{count, human_bytes, Align, Table};
+use crate::error::{CliError, EXIT_CORRUPTION, SALVAGE_ADVICE};
+use crate::format::{count, human_bytes, Align, Table, TORN_WRITE};
 
 fn torn_json(t: &Option<TornTail>) -> Value {
     t.as_ref().map_or(
@@ -238,9 +238,9 @@ pub enum WalCommand {
 
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  kvctl wal dump ./db/000012.log --json\n\n\
-A torn tail (an incomplete last record a crash left) is reported, not an error. \
-Damage before the end exits 3 after the records before it. Human output cuts \
-values to 48 characters; --json prints them whole.")]
+A torn tail (an incomplete last record, left by a crash or a failed write) is reported, not an \
+error. Damage before the end exits 3 after the records before it. Human output cuts values to 48 \
+characters; --json prints them whole.")]
 pub struct WalDumpArgs {
     /// Database directory (dumps every live WAL) or one NNNNNN.log file
     pub path: PathBuf,
@@ -324,7 +324,8 @@ fn wal_text(w: &WalContents, show: Show) -> String {
     }
     if let Some(t) = &w.torn_tail {
         out.push_str(&format!(
-            "torn tail at offset {}: {} (recovery drops it: a write cut off by a crash, or, if it was synced, damage to the last record)\n",
+            "torn tail at offset {}: {} (recovery drops it: {TORN_WRITE}, or, if it was synced, \
+             damage to the last record)\n",
             t.offset, t.reason
         ));
     }
@@ -353,13 +354,19 @@ fn wal_dump(a: &WalDumpArgs) -> Result<(), CliError> {
         }
         emit(&out)?;
     }
+    // There is no repair: the way out is a salvage.
     let hint = if a.path.is_dir() {
-        "the records before the damage are listed; opening the database will fail until it is \
-         repaired"
+        format!(
+            "the records before the damage are listed; the database does not open with this \
+             damage, but {SALVAGE_ADVICE}"
+        )
     } else {
         // A lone file may be a copy, or not a WAL at all.
-        "the records before the damage are listed; a database whose live WAL has this damage \
-         fails to open until it is repaired (a file that is not a siftdb WAL reads as damaged)"
+        format!(
+            "the records before the damage are listed (a file that is not a siftdb WAL reads as \
+             damaged); a database whose live WAL has this damage does not open, but \
+             {SALVAGE_ADVICE}"
+        )
     };
     match wals.iter().find_map(|w| w.corruption.as_ref()) {
         Some(e) => Err(CliError::new(EXIT_CORRUPTION, e.to_string()).with_hint(hint)),

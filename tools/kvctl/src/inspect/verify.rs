@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use siftdb::inspect::{verify_db, verify_file, VerifyReport};
 
 use super::{emit, emit_json, entries_text};
-use crate::error::{CliError, EXIT_CORRUPTION};
+use crate::error::{CliError, EXIT_CORRUPTION, SALVAGE_ADVICE};
 use crate::format::{count, human_bytes};
 
 #[derive(Debug, Args)]
@@ -145,17 +145,20 @@ pub fn run(args: &VerifyArgs) -> Result<(), CliError> {
     match r.problems.first() {
         None => Ok(()),
         Some(first) if !args.all => Err(CliError::new(EXIT_CORRUPTION, format!("verify: {first}"))
-            .with_hint(
+            .with_hint(format!(
                 "run `kvctl verify --all` to check everything and list every problem; \
-                 keep a copy of the directory and do not write to it",
-            )),
+                 keep a copy of the directory and do not write to it; {SALVAGE_ADVICE}"
+            ))),
         Some(_) => Err(CliError::new(
             EXIT_CORRUPTION,
             format!(
                 "verify: {} found",
                 count(r.problems.len() as u64, "problem")
             ),
-        )),
+        )
+        .with_hint(format!(
+            "keep a copy of the directory and do not write to it; {SALVAGE_ADVICE}"
+        ))),
     }
 }
 

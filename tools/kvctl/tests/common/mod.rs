@@ -11,6 +11,12 @@ use std::process::{Command, Output, Stdio};
 /// The kvctl binary Cargo built for these tests.
 pub const KVCTL: &str = env!("CARGO_BIN_EXE_kvctl");
 
+/// The hint kvctl gives with every corruption error
+/// (tools/kvctl/src/error.rs).
+pub const CORRUPTION_HINT: &str = "the database files are damaged; keep a copy of the \
+directory and do not write to it. `kvctl verify DB` shows what is damaged; `kvctl export \
+--salvage DB FILE` writes out every entry that can still be read, and lists what cannot";
+
 /// Runs kvctl with `args` and no stdin.
 pub fn kvctl(args: &[&str]) -> Output {
     Command::new(KVCTL)
