@@ -83,9 +83,25 @@ fn torn_tail_warnings(db: &Db) -> Vec<String> {
 }
 
 /// Opens an existing database for reading: nothing on disk changes, and it
-/// works while another process has the database open.
+/// works while another process has the database open. Warns, as a write
+/// command's open does, about a torn WAL tail the open dropped, unless a
+/// process has the database open for writing: its tail may then be a
+/// record being written at this moment.
 pub fn open_read_only(path: &Path) -> Result<Db, CliError> {
-    Ok(Db::open_read_only(path, Options::default())?)
+    let db = Db::open_read_only(path, Options::default())?;
+    if !db.recovery().wals.iter().any(|w| w.torn_tail.is_some()) || held_by_a_writer(path) {
+        return Ok(db);
+    }
+    warn_dropped(db)
+}
+
+/// True if a process holds the database's `LOCK` (a writer), or if that
+/// cannot be told: the lock is tried in shared mode and released at once.
+fn held_by_a_writer(path: &Path) -> bool {
+    match File::open(siftdb::filename::lock_path(path)) {
+        Ok(lock) => lock.try_lock_shared().is_err(),
+        Err(_) => true,
+    }
 }
 
 /// Opens a database, creating it if missing.
