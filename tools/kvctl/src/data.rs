@@ -473,6 +473,10 @@ pub struct ExportArgs {
     /// With --salvage: print the report as JSON on stdout (needs an output FILE)
     #[arg(long, requires = "salvage")]
     pub json: bool,
+    /// With --salvage: write the keys flagged as possibly stale to this file,
+    /// escaped, one per line
+    #[arg(long, value_name = "FILE", requires = "salvage")]
+    pub stale_keys: Option<PathBuf>,
     /// No progress bar and no "exported N keys" line (errors, and what a
     /// salvage lost, still go to stderr)
     #[arg(long, short)]
@@ -620,21 +624,34 @@ fn export_salvage(args: &ExportArgs) -> Result<(), CliError> {
         pb
     };
     let mut stale = 0u64;
+    let mut stale_keys: Vec<u8> = Vec::new();
     let prefix = args.prefix.as_deref();
     let pairs = salvage
         .by_ref()
         .filter(|e| prefix.is_none_or(|p| e.key.starts_with(p)))
         .map(|e| {
-            stale += u64::from(e.possibly_stale);
+            if e.possibly_stale {
+                stale += 1;
+                if args.stale_keys.is_some() {
+                    stale_keys.extend_from_slice(escape_bytes(&e.key).as_bytes());
+                    stale_keys.push(b'\n');
+                }
+            }
             Ok((e.key, e.value))
         });
     let exported = write_output(&args.file, pairs, &progress)?;
+    if let Some(path) = &args.stale_keys {
+        std::fs::write(path, &stale_keys).map_err(|e| {
+            CliError::from(siftdb::Error::io(format!("write {}", path.display()), e))
+        })?;
+    }
     let report = salvage.finish();
     let outcome = SalvageOutcome {
         report: &report,
         output: &args.file,
         exported,
         stale,
+        stale_keys: args.stale_keys.as_deref(),
         seconds: start.elapsed().as_secs_f64(),
     };
     if args.json {
@@ -666,6 +683,8 @@ struct SalvageOutcome<'a> {
     exported: u64,
     /// Of them, keys flagged possibly stale.
     stale: u64,
+    /// Where they were listed (`--stale-keys`).
+    stale_keys: Option<&'a Path>,
     seconds: f64,
 }
 
@@ -830,13 +849,17 @@ impl SalvageOutcome<'_> {
             out.push_str(&format!(
                 "warning: {} {} in the key range of lost data that may have held a newer \
                  version: {} may be older than the database's (and keys deleted there may be \
-                 back)\n",
+                 back); {}\n",
                 count(self.stale, "exported key"),
                 if self.stale == 1 { "lies" } else { "lie" },
                 if self.stale == 1 {
                     "its value"
                 } else {
                     "their values"
+                },
+                match self.stale_keys {
+                    Some(path) => format!("listed in {}", path.display()),
+                    None => "--stale-keys FILE lists them".into(),
                 },
             ));
         } else if !r.is_complete() && !r.file_set.is_directory() {
