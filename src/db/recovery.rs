@@ -189,9 +189,9 @@ pub(crate) const BELOW_A_FILE: &str = "a component of the path is a file, not a 
 /// Why there is no database to read at `dir` (which has no `CURRENT`), for
 /// readers that never create one (`Db::open_read_only`, `inspect`):
 /// [`Error::NotADatabase`] saying the path does not exist, is not a
-/// directory (or lies below a file), or holds no database; [`Error::Corruption`] if it holds
-/// SSTables or WAL data without `CURRENT`; [`Error::Io`] if it cannot be
-/// listed.
+/// directory (or lies below a file), or holds no database;
+/// [`Error::Corruption`] if it holds SSTables or WAL data without
+/// `CURRENT`; [`Error::Io`] if it cannot be listed.
 pub(crate) fn no_database(dir: &Path) -> Error {
     let not_db = |detail: &str| Error::NotADatabase {
         path: dir.to_path_buf(),
