@@ -334,12 +334,16 @@ pub fn read_manifest(path: &Path) -> Result<ManifestContents> {
         return Err(Error::corruption(
             path,
             0,
-            format!(
-                "manifest holds no complete record ({})",
-                reader
-                    .torn_tail()
-                    .map_or("empty file", |t| t.reason.as_str())
-            ),
+            match reader.torn_tail() {
+                // A manifest is complete once CURRENT names it, so its
+                // first record cannot be a write still in flight.
+                Some(t) => format!(
+                    "manifest holds no complete record: its first record is damaged or cut \
+                     short ({})",
+                    t.reason
+                ),
+                None => "manifest holds no complete record (empty file)".into(),
+            },
         ));
     }
     Ok(ManifestContents {
@@ -744,7 +748,24 @@ mod tests {
 
         std::fs::write(dir.path().join("MANIFEST-000009"), b"").unwrap();
         let (_, _, detail) = corruption(replay(dir.path(), 9).unwrap_err());
-        assert!(detail.contains("no complete record"), "{detail}");
+        assert_eq!(detail, "manifest holds no complete record (empty file)");
+
+        // Its only record damaged: said as damage, not as a write cut off
+        // (a new-user trial read "write cut off" as a crash).
+        let mut w = LogWriter::create(&StdFs, &dir.path().join("MANIFEST-000010")).unwrap();
+        w.append(b"a snapshot edit").unwrap();
+        drop(w);
+        let path = dir.path().join("MANIFEST-000010");
+        let mut bytes = std::fs::read(&path).unwrap();
+        *bytes.last_mut().unwrap() ^= 0x01;
+        std::fs::write(&path, bytes).unwrap();
+        let (_, _, detail) = corruption(replay(dir.path(), 10).unwrap_err());
+        assert!(
+            detail.starts_with(
+                "manifest holds no complete record: its first record is damaged or cut short ("
+            ),
+            "{detail}"
+        );
 
         // Only a torn snapshot: CURRENT never named such a file, so this is
         // corruption rather than an empty database.
