@@ -401,12 +401,25 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     }
     let progress = progress_bar(args.quiet, stdin);
     let input = open_input(&args.file, &progress)?;
+    let new_database = !args.db.exists();
     let db = open_or_create(&args.db, options)?;
     let before = db.stats();
     let (flushes_before, compactions_before) = (before.flushes, before.compactions);
     let result = import_lines(&db, input, format, &source, &progress);
     progress.finish_and_clear();
-    let sum = result?;
+    let sum = match result {
+        Ok(sum) => sum,
+        Err(e) => {
+            if new_database && db.iter().next().is_none() {
+                // The import created the database and stopped before its
+                // first write: leave no empty database behind. (Best
+                // effort: the error is what matters.)
+                drop(db);
+                let _ = std::fs::remove_dir_all(&args.db);
+            }
+            return Err(e);
+        }
+    };
     // Every key is in the log by now; a flush failing (a full disk, say)
     // still says so.
     db.flush().map_err(|e| import_write_failed(e, sum.keys))?;

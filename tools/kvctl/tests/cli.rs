@@ -436,6 +436,13 @@ fn a_trailing_backslash_is_named_as_such() {
             input.display()
         )
     );
+    // The import created the database; stopping before its first write, it
+    // leaves none behind (a second trial found an empty one). An existing
+    // database is left alone.
+    assert!(!db.exists(), "an empty database was left behind");
+    ok(kvctl(&["put", p(&db), "kept", "1"]));
+    assert_eq!(code(&kvctl(&["import", p(&db), p(&input)])), 2);
+    assert_eq!(stdout(&ok(kvctl(&["get", p(&db), "kept"]))), "1\n");
 }
 
 /// "imported 1 keys", "exported 1 keys".
