@@ -283,3 +283,45 @@ fn reopening_with_unflushed_writes_creates_no_table() {
     assert_eq!(files_with_ext(dir.path(), "sst"), Vec::<PathBuf>::new());
     assert_eq!(files_with_ext(dir.path(), "log").len(), 1);
 }
+
+/// A WAL larger than 4 MiB is flushed at open rather than kept: every later
+/// open would replay it again (16 MiB of small puts: ~120 ms per open).
+#[test]
+fn a_wal_larger_than_4_mib_is_flushed_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = small_options();
+    opts.write_buffer_size = 64 << 20;
+    let value = "v".repeat(1000);
+    let keys = 4500; // ~4.4 MiB of WAL
+    {
+        let db = open(dir.path(), &opts);
+        for i in 0..keys {
+            db.put(format!("key{i:05}"), &value).unwrap();
+        }
+    }
+    let wal = files_with_ext(dir.path(), "log").remove(0);
+    assert!(std::fs::metadata(&wal).unwrap().len() > 4 << 20);
+    let db = open(dir.path(), &opts);
+    assert_eq!(db.live_files().len(), 1, "flushed into one table");
+    let wals = files_with_ext(dir.path(), "log");
+    assert_eq!(wals.len(), 1);
+    assert_ne!(wals[0], wal, "a fresh WAL");
+    assert_eq!(
+        db.get("key04499").unwrap(),
+        Some(value.clone().into_bytes())
+    );
+    drop(db);
+
+    // Just under the limit: kept.
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = open(dir.path(), &opts);
+        for i in 0..3500 {
+            db.put(format!("key{i:05}"), &value).unwrap();
+        }
+    }
+    let wal = files_with_ext(dir.path(), "log").remove(0);
+    let db = open(dir.path(), &opts);
+    assert!(db.live_files().is_empty());
+    assert_eq!(files_with_ext(dir.path(), "log"), vec![wal]);
+}

@@ -182,6 +182,12 @@ pub(super) fn replay_manifest(
 /// left so that numbering new files cannot overflow.
 pub(crate) const MAX_FILE_NUMBER: u64 = 1 << 63;
 
+/// The largest WAL an open keeps for new writes (4 MiB). Replaying one
+/// costs every later open until a flush: 4 MiB of 100-byte puts take about
+/// 20 ms, 16 MiB about 120 ms (DESIGN.md 13). A larger WAL is flushed once
+/// instead, into a table of at least this size.
+pub(crate) const KEEP_WAL_MAX_BYTES: u64 = 4 << 20;
+
 /// `NotADatabase` detail for a path with a regular file among its parents
 /// (`stat` fails with `ENOTDIR`).
 pub(crate) const BELOW_A_FILE: &str = "a component of the path is a file, not a directory";
@@ -394,15 +400,18 @@ pub(super) fn recover(
     let (wal, manifest, mem) = if read_only {
         (None, None, Arc::new(mem))
     } else {
-        // One WAL whose batches all fit in the memtable (the usual case
-        // after a clean close or a crash) stays live: the memtable keeps
-        // its batches, new writes are appended to it after its torn tail,
-        // if any, is cut off, and nothing is flushed, so reopening does not
-        // add a level-0 table each time. Otherwise (several WALs, or a
-        // replay that filled a memtable) flush what remains and start a
-        // fresh WAL. Then a fresh manifest holds the whole state.
+        // One WAL of at most KEEP_WAL_MAX_BYTES whose batches all fit in
+        // the memtable (the usual case after a clean close or a crash)
+        // stays live: the memtable keeps its batches, new writes are
+        // appended to it after its torn tail, if any, is cut off, and
+        // nothing is flushed, so reopening does not add a level-0 table
+        // each time. Otherwise (several WALs, a larger one, or a replay
+        // that filled a memtable) flush what remains and start a fresh
+        // WAL. Then a fresh manifest holds the whole state.
         let reuse = match (&logs[..], flushed_during_replay) {
-            ([(contents, path)], false) => Some((wals[0], path, contents.valid_len)),
+            ([(contents, path)], false) if contents.valid_len <= KEEP_WAL_MAX_BYTES => {
+                Some((wals[0], path, contents.valid_len))
+            }
             _ => None,
         };
         let (wal_number, wal) = match reuse {
