@@ -377,19 +377,26 @@ fn a_closed_stderr_is_not_a_panic() {
     assert!(out.exists());
 }
 
-#[test]
-fn a_write_command_warns_when_its_open_drops_a_torn_wal_tail() {
+/// A database written by `put a 1` and `put b 2`, the last byte of its WAL
+/// flipped: the WAL, kept by each open, holds `a`'s record (29 bytes: a
+/// 12-byte record header, a 12-byte batch header, type, lengths, key and
+/// value), then `b`'s, now a torn tail at offset 29. Returns the temp dir,
+/// the database, the WAL and its damaged bytes.
+fn torn_tail_db() -> (tempfile::TempDir, PathBuf, PathBuf, Vec<u8>) {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("db");
     ok(kvctl(&["put", p(&db), "a", "1"]));
     ok(kvctl(&["put", p(&db), "b", "2"]));
-    // The live WAL, kept by each open, holds `a`'s record (29 bytes: a
-    // 12-byte record header, a 12-byte batch header, type, lengths, key and
-    // value), then `b`'s: damage its last byte.
     let wal = files_with_ext(&db, "log").remove(0);
     let mut bytes = std::fs::read(&wal).unwrap();
     *bytes.last_mut().unwrap() ^= 0x01;
-    std::fs::write(&wal, bytes).unwrap();
+    std::fs::write(&wal, &bytes).unwrap();
+    (tmp, db, wal, bytes)
+}
+
+#[test]
+fn a_write_command_warns_when_its_open_drops_a_torn_wal_tail() {
+    let (_tmp, db, wal, _) = torn_tail_db();
     let o = ok(kvctl(&["put", p(&db), "c", "3"]));
     // A failed write (a full disk) leaves a torn record too: the warning
     // names both causes.
@@ -743,14 +750,7 @@ fn a_put_loop_makes_no_sstable_and_stats_say_nothing_was_flushed() {
 /// written, and is not worth a warning.
 #[test]
 fn a_read_command_warns_about_a_torn_tail_unless_a_writer_is_at_work() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = tmp.path().join("db");
-    ok(kvctl(&["put", p(&db), "a", "1"]));
-    ok(kvctl(&["put", p(&db), "b", "2"]));
-    let wal = files_with_ext(&db, "log").remove(0);
-    let mut bytes = std::fs::read(&wal).unwrap();
-    *bytes.last_mut().unwrap() ^= 0x01;
-    std::fs::write(&wal, &bytes).unwrap();
+    let (_tmp, db, wal, bytes) = torn_tail_db();
     let o = ok(kvctl(&["get", p(&db), "a"]));
     assert_eq!(stdout(&o), "1\n");
     let err = stderr(&o);
