@@ -6,7 +6,7 @@
 //! the `KEY`/`VALUE` arguments accept.
 
 use std::borrow::Cow;
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
@@ -556,6 +556,42 @@ fn write_output(
     }
     let what = file.display();
     let failed = |e: io::Error| CliError::from_io(format!("write {what}"), &e);
+    // Writes every pair to `f`, gzip-compressed for a `.gz` name; returns
+    // the count and the file, flushed.
+    let write_to = |f: File, pairs| -> Result<(u64, File), CliError> {
+        if file.extension().is_some_and(|e| e == "gz") {
+            let mut enc = GzEncoder::new(BufWriter::new(f), flate2::Compression::default());
+            let n = write_pairs(pairs, &mut enc, progress)?;
+            let f = enc
+                .finish()
+                .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
+                .map_err(failed)?;
+            Ok((n, f))
+        } else {
+            let mut out = BufWriter::new(f);
+            let n = write_pairs(pairs, &mut out, progress)?;
+            let f = out.into_inner().map_err(|e| failed(e.into_error()))?;
+            Ok((n, f))
+        }
+    };
+    // A device or a pipe (`/dev/null`, a FIFO) is written in place:
+    // renaming a finished file onto it would replace it (as root, a
+    // `kvctl export DB /dev/null` turned /dev/null into a regular file).
+    match std::fs::metadata(file) {
+        Ok(m) if m.is_dir() => {
+            return Err(CliError::usage(format!("{what} is a directory")));
+        }
+        Ok(m) if !m.is_file() => {
+            let f = OpenOptions::new()
+                .write(true)
+                .open(file)
+                .map_err(|e| CliError::from_io(format!("open {what}"), &e))?;
+            let written = write_to(f, pairs).map(|(n, _)| n);
+            progress.finish_and_clear();
+            return written;
+        }
+        _ => {}
+    }
     let name = file
         .file_name()
         .ok_or_else(|| CliError::usage(format!("{what}: not a file name")))?;
@@ -566,22 +602,8 @@ fn write_output(
     let written = (|| {
         let f = File::create(&partial)
             .map_err(|e| CliError::from_io(format!("create {}", partial.display()), &e))?;
-        let n = if file.extension().is_some_and(|e| e == "gz") {
-            let mut enc = GzEncoder::new(BufWriter::new(f), flate2::Compression::default());
-            let n = write_pairs(pairs, &mut enc, progress)?;
-            let f = enc
-                .finish()
-                .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
-                .map_err(failed)?;
-            f.sync_all().map_err(failed)?;
-            n
-        } else {
-            let mut out = BufWriter::new(f);
-            let n = write_pairs(pairs, &mut out, progress)?;
-            let f = out.into_inner().map_err(|e| failed(e.into_error()))?;
-            f.sync_all().map_err(failed)?;
-            n
-        };
+        let (n, f) = write_to(f, pairs)?;
+        f.sync_all().map_err(failed)?;
         std::fs::rename(&partial, file)
             .map_err(|e| CliError::from_io(format!("rename into {what}"), &e))?;
         Ok(n)

@@ -776,3 +776,42 @@ fn a_read_command_warns_about_a_torn_tail_unless_a_writer_is_at_work() {
     assert_eq!((stdout(&o), stderr(&o)), ("1\n".into(), String::new()));
     drop(writer);
 }
+
+/// An export to a FIFO (or a device such as /dev/null) writes into it:
+/// it used to write a temporary file beside it and rename that over it,
+/// which, run as root on /dev/null, replaced the device with a regular
+/// file (and later readers of /dev/null, cargo's own probes among them,
+/// read back what others had thrown away).
+#[cfg(unix)]
+#[test]
+fn export_into_a_fifo_writes_into_it_and_leaves_it_a_fifo() {
+    use std::os::unix::fs::FileTypeExt;
+    let (tmp, db) = small_db();
+    let fifo = tmp.path().join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // The reader waits at most 20 s: with the old rename the FIFO never
+    // got a writer and the read blocked for ever.
+    let (tx, rx) = std::sync::mpsc::channel();
+    {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || tx.send(std::fs::read_to_string(fifo).unwrap()));
+    }
+    let o = ok(kvctl(&["export", p(&db), p(&fifo), "-q"]));
+    assert_eq!(stderr(&o), "");
+    let text = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("nothing was written into the FIFO");
+    assert_eq!(text.lines().count(), 6, "{text}");
+    assert!(text.starts_with("apple\tred\n"), "{text}");
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    assert!(!tmp.path().join(".pipe.kvctl-partial").exists());
+
+    // A directory is refused.
+    let o = kvctl(&["export", p(&db), p(tmp.path())]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("is a directory"), "{}", stderr(&o));
+}
