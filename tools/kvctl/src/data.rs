@@ -462,7 +462,7 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
 #[command(after_help = "Example:\n  kvctl export ./db backup.tsv.gz\n  \
 kvctl export --salvage ./damaged-db rescued.tsv.gz\n\n\
 The output appears only when complete: the export writes .NAME.kvctl-partial beside it and \
-renames it. A failed export removes that file; an interrupted one may leave it, and the next \
+renames it (a device or FIFO, such as /dev/null, is written in place). A failed export removes that file; an interrupted one may leave it, and the next \
 export to NAME replaces it.\n\n\
 --salvage reads a database that no longer opens (a damaged block, manifest or CURRENT) \
 without writing to it: every entry still readable is written, the newest readable version of \
