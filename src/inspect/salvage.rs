@@ -61,6 +61,7 @@ use crate::key::{
 };
 use crate::log::TornTail;
 use crate::sstable::format::{BLOCK_TRAILER_LEN, FOOTER_LEN};
+use crate::sstable::table::checked_data_entries;
 use crate::sstable::{BlockHandle, TableBlocks};
 use crate::version::edit::FileMetaData;
 use crate::version::manifest::read_current;
@@ -950,21 +951,13 @@ impl TableCursor {
     /// strictly increasing order, continuing from the previous block.
     fn read_block(&self, i: usize) -> Result<Vec<Entry>> {
         let handle = self.table.index()[i].handle;
-        let corrupt = |detail: &str| Error::corruption(self.table.path(), handle.offset, detail);
         let block = self.table.read_block(handle)?;
-        let mut out: Vec<Entry> = Vec::new();
-        for entry in block.iter() {
-            let (key, value) = entry?;
-            if ParsedInternalKey::parse(&key).is_none() {
-                return Err(corrupt("data block holds a malformed internal key"));
-            }
-            let prev = out.last().map(|e| &e.0).or(self.last_key.as_ref());
-            if prev.is_some_and(|p| compare_internal_keys(p, &key) != Ordering::Less) {
-                return Err(corrupt("data block keys out of order"));
-            }
-            out.push((key, value.to_vec()));
-        }
-        Ok(out)
+        checked_data_entries(
+            &block,
+            self.last_key.as_deref(),
+            self.table.path(),
+            handle.offset,
+        )
     }
 }
 

@@ -118,16 +118,8 @@ impl Table {
         let bytes: &[u8] = &mmap;
         let footer = Footer::decode(bytes, path)?;
         let footer_start = (bytes.len() - FOOTER_LEN) as u64;
-
-        // The index and properties.
-        let index_contents = read_block_contents(bytes, footer.index, footer_start, path, "index")?;
-        let props_contents =
-            read_block_contents(bytes, footer.properties, footer_start, path, "properties")?;
-        let properties = TableProperties::decode(
-            &Block::new(props_contents, path, footer.properties.offset)?,
-            path,
-        )?;
-
+        let index = read_index(bytes, &footer, path)?;
+        let properties = read_properties(bytes, footer.properties, path)?;
         let filter = if footer.filter.is_null() {
             None
         } else {
@@ -136,11 +128,6 @@ impl Table {
             let start = footer.filter.offset as usize;
             Some(start..start + footer.filter.size as usize)
         };
-        let index = decode_index(
-            &Block::new(index_contents, path, footer.index.offset)?,
-            data_limit(&footer),
-            path,
-        )?;
 
         let corrupt = |detail: String| Error::corruption(path, footer.properties.offset, detail);
         if properties.num_data_blocks != index.len() as u64 {
@@ -369,6 +356,26 @@ fn map_table(file: &File, path: &Path) -> Result<Mmap> {
     unsafe { Mmap::map(file) }.context(|| format!("mmap {}", path.display()))
 }
 
+/// Reads, checksums and validates the index block `footer` names in the
+/// table file `bytes`.
+fn read_index(bytes: &[u8], footer: &Footer, path: &Path) -> Result<Vec<IndexEntry>> {
+    let footer_start = (bytes.len() - FOOTER_LEN) as u64;
+    let contents = read_block_contents(bytes, footer.index, footer_start, path, "index")?;
+    decode_index(
+        &Block::new(contents, path, footer.index.offset)?,
+        data_limit(footer),
+        path,
+    )
+}
+
+/// Reads, checksums and decodes the properties block at `handle` in the
+/// table file `bytes`.
+fn read_properties(bytes: &[u8], handle: BlockHandle, path: &Path) -> Result<TableProperties> {
+    let footer_start = (bytes.len() - FOOTER_LEN) as u64;
+    let contents = read_block_contents(bytes, handle, footer_start, path, "properties")?;
+    TableProperties::decode(&Block::new(contents, path, handle.offset)?, path)
+}
+
 /// The offset before which every data block of a table with `footer` lies:
 /// data blocks come before every metadata block.
 fn data_limit(footer: &Footer) -> u64 {
@@ -393,10 +400,6 @@ pub struct TableBlocks {
     /// `None` when [`TableBlocks::open_by_scan`] could not decode it.
     footer: Option<Footer>,
     index: Vec<IndexEntry>,
-    /// Data blocks lie before this offset: the footer's start, or for a
-    /// table opened by scanning the first metadata block (the end of the
-    /// file if the footer does not decode).
-    data_limit: u64,
 }
 
 impl std::fmt::Debug for TableBlocks {
@@ -424,21 +427,13 @@ impl TableBlocks {
     pub fn open(path: &Path) -> Result<TableBlocks> {
         let file = File::open(path).context(|| format!("open {}", path.display()))?;
         let mmap = map_table(&file, path)?;
-        let bytes: &[u8] = &mmap;
-        let footer = Footer::decode(bytes, path)?;
-        let footer_start = (bytes.len() - FOOTER_LEN) as u64;
-        let contents = read_block_contents(bytes, footer.index, footer_start, path, "index")?;
-        let index = decode_index(
-            &Block::new(contents, path, footer.index.offset)?,
-            data_limit(&footer),
-            path,
-        )?;
+        let footer = Footer::decode(&mmap, path)?;
+        let index = read_index(&mmap, &footer, path)?;
         Ok(TableBlocks {
             path: path.to_path_buf(),
             mmap,
             footer: Some(footer),
             index,
-            data_limit: footer_start,
         })
     }
 
@@ -462,17 +457,16 @@ impl TableBlocks {
         let file = File::open(path).context(|| format!("open {}", path.display()))?;
         let mmap = map_table(&file, path)?;
         let footer = Footer::decode(&mmap, path).ok();
-        // A footer that decodes bounds the data blocks; without one the
-        // walk must tell the metadata blocks from data by itself.
-        let data_limit = footer.as_ref().map_or(mmap.len() as u64, data_limit);
-        let index = scan_data_blocks(&mmap[..data_limit as usize], path);
-        Ok(TableBlocks {
+        let mut table = TableBlocks {
             path: path.to_path_buf(),
             mmap,
             footer,
-            index,
-            data_limit,
-        })
+            index: Vec::new(),
+        };
+        // A footer that decodes bounds the data blocks; without one the
+        // walk must tell the metadata blocks from data by itself.
+        table.index = scan_data_blocks(&table.mmap[..table.data_end() as usize], path);
+        Ok(table)
     }
 
     /// The decoded index: one entry per data block, in key order.
@@ -499,7 +493,7 @@ impl TableBlocks {
     /// The offset before which every data block lies: the first metadata
     /// block if the footer decodes, else the end of the file.
     pub fn data_end(&self) -> u64 {
-        self.data_limit
+        self.footer.as_ref().map_or(self.file_size(), data_limit)
     }
 
     /// Reads data block `handle` as [`Table::read_block`] does: bounds,
@@ -509,7 +503,7 @@ impl TableBlocks {
     /// [`Error::Corruption`] at `handle.offset` if any check fails.
     pub fn read_block(&self, handle: BlockHandle) -> Result<Block<'_>> {
         let contents =
-            read_block_contents(&self.mmap, handle, self.data_limit, &self.path, "data")?;
+            read_block_contents(&self.mmap, handle, self.data_end(), &self.path, "data")?;
         Block::new(contents, &self.path, handle.offset)
     }
 
@@ -519,13 +513,7 @@ impl TableBlocks {
     /// [`Error::Corruption`] if it is out of bounds, fails its checksum or
     /// does not decode.
     pub fn properties(&self) -> Result<TableProperties> {
-        let limit = self.file_size() - FOOTER_LEN as u64;
-        let handle = self.require_footer()?.properties;
-        let contents = read_block_contents(&self.mmap, handle, limit, &self.path, "properties")?;
-        TableProperties::decode(
-            &Block::new(contents, &self.path, handle.offset)?,
-            &self.path,
-        )
+        read_properties(&self.mmap, self.require_footer()?.properties, &self.path)
     }
 
     /// The filter block's contents after checking its bounds and checksum;
@@ -592,7 +580,8 @@ pub fn scan_data_blocks(bytes: &[u8], path: &Path) -> Vec<IndexEntry> {
                 continue;
             };
             let prev = found.last().map(|e| e.last_key.as_slice());
-            let Some(last_key) = data_block_last_key(&block, prev) else {
+            let entries = checked_data_entries(&block, prev, path, start as u64);
+            let Some((last_key, _)) = entries.ok().and_then(|mut e| e.pop()) else {
                 continue;
             };
             found.push(IndexEntry {
@@ -610,25 +599,35 @@ pub fn scan_data_blocks(bytes: &[u8], path: &Path) -> Vec<IndexEntry> {
     found
 }
 
-/// The last key of `block` if it reads as a data block following a block
-/// whose last key is `prev`: at least one entry, every key a well-formed
-/// internal key, strictly increasing, the first above `prev`.
-fn data_block_last_key(block: &Block<'_>, prev: Option<&[u8]>) -> Option<Vec<u8>> {
-    let mut last: Option<Vec<u8>> = prev.map(<[u8]>::to_vec);
-    let mut entries = 0;
+/// The entries of data block `block` (at `offset` in `path`), checked as
+/// the block following one whose last key is `prev`: every entry decodes,
+/// every key is a well-formed internal key, and the keys strictly increase,
+/// the first above `prev`. For readers that cannot trust the index's order
+/// ([`TableBlocks`]: salvage and the walk of [`scan_data_blocks`]).
+///
+/// # Errors
+/// [`Error::Corruption`] at `offset` for an entry that does not decode, a
+/// malformed key, or keys out of order.
+pub fn checked_data_entries(
+    block: &Block<'_>,
+    prev: Option<&[u8]>,
+    path: &Path,
+    offset: u64,
+) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let corrupt = |detail: &str| Error::corruption(path, offset, detail);
+    let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     for entry in block.iter() {
-        let (key, _) = entry.ok()?;
-        ParsedInternalKey::parse(&key)?;
-        if last
-            .as_deref()
-            .is_some_and(|l| compare_internal_keys(l, &key) != Ordering::Less)
-        {
-            return None;
+        let (key, value) = entry?;
+        if ParsedInternalKey::parse(&key).is_none() {
+            return Err(corrupt("data block holds a malformed internal key"));
         }
-        last = Some(key);
-        entries += 1;
+        let last = out.last().map(|e| e.0.as_slice()).or(prev);
+        if last.is_some_and(|l| compare_internal_keys(l, &key) != Ordering::Less) {
+            return Err(corrupt("data block keys out of order"));
+        }
+        out.push((key, value.to_vec()));
     }
-    (entries > 0).then_some(last).flatten()
+    Ok(out)
 }
 
 /// True if `uk` is not below the lower bound.
