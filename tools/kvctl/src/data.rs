@@ -1328,6 +1328,22 @@ mod tests {
     /// failed write. (kvctl cannot be given a full disk from the command
     /// line, so this drives `import_lines` through the library's
     /// file-system seam.)
+    /// Imports `n` lines `keyNNNNN<TAB>vN` into `db`, which must fail, then
+    /// closes it; returns the error.
+    fn import_failing(db: Db, n: usize) -> CliError {
+        let input: String = (0..n).map(|i| format!("key{i:05}\tv{i}\n")).collect();
+        let e = import_lines(
+            &db,
+            input.as_bytes(),
+            LineFormat::Escaped,
+            "in.tsv",
+            &ProgressBar::hidden(),
+        )
+        .unwrap_err();
+        drop(db);
+        e
+    }
+
     #[test]
     fn a_write_failing_on_a_full_disk_says_how_many_keys_went_in() {
         let tmp = tempfile::tempdir().unwrap();
@@ -1343,16 +1359,7 @@ mod tests {
         let db = Db::open_with(&dir, options).unwrap();
         // Two batches of 1,000 lines go in; the third append fails.
         appends_left.store(2, Ordering::SeqCst);
-        let input: String = (0..2500).map(|i| format!("key{i:05}\tv{i}\n")).collect();
-        let e = import_lines(
-            &db,
-            input.as_bytes(),
-            LineFormat::Escaped,
-            "in.tsv",
-            &ProgressBar::hidden(),
-        )
-        .unwrap_err();
-        drop(db);
+        let e = import_failing(db, 2500);
         let (wal, offset) = failed.lock().unwrap().clone().expect("an append failed");
         assert_eq!(e.code, crate::error::EXIT_IO);
         assert_eq!(
@@ -1401,16 +1408,7 @@ mod tests {
             failed: failed.clone(),
         });
         let db = Db::open_with(&dir, options).unwrap();
-        let input: String = (0..20_000).map(|i| format!("key{i:05}\tv{i}\n")).collect();
-        let e = import_lines(
-            &db,
-            input.as_bytes(),
-            LineFormat::Escaped,
-            "in.tsv",
-            &ProgressBar::hidden(),
-        )
-        .unwrap_err();
-        drop(db);
+        let e = import_failing(db, 20_000);
         let (table, _) = failed
             .lock()
             .unwrap()
