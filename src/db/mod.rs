@@ -158,22 +158,14 @@ impl Db {
             path: dir.clone(),
             detail: detail.to_string(),
         };
-        match std::fs::metadata(&dir) {
-            Ok(m) if !m.is_dir() => return Err(not_db("exists and is not a directory")),
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if !options.create_if_missing {
-                    return Err(not_db("does not exist (create_if_missing is false)"));
-                }
-                options
-                    .file_system
-                    .create_dir_all(&dir)
-                    .context(|| format!("create directory {}", dir.display()))?;
+        if !is_directory(&dir)? {
+            if !options.create_if_missing {
+                return Err(not_db("does not exist (create_if_missing is false)"));
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
-                return Err(not_db(BELOW_A_FILE));
-            }
-            Err(e) => return Err(Error::io(format!("stat {}", dir.display()), e)),
+            options
+                .file_system
+                .create_dir_all(&dir)
+                .context(|| format!("create directory {}", dir.display()))?;
         }
         if !filename::current_path(&dir).exists() {
             // Refuse a foreign directory, or one we may not create a
@@ -639,8 +631,8 @@ mod read;
 mod recovery;
 
 use read::{get_from, iterate, map_bound, prefix_bounds};
-pub(crate) use recovery::no_database;
-use recovery::{acquire_lock, check_fresh_directory, recover, replay_manifest, BELOW_A_FILE};
+use recovery::{acquire_lock, check_fresh_directory, recover, replay_manifest};
+pub(crate) use recovery::{is_directory, no_database};
 pub use recovery::{RecoveryReport, WalReplay};
 
 impl DbInner {

@@ -188,9 +188,29 @@ pub(crate) const MAX_FILE_NUMBER: u64 = 1 << 63;
 /// instead, into a table of at least this size.
 pub(crate) const KEEP_WAL_MAX_BYTES: u64 = 4 << 20;
 
-/// `NotADatabase` detail for a path with a regular file among its parents
-/// (`stat` fails with `ENOTDIR`).
-pub(crate) const BELOW_A_FILE: &str = "a component of the path is a file, not a directory";
+/// Whether `dir` is a directory: `Ok(true)` if it is, `Ok(false)` if it
+/// does not exist. The one place every opener (`Db::open_with`,
+/// [`no_database`], salvage) turns a `stat` of the database path into an
+/// error.
+///
+/// # Errors
+/// [`Error::NotADatabase`] if `dir` is not a directory, or lies below a
+/// regular file (`ENOTDIR`); [`Error::Io`] if `stat` fails otherwise.
+pub(crate) fn is_directory(dir: &Path) -> Result<bool> {
+    let not_db = |detail: &str| Error::NotADatabase {
+        path: dir.to_path_buf(),
+        detail: detail.into(),
+    };
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(true),
+        Ok(_) => Err(not_db("exists and is not a directory")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            Err(not_db("a component of the path is a file, not a directory"))
+        }
+        Err(e) => Err(Error::io(format!("stat {}", dir.display()), e)),
+    }
+}
 
 /// Why there is no database to read at `dir` (which has no `CURRENT`), for
 /// readers that never create one (`Db::open_read_only`, `inspect`):
@@ -203,12 +223,10 @@ pub(crate) fn no_database(dir: &Path) -> Error {
         path: dir.to_path_buf(),
         detail: detail.into(),
     };
-    match std::fs::metadata(dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => not_db("does not exist"),
-        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => not_db(BELOW_A_FILE),
-        Err(e) => Error::io(format!("stat {}", dir.display()), e),
-        Ok(m) if !m.is_dir() => not_db("exists and is not a directory"),
-        Ok(_) => match check_fresh_directory(dir) {
+    match is_directory(dir) {
+        Err(e) => e,
+        Ok(false) => not_db("does not exist"),
+        Ok(true) => match check_fresh_directory(dir) {
             Err(e) => e,
             Ok(()) => not_db("holds no database (no CURRENT file)"),
         },

@@ -47,7 +47,6 @@
 
 use std::cmp::Ordering;
 use std::collections::{BTreeSet, BinaryHeap};
-use std::io::ErrorKind;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -460,11 +459,8 @@ impl Salvage {
             path: dir.to_path_buf(),
             detail: detail.into(),
         };
-        match std::fs::metadata(dir) {
-            Err(e) if e.kind() == ErrorKind::NotFound => return Err(not_db("does not exist")),
-            Err(e) => return Err(Error::io(format!("stat {}", dir.display()), e)),
-            Ok(m) if !m.is_dir() => return Err(not_db("exists and is not a directory")),
-            Ok(_) => {}
+        if !crate::db::is_directory(dir)? {
+            return Err(not_db("does not exist"));
         }
         let listing: Vec<FileType> = filename::list_dir(&StdFs, dir)?
             .into_iter()
