@@ -63,7 +63,7 @@ use crate::sstable::format::{BLOCK_TRAILER_LEN, FOOTER_LEN};
 use crate::sstable::table::checked_data_entries;
 use crate::sstable::{BlockHandle, TableBlocks};
 use crate::version::edit::FileMetaData;
-use crate::version::manifest::read_current;
+use crate::version::manifest::{dangling_current, read_current};
 use crate::{Error, Result};
 
 // ---------------------------------------------------------------- report
@@ -997,8 +997,8 @@ fn choose_files(dir: &Path, listing: &[FileType]) -> Result<(FileSet, Option<Liv
     let current = match read_current(dir) {
         Ok(Some(n)) if manifests.contains(&n) => Ok(n),
         Ok(Some(n)) => Err(format!(
-            "CURRENT names {}, which does not exist",
-            file_name(&filename::manifest_path(dir, n))
+            "CURRENT cannot be used: {}",
+            dangling_current(&filename::manifest_path(dir, n))
         )),
         Ok(None) => Err("CURRENT does not exist".to_string()),
         Err(e) => Err(format!("CURRENT cannot be used: {e}")),
