@@ -252,6 +252,11 @@ pub struct LogRecord {
     pub payload: Vec<u8>,
 }
 
+/// What cuts a log's last record short, as messages about a [`TornTail`]
+/// say it: the crash the format was built for, and a write that failed
+/// halfway, as one on a full disk can.
+pub const TORN_WRITE: &str = "a write cut short by a crash or by a write error such as a full disk";
+
 /// Where and why reading stopped at an incomplete final record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TornTail {

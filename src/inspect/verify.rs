@@ -678,12 +678,12 @@ fn check_wal(c: &mut Checker<'_>, wal: WalContents) -> Result<bool> {
     c.report.wal_records += wal.records.len() as u64;
     if let Some(t) = &wal.torn_tail {
         c.report.notes.push(format!(
-            "{}: torn tail at offset {} ({}); recovery drops it (a write cut short by a crash or \
-             by a write error such as a full disk, or damage to the last record, which looks the \
-             same)",
+            "{}: torn tail at offset {} ({}); recovery drops it ({}, or damage to the last \
+             record, which looks the same)",
             file_name(&wal.path),
             t.offset,
-            t.reason
+            t.reason,
+            crate::log::TORN_WRITE
         ));
     }
     match wal.corruption {

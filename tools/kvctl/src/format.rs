@@ -5,10 +5,7 @@
 /// takes it as one value instead of a list of bytes.
 pub type Bytes = Vec<u8>;
 
-/// What cuts a log's last record short, as kvctl's messages about a torn
-/// tail say it: the crash the log format was built for, and a write that
-/// failed halfway, as one on a full disk can.
-pub const TORN_WRITE: &str = "a write cut short by a crash or by a write error such as a full disk";
+pub use siftdb::log::TORN_WRITE;
 
 /// Parses a key or value given on the command line or in an import file.
 /// Arguments use the same escapes kvctl prints (`\\`, `\xNN`, plus `\t`,
