@@ -383,9 +383,25 @@ fn tiered_merges_settle_when_runs_outgrow_the_target_file_size() {
             db.stats().compactions
         ),
     }
-    let s = db.stats();
-    // Each run is one table: fewer runs than the trigger once settled.
-    assert!(s.levels[0].files < 4, "{} runs", s.levels[0].files);
+    // Settled means the picker has nothing to do. Each run is one table;
+    // at the trigger or above, that is only right when the newest run is
+    // too small to merge with the next (ratio 2), and below the slowdown
+    // trigger. Which of the two settled shapes we get depends on how the
+    // flushes and merges interleaved.
+    let runs: Vec<u64> = db
+        .live_files()
+        .iter()
+        .filter(|f| f.level == 0)
+        .map(|f| f.file_size)
+        .collect();
+    let defaults = Options::default();
+    assert!(
+        runs.len() < defaults.level0_slowdown_trigger,
+        "runs {runs:?}"
+    );
+    if runs.len() >= defaults.level0_compaction_trigger {
+        assert!(runs[1] > 2 * runs[0], "runs {runs:?} should have merged");
+    }
     assert_eq!(db.range::<&str, _>(..).count(), 3000);
 }
 
