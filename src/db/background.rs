@@ -166,20 +166,25 @@ impl DbInner {
     }
 
     /// Runs one automatic compaction if the picker finds one and no other
-    /// compaction is running.
-    fn compact_once_if_needed(&self) -> Result<()> {
+    /// compaction is running. A failure turns the database read-only.
+    fn compact_once_if_needed(&self) {
         let Some(mut pointers) = self.compaction.try_lock() else {
-            return Ok(());
+            return;
         };
         let version = Arc::clone(&self.current.read().version);
         let c = compaction::pick(&version, &self.options, &mut pointers);
         let result = c.as_ref().map_or(Ok(()), |c| self.run_compaction(c));
+        // A failure turns the database read-only before the lock is let
+        // go: a manual compaction waiting for the lock must find it so, not
+        // run and report success (found by tests/io_faults.rs under load).
+        if let Err(e) = &result {
+            self.record_bg_error(format!("compaction failed: {e}"));
+        }
         // Let go of the inputs (deleting those now obsolete, unless a reader
         // holds them) before the lock, so that `wait_for_compactions`
         // returns only after the deletions.
         drop((c, version));
         drop(pointers);
-        result
     }
 
     /// Executes `c`: merges its inputs into new tables (or moves a single
@@ -309,12 +314,11 @@ impl DbInner {
                 break;
             }
         }
-        drop(_pointers);
-        let mut bg = self.bg.lock();
+        // As in the background: read-only before the lock is let go.
         if let Err(e) = &result {
-            bg.error
-                .get_or_insert_with(|| format!("compaction failed: {e}"));
+            self.record_bg_error(format!("compaction failed: {e}"));
         }
+        drop(_pointers);
         self.bg_cv.notify_all();
         result
     }
@@ -380,18 +384,15 @@ pub(super) fn background_main(inner: Arc<DbInner>) {
                 inner.bg_cv.wait(&mut bg);
             }
         };
-        let result = match job {
-            BgJob::Flush(imm) => inner
-                .flush_memtable(&imm)
-                .map_err(|e| format!("flush failed: {e}")),
-            BgJob::Compact => inner
-                .compact_once_if_needed()
-                .map_err(|e| format!("compaction failed: {e}")),
-        };
-        let mut bg = inner.bg.lock();
-        if let Err(e) = result {
-            bg.error.get_or_insert(e);
+        match job {
+            BgJob::Flush(imm) => {
+                if let Err(e) = inner.flush_memtable(&imm) {
+                    inner.record_bg_error(format!("flush failed: {e}"));
+                }
+            }
+            BgJob::Compact => inner.compact_once_if_needed(),
         }
+        let _bg = inner.bg.lock();
         inner.bg_cv.notify_all();
     }
 }

@@ -663,8 +663,14 @@ impl DbInner {
     }
 
     fn set_bg_error(&self, e: &Error) {
+        self.record_bg_error(e.to_string());
+    }
+
+    /// Turns the database read-only with `message`, unless an earlier
+    /// failure already did, and wakes every waiter so that it sees it.
+    fn record_bg_error(&self, message: String) {
         let mut bg = self.bg.lock();
-        bg.error.get_or_insert_with(|| e.to_string());
+        bg.error.get_or_insert(message);
         self.bg_cv.notify_all();
     }
 }
