@@ -666,3 +666,78 @@ fn corruption_campaign() {
         assert!(n > 0 || total < KINDS.len() as u64, "no case for {kind:?}");
     }
 }
+
+/// A background compaction that meets a damaged data block stops there:
+/// the database turns read-only with the corruption (naming the table) as
+/// its background error, reads still answer from the intact versions, and
+/// nothing is deleted, so a reopen without compaction reads the same.
+#[test]
+fn a_compaction_meeting_a_damaged_block_turns_the_database_read_only() {
+    let scratch = scratch_dir();
+    let dir = scratch.path().join("db");
+    let mut o = Options::default();
+    o.block_size = 512;
+    o.compaction_style = CompactionStyle::None;
+    let n = 500;
+    {
+        let db = Db::open_with(&dir, o.clone()).unwrap();
+        for round in 0..2 {
+            for i in 0..n {
+                db.put(format!("k{i:04}"), format!("v{round}-{i}")).unwrap();
+            }
+            db.flush().unwrap();
+        }
+        db.close().unwrap();
+    }
+    // Two tables of the same keys; flip a byte inside the first data block
+    // of the older one, whose every key the newer table shadows.
+    let mut tables = common::files_with_ext(&dir, "sst");
+    tables.sort();
+    assert_eq!(tables.len(), 2, "{tables:?}");
+    let older = &tables[0];
+    let first_block = Table::open(older, 0).unwrap().index()[0].handle;
+    let at = first_block.offset + first_block.size / 2;
+    let mut bytes = std::fs::read(older).unwrap();
+    bytes[at as usize] ^= 0x20;
+    std::fs::write(older, &bytes).unwrap();
+    let before = dir_contents(&dir);
+
+    o.compaction_style = CompactionStyle::Leveled;
+    o.level0_compaction_trigger = 2;
+    let db = Db::open_with(&dir, o.clone()).unwrap();
+    let name = older.file_name().unwrap().to_str().unwrap();
+    match db.wait_for_compactions() {
+        Err(Error::Background(m)) => {
+            assert!(m.contains("compaction failed") && m.contains(name), "{m}")
+        }
+        other => panic!("expected Error::Background, got {other:?}"),
+    }
+    assert!(matches!(db.put("new", "x"), Err(Error::Background(_))));
+    for i in 0..n {
+        let want = format!("v1-{i}").into_bytes();
+        assert_eq!(db.get(format!("k{i:04}")).unwrap(), Some(want));
+    }
+    drop(db);
+    // The failed compaction's partial output, if any, is an orphan that
+    // the next open removes; the two tables are as they were.
+    o.compaction_style = CompactionStyle::None;
+    let db = Db::open_with(&dir, o).unwrap();
+    let mut after = common::files_with_ext(&dir, "sst");
+    after.sort();
+    assert_eq!(after, tables);
+    for t in &tables {
+        assert_eq!(
+            std::fs::read(t).unwrap(),
+            before[t.file_name().unwrap().to_str().unwrap()]
+        );
+    }
+    for i in 0..n {
+        let want = format!("v1-{i}").into_bytes();
+        assert_eq!(db.get(format!("k{i:04}")).unwrap(), Some(want));
+    }
+    // A scan merges the older table too, so it meets the damage and says so.
+    match db.range::<&str, _>(..).find_map(|r| r.err()) {
+        Some(Error::Corruption { file, .. }) => assert_eq!(&file, older),
+        other => panic!("expected Corruption from the scan, got {other:?}"),
+    }
+}
