@@ -440,6 +440,13 @@ fn locked_by_another_process() {
     assert_intact(dir.path());
 }
 
+/// Set in the child that `a_read_only_directory_is_refused_cleanly` runs
+/// as user `nobody` when the test itself runs as root.
+const AS_NOBODY: &str = "SIFTDB_TEST_AS_NOBODY";
+
+/// The line the read-only directory check prints once it has run.
+const READ_ONLY_CHECKED: &str = "read-only directory check ran";
+
 #[test]
 fn a_read_only_directory_is_refused_cleanly() {
     use std::os::unix::fs::PermissionsExt;
@@ -448,16 +455,38 @@ fn a_read_only_directory_is_refused_cleanly() {
     let set_mode =
         |mode| fs::set_permissions(dir.path(), fs::Permissions::from_mode(mode)).unwrap();
     set_mode(0o555);
-    // Root ignores permission bits: if we can still create a file, the
-    // check below would assert nonsense, so say so and stop.
+    // Root ignores permission bits (and CI runs as root): if we can still
+    // create a file, run this test again as user `nobody` (uid and gid
+    // 65534), in a scratch directory of its own under /tmp.
     let probe = dir.path().join("probe");
     if fs::write(&probe, b"").is_ok() {
         let _ = fs::remove_file(&probe);
         set_mode(0o755);
-        println!(
-            "note: skipping the read-only directory check: permission bits are not \
-             enforced for this user (running as root?)"
+        assert!(
+            std::env::var_os(AS_NOBODY).is_none(),
+            "permission bits are not enforced even for user nobody"
         );
+        use std::os::unix::process::CommandExt;
+        let child = common::child_test_command("a_read_only_directory_is_refused_cleanly")
+            .env(AS_NOBODY, "1")
+            .env("TMPDIR", "/tmp")
+            .uid(65534)
+            .gid(65534)
+            .output();
+        match child {
+            Ok(out) => {
+                let text = String::from_utf8_lossy(&out.stdout).into_owned()
+                    + &String::from_utf8_lossy(&out.stderr);
+                assert!(out.status.success(), "as nobody: {}\n{text}", out.status);
+                assert!(text.contains(READ_ONLY_CHECKED), "{text}");
+            }
+            // The test binary must be reachable by `nobody`; a checkout in
+            // a private home directory is not. Say so rather than fail.
+            Err(e) => println!(
+                "note: skipping the read-only directory check: permission bits are not \
+                 enforced for this user, and running as nobody failed: {e}"
+            ),
+        }
         return;
     }
     let before: BTreeMap<String, Vec<u8>> = dir_contents(dir.path());
@@ -471,6 +500,7 @@ fn a_read_only_directory_is_refused_cleanly() {
     }
     assert_eq!(after, before, "refused open changed files");
     assert_intact(dir.path());
+    println!("{READ_ONLY_CHECKED}");
 }
 
 /// Found by the cargo-fuzz `manifest` target: a file numbered `u64::MAX`
