@@ -607,3 +607,28 @@ fn bad_paths_are_clear_errors() {
     assert!(r.file_set.is_directory());
     assert_eq!(r.tables[0].unreadable.as_ref().unwrap().what, "footer");
 }
+
+/// A writer may delete files while salvage opens them, which would read as
+/// lost data: a database some handle has open for writing is refused with
+/// `Locked`, and salvaged once it is closed. `Db::held_by_a_writer` says
+/// which, and `None` where there is no `LOCK` to tell by.
+#[test]
+fn a_database_open_for_writing_is_not_salvaged() {
+    let b = build();
+    assert_eq!(Db::held_by_a_writer(&b.dir), Some(false));
+    let mut o = Options::default();
+    o.compaction_style = CompactionStyle::None;
+    let db = open(&b.dir, &o);
+    assert_eq!(Db::held_by_a_writer(&b.dir), Some(true));
+    match Salvage::open(&b.dir) {
+        Err(siftdb::Error::Locked(p)) => assert_eq!(p, b.dir),
+        other => panic!("expected Locked, got {other:?}"),
+    }
+    drop(db);
+    assert_eq!(Db::held_by_a_writer(&b.dir), Some(false));
+    let (entries, r) = salvage(&b.dir);
+    assert!(r.is_complete(), "{r:?}");
+    assert_eq!(as_map(&entries), b.model());
+    let tmp = scratch_dir();
+    assert_eq!(Db::held_by_a_writer(tmp.path()), None);
+}

@@ -228,6 +228,15 @@ impl Db {
         manifest::retry_while_manifest_changes(&dir, open, |_| true).map_err(|(e, _)| e)
     }
 
+    /// Whether another process has the database at `path` open for writing
+    /// (holds its `LOCK`): `Some(true)` or `Some(false)`, or `None` if that
+    /// cannot be told (no `LOCK` file, or it cannot be opened). Takes no
+    /// lock that outlives the call and changes nothing on disk. A handle
+    /// of this process holding the lock also counts.
+    pub fn held_by_a_writer(path: impl AsRef<Path>) -> Option<bool> {
+        recovery::held_by_a_writer(path.as_ref())
+    }
+
     /// Sets `key` to `value`.
     ///
     /// # Errors

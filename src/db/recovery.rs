@@ -115,6 +115,18 @@ pub(super) fn acquire_lock(dir: &Path) -> Result<File> {
     }
 }
 
+/// Whether a process holds `dir/LOCK`, that is, has the database open for
+/// writing: the lock is tried in shared mode and let go at once. `None`
+/// if that cannot be told (no `LOCK` file, or it cannot be opened).
+pub(crate) fn held_by_a_writer(dir: &Path) -> Option<bool> {
+    let lock = File::open(filename::lock_path(dir)).ok()?;
+    match lock.try_lock_shared() {
+        Ok(()) => Some(false),
+        Err(std::fs::TryLockError::WouldBlock) => Some(true),
+        Err(std::fs::TryLockError::Error(_)) => None,
+    }
+}
+
 /// Replays manifest `number` in `dir` and checks that the files it lists
 /// as live are present.
 ///

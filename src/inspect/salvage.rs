@@ -453,7 +453,8 @@ impl Salvage {
     /// or holds no siftdb file (`CURRENT`, manifest, table or WAL);
     /// [`Error::Io`] if it cannot be listed;
     /// [`Error::UnsupportedVersion`] if the manifest was written by a newer
-    /// siftdb. Damage is never an error.
+    /// siftdb; [`Error::Locked`] if a process has the database open for
+    /// writing ([`crate::Db::held_by_a_writer`]). Damage is never an error.
     pub fn open(dir: &Path) -> Result<Salvage> {
         let not_db = |detail: &str| Error::NotADatabase {
             path: dir.to_path_buf(),
@@ -461,6 +462,12 @@ impl Salvage {
         };
         if !crate::db::is_directory(dir)? {
             return Err(not_db("does not exist"));
+        }
+        // A writer may delete files (a compaction's inputs, a flushed WAL)
+        // while they are opened here, and their data would be reported as
+        // lost: salvage only a database no process is changing.
+        if crate::Db::held_by_a_writer(dir) == Some(true) {
+            return Err(Error::Locked(dir.to_path_buf()));
         }
         let listing: Vec<FileType> = filename::list_dir(&StdFs, dir)?
             .into_iter()

@@ -89,19 +89,13 @@ fn torn_tail_warnings(db: &Db) -> Vec<String> {
 /// record being written at this moment.
 pub fn open_read_only(path: &Path) -> Result<Db, CliError> {
     let db = Db::open_read_only(path, Options::default())?;
-    if !db.recovery().wals.iter().any(|w| w.torn_tail.is_some()) || held_by_a_writer(path) {
+    // When it cannot be told whether a writer is running, say nothing.
+    if !db.recovery().wals.iter().any(|w| w.torn_tail.is_some())
+        || Db::held_by_a_writer(path) != Some(false)
+    {
         return Ok(db);
     }
     warn_dropped(db)
-}
-
-/// True if a process holds the database's `LOCK` (a writer), or if that
-/// cannot be told: the lock is tried in shared mode and released at once.
-fn held_by_a_writer(path: &Path) -> bool {
-    match File::open(siftdb::filename::lock_path(path)) {
-        Ok(lock) => lock.try_lock_shared().is_err(),
-        Err(_) => true,
-    }
 }
 
 /// Opens a database, creating it if missing.
@@ -465,7 +459,7 @@ The output appears only when complete: the export writes .NAME.kvctl-partial bes
 renames it (a device or FIFO, such as /dev/null, is written in place). A failed export removes that file; an interrupted one may leave it, and the next \
 export to NAME replaces it.\n\n\
 --salvage reads a database that no longer opens (a damaged block, manifest or CURRENT) \
-without writing to it: every entry still readable is written, the newest readable version of \
+without writing to it, and refuses one a process has open for writing: every entry still readable is written, the newest readable version of \
 each key, in the same format (import it into a fresh database), and stderr (or --json, on \
 stdout) lists what could not be read: data blocks and their byte ranges, tables skipped whole, \
 WAL damage. Exits 0 if nothing was lost, 3 if something was or the manifest could not be used \

@@ -490,8 +490,8 @@ fn usage_errors_are_exit_2() {
 }
 
 #[test]
-fn locked_database_is_exit_4_for_writes_but_readable() {
-    let (_tmp, db) = small_db();
+fn locked_database_is_exit_4_for_writes_and_salvage_but_readable() {
+    let (tmp, db) = small_db();
     let held = siftdb::Db::open(&db).unwrap();
     // Reads open the database read-only and ignore the lock.
     assert_eq!(stdout(&ok(kvctl(&["get", p(&db), "apple"]))), "red\n");
@@ -503,8 +503,18 @@ fn locked_database_is_exit_4_for_writes_but_readable() {
         err.contains("another process has the database open"),
         "{err}"
     );
+    // A salvage is refused too: the writer could delete files under it.
+    let out = tmp.path().join("rescued.tsv");
+    let o = kvctl(&["export", "--salvage", p(&db), p(&out)]);
+    assert_eq!(code(&o), 4, "{}", stderr(&o));
+    assert!(stderr(&o).contains("another process has the database open"));
+    assert!(!out.exists());
     drop(held);
     assert_eq!(stdout(&ok(kvctl(&["get", p(&db), "apple"]))), "red\n");
+    ok(kvctl(&["export", "--salvage", p(&db), p(&out)]));
+    assert!(std::fs::read_to_string(&out)
+        .unwrap()
+        .contains("apple\tred"));
 }
 
 #[test]
