@@ -14,11 +14,17 @@
 //! `seq + i`. The tag byte is the [`ValueType`] discriminant.
 
 use crate::key::{SequenceNumber, ValueType, MAX_KEY_LEN, MAX_VALUE_LEN};
-use crate::util::coding::{put_length_prefixed, Decoder};
+use crate::util::coding::{put_length_prefixed, varint_len, Decoder};
 use crate::{Error, Result};
 
 /// Bytes of the batch header: sequence (8) + count (4).
 pub const HEADER_LEN: usize = 12;
+
+/// Largest encoded batch, header included, in bytes (4 GiB − 1): a batch
+/// is the payload of one WAL record, whose length field is 32 bits
+/// (DESIGN.md 4). It bounds a single put too: its key and value together
+/// must fit with the header and the record's tag and lengths.
+pub const MAX_BATCH_LEN: u64 = u32::MAX as u64;
 
 /// A set of updates applied atomically by [`crate::Db::write`]: after a crash
 /// either all of them are visible or none is, and readers never see part of
@@ -66,6 +72,26 @@ pub fn check_lengths(key_len: usize, value_len: u64) -> Result<()> {
     Ok(())
 }
 
+/// Checks that a batch of `batch_len` encoded bytes can take one more
+/// record: a put of a `key_len`-byte key and a `value_len`-byte value, or a
+/// delete if `value_len` is `None`, without passing [`MAX_BATCH_LEN`].
+/// Takes lengths so that the limit can be tested without allocating 4 GiB.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] giving the size the batch would reach.
+pub fn check_batch_room(batch_len: usize, key_len: usize, value_len: Option<u64>) -> Result<()> {
+    let key = (1 + varint_len(key_len as u64) + key_len) as u64;
+    let value = value_len.map_or(0, |v| varint_len(v) as u64 + v);
+    let total = batch_len as u64 + key + value;
+    if total > MAX_BATCH_LEN {
+        return Err(Error::InvalidArgument(format!(
+            "the write batch would be {total} bytes encoded, over the limit of \
+             {MAX_BATCH_LEN} bytes (one WAL record); write the updates in smaller batches"
+        )));
+    }
+    Ok(())
+}
+
 impl WriteBatch {
     /// An empty batch.
     pub fn new() -> Self {
@@ -78,11 +104,13 @@ impl WriteBatch {
     /// Adds `key = value`.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if the key exceeds 65,535 bytes or the
-    /// value `u32::MAX` bytes; the batch is left unchanged.
+    /// [`Error::InvalidArgument`] if the key exceeds 65,535 bytes, the
+    /// value `u32::MAX` bytes, or the batch would pass [`MAX_BATCH_LEN`]
+    /// encoded bytes; the batch is left unchanged.
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         let (key, value) = (key.as_ref(), value.as_ref());
         check_lengths(key.len(), value.len() as u64)?;
+        check_batch_room(self.rep.len(), key.len(), Some(value.len() as u64))?;
         self.rep.push(ValueType::Value as u8);
         put_length_prefixed(&mut self.rep, key);
         put_length_prefixed(&mut self.rep, value);
@@ -94,10 +122,13 @@ impl WriteBatch {
     /// an error).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if the key exceeds 65,535 bytes.
+    /// [`Error::InvalidArgument`] if the key exceeds 65,535 bytes or the
+    /// batch would pass [`MAX_BATCH_LEN`] encoded bytes; the batch is left
+    /// unchanged.
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
         let key = key.as_ref();
         check_lengths(key.len(), 0)?;
+        check_batch_room(self.rep.len(), key.len(), None)?;
         self.rep.push(ValueType::Deletion as u8);
         put_length_prefixed(&mut self.rep, key);
         self.count += 1;
@@ -249,6 +280,36 @@ mod tests {
         assert_eq!(b.encoded_len(), HEADER_LEN);
         b.put(vec![7u8; MAX_KEY_LEN], "").unwrap();
         assert_eq!(b.len(), 1);
+    }
+
+    /// Found by a new-user trial: a put of a value under `MAX_VALUE_LEN`
+    /// made a batch too long for one WAL record, which `Db::write` found
+    /// only when appending, and treated as a failed WAL write (read-only).
+    #[test]
+    fn a_batch_is_bounded_by_one_wal_record() {
+        let empty = HEADER_LEN;
+        // A put: tag, 1-byte key length, 1-byte key, 5-byte value length.
+        let fits = MAX_BATCH_LEN - (empty as u64 + 1 + 1 + 1 + 5);
+        assert!(check_batch_room(empty, 1, Some(fits)).is_ok());
+        assert!(check_lengths(1, fits).is_ok(), "under the value limit");
+        let e = check_batch_room(empty, 1, Some(fits + 1)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid argument: the write batch would be 4294967296 bytes encoded, over the \
+             limit of 4294967295 bytes (one WAL record); write the updates in smaller batches"
+        );
+        // A delete: tag, 3-byte key length for 65,535 bytes, key.
+        let full = MAX_BATCH_LEN as usize - (1 + 3 + MAX_KEY_LEN);
+        assert!(check_batch_room(full, MAX_KEY_LEN, None).is_ok());
+        assert!(check_batch_room(full + 1, MAX_KEY_LEN, None).is_err());
+        // What put and delete count matches the encoding.
+        let mut b = WriteBatch::new();
+        b.put(vec![1u8; 300], vec![2u8; 200]).unwrap();
+        b.delete(vec![3u8; 130]).unwrap();
+        assert_eq!(
+            b.encoded_len(),
+            empty + (1 + 2 + 300 + 2 + 200) + (1 + 2 + 130)
+        );
     }
 
     #[test]

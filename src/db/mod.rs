@@ -240,9 +240,12 @@ impl Db {
     /// Sets `key` to `value`.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a key over 65,535 bytes or a value over
-    /// `u32::MAX` bytes (nothing is written); [`Error::Io`] if the WAL write
-    /// fails; [`Error::Background`] after an earlier background failure.
+    /// [`Error::InvalidArgument`] for a key over 65,535 bytes, a value over
+    /// `u32::MAX` bytes, or a key and value too long together for one batch
+    /// ([`crate::write_batch::MAX_BATCH_LEN`] encoded bytes; nothing is
+    /// written and the database stays writable); [`Error::Io`] if the WAL
+    /// write fails; [`Error::Background`] after an earlier background
+    /// failure.
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
         b.put(key, value)?;
