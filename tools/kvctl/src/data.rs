@@ -37,6 +37,13 @@ type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 /// Updates per `WriteBatch` during import.
 pub const IMPORT_BATCH: usize = 1000;
 
+/// Encoded bytes a `WriteBatch` may reach during import before it is
+/// written: large values make batches of fewer than [`IMPORT_BATCH`]
+/// lines, so that memory stays bounded and no batch nears the 4 GiB limit
+/// of one (`siftdb::write_batch::MAX_BATCH_LEN`). A longer line is a batch
+/// of its own.
+pub const IMPORT_BATCH_BYTES: usize = 16 << 20;
+
 /// Opens an existing database with default options; never creates one.
 pub fn open_existing(path: &Path) -> Result<Db, CliError> {
     if !path.exists() {
@@ -110,8 +117,9 @@ pub fn open_or_create(path: &Path, options: Options) -> Result<Db, CliError> {
     after_help = "Example:\n  kvctl import ./db tests/data/debian-packages.tsv.gz --raw --write-buffer-size 512K\n\n\
 Without --raw, keys and values are unescaped as `export` and `scan` write them.\n\
 A gzip file is checked whole before the first line is imported. A bad line, or a failed \
-write (a full disk), stops the import there: lines are written in batches of 1,000, and the \
-whole batches before it stay imported (the error says how many keys)."
+write (a full disk), stops the import there: lines are written in batches of 1,000 (fewer \
+where they pass 16 MiB), and the whole batches before it stay imported (the error says how \
+many keys)."
 )]
 pub struct ImportArgs {
     /// Database directory (created if missing)
@@ -187,7 +195,8 @@ pub struct ImportSummary {
 }
 
 /// Reads `KEY<TAB>VALUE` lines from `input` and writes them to `db` in
-/// batches of [`IMPORT_BATCH`]. Blank lines are skipped; `\n` and `\r\n`
+/// batches of [`IMPORT_BATCH`] lines, or fewer where they would pass
+/// [`IMPORT_BATCH_BYTES`]. Blank lines are skipped; `\n` and `\r\n`
 /// both end a line. Does not flush. `source` names the input in errors;
 /// `progress` gets a message per batch.
 pub fn import_lines(
@@ -205,6 +214,14 @@ pub fn import_lines(
     // the import there.
     let mut written = 0u64;
     let bad_line = |e: CliError, written: u64| stopped(e, written, "fix the line");
+    // Writes `batch`, after which the first `keys` keys are in.
+    let write = |batch: &mut WriteBatch, keys: u64, written: &mut u64| {
+        db.write(std::mem::take(batch))
+            .map_err(|e| import_write_failed(e, *written))?;
+        *written = keys;
+        progress.set_message(count(keys, "key"));
+        Ok::<(), CliError>(())
+    };
     loop {
         line.clear();
         let n = input.read_until(b'\n', &mut line).map_err(|e| {
@@ -225,16 +242,16 @@ pub fn import_lines(
         }
         let (key, value) = parse_line(body, format)
             .map_err(|m| bad_line(CliError::usage(m).context(at()), written))?;
+        if !batch.is_empty() && batch.encoded_len() + key.len() + value.len() > IMPORT_BATCH_BYTES {
+            write(&mut batch, sum.keys, &mut written)?;
+        }
         batch
             .put(&key, &value)
             .map_err(|e| bad_line(CliError::from(e).context(at()), written))?;
         sum.keys += 1;
         sum.bytes += (key.len() + value.len()) as u64;
         if batch.len() >= IMPORT_BATCH {
-            db.write(std::mem::take(&mut batch))
-                .map_err(|e| import_write_failed(e, written))?;
-            written = sum.keys;
-            progress.set_message(count(sum.keys, "key"));
+            write(&mut batch, sum.keys, &mut written)?;
         }
     }
     db.write(batch)
@@ -1336,6 +1353,50 @@ mod tests {
         .unwrap_err();
         drop(db);
         e
+    }
+
+    /// Found by a new-user trial: 1,000 lines of 4.4 MB values made one
+    /// batch over the 4 GiB limit of a WAL record, and nothing could be
+    /// imported. A batch now ends before it passes `IMPORT_BATCH_BYTES`.
+    #[test]
+    fn large_values_are_imported_in_smaller_batches() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("db");
+        let db = Db::open_with(&dir, Options::default()).unwrap();
+        let value = "v".repeat(1 << 20);
+        let input: String = (0..40).map(|i| format!("k{i:02}\t{value}\n")).collect();
+        let sum = import_lines(
+            &db,
+            input.as_bytes(),
+            LineFormat::Raw,
+            "in.tsv",
+            &ProgressBar::hidden(),
+        )
+        .unwrap();
+        assert_eq!(sum.keys, 40);
+        // One WAL record per batch: 15 entries of just over 1 MiB fit in
+        // 16 MiB, a 16th would not.
+        let wals: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "log"))
+            .collect();
+        assert_eq!(wals.len(), 1, "{wals:?}");
+        let records = siftdb::log::read_log(&wals[0]).unwrap().records;
+        let sizes: Vec<usize> = records
+            .iter()
+            .map(|r| {
+                siftdb::write_batch::decode_batch(&r.payload)
+                    .unwrap()
+                    .ops
+                    .len()
+            })
+            .collect();
+        assert_eq!(sizes, [15, 15, 10]);
+        assert!(records
+            .iter()
+            .all(|r| r.payload.len() <= IMPORT_BATCH_BYTES));
+        assert_eq!(db.get("k39").unwrap().as_deref(), Some(value.as_bytes()));
     }
 
     #[test]
