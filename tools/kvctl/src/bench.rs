@@ -10,6 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use siftdb_bench::readamp::{self, describe, Config};
 
 use crate::error::{CliError, EXIT_IO};
+use crate::format::{count, group};
 
 /// `bench readamp`: a point disagrees with the model beyond tolerance.
 const EXIT_MODEL_MISS: u8 = 1;
@@ -37,7 +38,8 @@ disagrees with the model beyond tolerance.\n\n\
 Example:\n  kvctl bench readamp --keys 50000 --files 1,8,32 --bits-per-key 0,10 --no-debian --no-leveled"
 )]
 pub struct ReadampArgs {
-    /// Present keys per point (as many absent keys are generated)
+    /// Present keys per point (as many absent keys are generated); below
+    /// 122,500 a point may miss a check by sampling noise alone
     #[arg(long, default_value_t = 200_000)]
     pub keys: usize,
     /// Numbers of overlapping runs L to sweep
@@ -94,6 +96,21 @@ fn readamp(a: &ReadampArgs) -> Result<(), CliError> {
     if a.no_leveled {
         cfg.leveled_levels.clear();
     }
+    // Below this many keys a correct engine may miss checks by noise.
+    let enough = readamp::keys_for_checks(cfg.sigmas);
+    let few_keys = (a.keys < enough).then(|| {
+        format!(
+            "--keys {} is below {}, the keys a {}-sigma check of a false-positive rate \
+             needs: lookups reuse the same keys, so a point may disagree with the model by \
+             sampling noise alone",
+            group(a.keys as u64),
+            group(enough as u64),
+            cfg.sigmas
+        )
+    });
+    if let Some(w) = &few_keys {
+        eprintln!("kvctl: warning: {w}");
+    }
     let pb = if a.quiet || !io::stdout().is_terminal() {
         ProgressBar::hidden()
     } else {
@@ -121,14 +138,29 @@ fn readamp(a: &ReadampArgs) -> Result<(), CliError> {
         }
         // Exit 1, as `cargo bench --bench read_amplification` does (for
         // `bench`, 1 means "disagrees with the model", not "not found").
-        Ok(s) => Err(CliError::new(
-            EXIT_MODEL_MISS,
-            format!(
-                "{} checks outside tolerance (see the tables above)",
-                s.misses.len()
-            ),
-        )),
+        Ok(s) => {
+            let e = CliError::new(
+                EXIT_MODEL_MISS,
+                format!(
+                    "{} outside tolerance (see the tables above)",
+                    count(s.misses.len() as u64, "check")
+                ),
+            );
+            Err(match few_keys {
+                Some(_) => e.with_hint(format!(
+                    "rerun with --keys {} or more before reading the misses as a fault",
+                    group(enough as u64)
+                )),
+                None => e,
+            })
+        }
         Err(e @ readamp::Error::Config(_)) => Err(CliError::usage(e.to_string())),
+        // The parameters could not build the intended files (too few keys
+        // for the levels asked for): a usage error, not an I/O one.
+        Err(e @ readamp::Error::Layout(_)) => Err(CliError::usage(e.to_string()).with_hint(
+            "the layout needs more keys: raise --keys (default 200,000) or skip it \
+             (--no-leveled, --no-debian)",
+        )),
         Err(e) => Err(CliError::new(EXIT_IO, e.to_string())),
     }
 }

@@ -676,6 +676,50 @@ fn bench_readamp_runs_a_small_sweep() {
             .all(|r| r.ends_with("true") || r.contains(",true,")),
         "{csv}"
     );
+    // 4,000 keys are too few for every check to hold at 5 sigmas: said.
+    assert!(
+        stderr(&o).contains(
+            "warning: --keys 4,000 is below 122,500, the keys a 5-sigma check of a \
+             false-positive rate needs"
+        ),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Found by a new-user trial: too few keys for the leveled layout exited
+/// 4 (the I/O code) with no hint. It is a usage error that says what to
+/// change.
+#[test]
+fn bench_readamp_with_too_few_keys_for_the_layout_is_a_usage_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = kvctl(&[
+        "bench",
+        "readamp",
+        "--keys",
+        "2000",
+        "--files",
+        "1",
+        "--bits-per-key",
+        "0",
+        "--hashes",
+        "7",
+        "--no-debian",
+        "--no-plots",
+        "--quiet",
+        "--out",
+        p(&tmp.path().join("readamp")),
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("level 1 covers too little of the key space"),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint: the layout needs more keys: raise --keys (default 200,000)"),
+        "{err}"
+    );
 }
 
 /// The numbers of the live SSTables, from `sst list --json`.

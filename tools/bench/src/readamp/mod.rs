@@ -638,6 +638,21 @@ pub fn tolerance(theory: f64) -> f64 {
     }
 }
 
+/// The keys (of each set, present and absent) below which a correct
+/// engine may miss a check by sampling noise alone: lookups draw from
+/// these fixed sets, and a repeated key repeats its filter answers, so
+/// extra lookups cannot bring the error of a false-positive rate under the
+/// spread of the key set itself. That spread is `sqrt(p(1 − p)/n)` for `n`
+/// keys (one probe each; more when a lookup probes several files), and
+/// `sigmas` of it fit in [`tolerance`]`(p)` for every `p` once `n ≥ p(1 −
+/// p)·(sigmas / tolerance(p))²` at the worst `p`, which is
+/// [`SMALL_THEORY`], where the tolerance turns absolute. 122,500 keys at
+/// the default 5 sigmas.
+pub fn keys_for_checks(sigmas: f64) -> usize {
+    let p = SMALL_THEORY;
+    (p * (1.0 - p) * (sigmas / tolerance(p)).powi(2)).ceil() as usize
+}
+
 /// Whether `measured` agrees with `theory` within [`tolerance`].
 pub fn agrees(measured: f64, theory: f64) -> bool {
     (measured - theory).abs() <= tolerance(theory) * (1.0 + 1e-12)
@@ -887,6 +902,18 @@ pub fn describe(p: &Point) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_for_checks_is_where_the_key_set_fits_the_tolerance() {
+        assert_eq!(keys_for_checks(5.0), 122_500);
+        // At that size, 5 standard deviations of the rate at 0.02 fill the
+        // tolerance, and both sides of the switch are no wider.
+        let sd = |p: f64| (p * (1.0 - p) / 122_500.0).sqrt();
+        assert!((5.0 * sd(0.02) - tolerance(0.02)).abs() < 1e-9);
+        for p in [0.001, 0.01, 0.019, 0.05, 0.2, 0.6] {
+            assert!(5.0 * sd(p) <= tolerance(p), "{p}");
+        }
+    }
 
     #[test]
     fn tolerance_switches_to_absolute_below_002() {
