@@ -496,6 +496,12 @@ fn check(r: &Run, data: &Dataset<'_>) -> Vec<String> {
 
 pub fn run(args: &DemoArgs) -> Result<(), CliError> {
     let start = Instant::now();
+    if let Some(d) = args.dir.as_ref().filter(|d| d.exists() && !d.is_dir()) {
+        return Err(CliError::usage(format!(
+            "--dir {}: exists and is not a directory",
+            d.display()
+        )));
+    }
     let packages = gunzip(PACKAGES_GZ, "packages")?;
     let words = gunzip(WORDS_GZ, "word list")?;
     let data = load(&packages, &words)?;

@@ -22,6 +22,11 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (digits, suffix) = t.split_at(split);
+    if suffix.starts_with(['.', ',']) {
+        return Err(format!(
+            "`{s}` is not a whole number; give it in a smaller unit (e.g. 1536K, not 1.5M)"
+        ));
+    }
     let n: usize = digits
         .parse()
         .map_err(|_| format!("`{s}` is not a size (examples: 4096, 512K, 64M)"))?;
@@ -164,6 +169,14 @@ mod tests {
         assert!(parse_size("").is_err());
         assert!(parse_size("12X").is_err());
         assert!(parse_size("K").is_err());
+        // Found by a new-user trial: a decimal was "an unknown unit".
+        assert_eq!(
+            parse_size("1.5M"),
+            Err(
+                "`1.5M` is not a whole number; give it in a smaller unit (e.g. 1536K, not 1.5M)"
+                    .into()
+            )
+        );
     }
 
     #[test]

@@ -529,6 +529,26 @@ fn help_carries_examples() {
     }
 }
 
+/// Found by a new-user trial: `--dir` naming a file said only "create
+/// FILE: File exists".
+#[test]
+fn demo_into_a_file_is_a_usage_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("afile");
+    std::fs::write(&file, "x").unwrap();
+    let o = kvctl(&["demo", "--dir", p(&file)]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "kvctl: --dir {}: exists and is not a directory\n",
+            file.display()
+        )
+    );
+    assert_eq!(stdout(&o), "");
+    assert_eq!(std::fs::read(&file).unwrap(), b"x");
+}
+
 #[test]
 fn demo_reports_and_passes() {
     let tmp = tempfile::tempdir().unwrap();
