@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use siftdb::Options;
 
 use crate::data::open_existing;
 use crate::error::{write_failed, CliError};
@@ -13,7 +14,9 @@ use crate::format::{count, escaped_arg, human_bytes, Bytes};
 use crate::stats::{levels_table, write_amplification_line};
 
 #[derive(Debug, Args)]
-#[command(after_help = "Example:\n  kvctl compact ./db --from lib --to libz")]
+#[command(
+    after_help = "Example:\n  kvctl compact ./db --from lib --to libz\n  kvctl compact ./db --bits-per-key 6   (a database imported with --bits-per-key 6)"
+)]
 pub struct CompactArgs {
     /// Database directory
     pub db: PathBuf,
@@ -23,6 +26,11 @@ pub struct CompactArgs {
     /// Last key of the range to compact, inclusive (escaped); needs --from
     #[arg(long, value_name = "K", value_parser = escaped_arg, requires = "from")]
     pub to: Option<Bytes>,
+    /// Bloom filter bits per key for the SSTables compaction writes (0 = no
+    /// filters; default 10). The database does not store the value it was
+    /// built with: give that value again, or rewritten SSTables get 10
+    #[arg(long, value_name = "N")]
+    pub bits_per_key: Option<u32>,
     /// No progress spinner
     #[arg(long, short)]
     pub quiet: bool,
@@ -35,7 +43,11 @@ pub struct CompactArgs {
 /// down to the deepest level holding data, and prints the levels before
 /// and after, plus a line saying so when no SSTable needed rewriting.
 pub fn run(args: &CompactArgs) -> Result<(), CliError> {
-    let db = open_existing(&args.db)?;
+    let mut options = Options::default();
+    if let Some(b) = args.bits_per_key {
+        options.bits_per_key = b;
+    }
+    let db = open_existing(&args.db, options)?;
     let before = db.stats();
     let spinner = if args.quiet || !io::stdout().is_terminal() {
         ProgressBar::hidden()

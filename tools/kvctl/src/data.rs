@@ -44,8 +44,8 @@ pub const IMPORT_BATCH: usize = 1000;
 /// of its own.
 pub const IMPORT_BATCH_BYTES: usize = 16 << 20;
 
-/// Opens an existing database with default options; never creates one.
-pub fn open_existing(path: &Path) -> Result<Db, CliError> {
+/// Opens an existing database with `options` (never creating one).
+pub fn open_existing(path: &Path, options: Options) -> Result<Db, CliError> {
     if !path.exists() {
         // Said plainly, rather than as the library's option name.
         return Err(siftdb::Error::NotADatabase {
@@ -54,7 +54,7 @@ pub fn open_existing(path: &Path) -> Result<Db, CliError> {
         }
         .into());
     }
-    let mut o = Options::default();
+    let mut o = options;
     o.create_if_missing = false;
     warn_dropped(Db::open_with(path, o)?)
 }
@@ -1096,7 +1096,7 @@ pub struct DeleteArgs {
 }
 
 pub fn delete(args: &DeleteArgs) -> Result<(), CliError> {
-    let db = open_existing(&args.db)?;
+    let db = open_existing(&args.db, Options::default())?;
     db.delete(&args.key)?;
     Ok(db.close()?)
 }
