@@ -803,9 +803,7 @@ fn filter_bits_per_key(db: &std::path::Path) -> f64 {
 #[test]
 fn compact_keeps_the_filter_setting_it_is_given() {
     let tmp = tempfile::tempdir().unwrap();
-    let input = tmp.path().join("in.tsv");
-    let text: String = (0..3000).map(|i| format!("key{i:05}\tv{i}\n")).collect();
-    std::fs::write(&input, text).unwrap();
+    let input = many_tsv(tmp.path());
     let db = tmp.path().join("db");
     ok(kvctl(&[
         "import",
