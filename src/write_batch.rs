@@ -22,7 +22,7 @@ pub const HEADER_LEN: usize = 12;
 
 /// Largest encoded batch, header included, in bytes (4 GiB − 1): a batch
 /// is the payload of one WAL record, whose length field is 32 bits
-/// (DESIGN.md 4). It bounds a single put too: its key and value together
+/// (DESIGN.md 12.2, 12.3). It bounds a single put too: its key and value together
 /// must fit with the header and the record's tag and lengths.
 pub const MAX_BATCH_LEN: u64 = u32::MAX as u64;
 
