@@ -18,8 +18,12 @@ use std::cmp::Ordering;
 
 /// Longest user key accepted, in bytes.
 pub const MAX_KEY_LEN: usize = 65_535;
-/// Longest value accepted, in bytes.
-pub const MAX_VALUE_LEN: u64 = u32::MAX as u64;
+/// Longest value accepted, in bytes: 4 GiB − 128 KiB (4,294,836,224). With
+/// a key of up to [`MAX_KEY_LEN`] bytes, one entry and its framing fit
+/// both in a WAL record (a batch of that one put, DESIGN.md 12.3) and in
+/// a data block, whose lengths and restart offsets are 32-bit (12.5), so
+/// every accepted put can be flushed.
+pub const MAX_VALUE_LEN: u64 = (u32::MAX as u64 + 1) - (128 << 10);
 /// Bytes of the trailer appended to every user key.
 pub const TRAILER_LEN: usize = 8;
 

@@ -6,8 +6,9 @@
 //! [`Snapshot`], and read the engine's counters with `stats`.
 //!
 //! - **Limits:** keys up to 65,535 bytes (the empty key is allowed), values
-//!   up to `u32::MAX` bytes; larger is [`Error::InvalidArgument`] and
-//!   nothing is written.
+//!   up to [`key::MAX_VALUE_LEN`] (4 GiB − 128 KiB), a [`WriteBatch`] up to
+//!   [`write_batch::MAX_BATCH_LEN`] (4 GiB − 1) encoded bytes; larger is
+//!   [`Error::InvalidArgument`] and nothing is written.
 //! - **Durability:** a write that returned survives a process crash; with
 //!   [`Options::sync`] it survives a power loss. A [`WriteBatch`] is
 //!   atomic.

@@ -252,7 +252,7 @@ fn over_long_keys_are_invalid_and_write_nothing() {
     db.put(&max, "v").unwrap();
     db.flush().unwrap();
     assert_eq!(db.get(&max).unwrap().as_deref(), Some(&b"v"[..]));
-    // Values over u32::MAX are checked by length (see write_batch unit tests);
+    // Values over MAX_VALUE_LEN are checked by length (see write_batch unit tests);
     // the check used by put is the same function.
     assert!(siftdb::write_batch::check_lengths(0, u64::from(u32::MAX) + 1).is_err());
 }

@@ -240,9 +240,8 @@ impl Db {
     /// Sets `key` to `value`.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a key over 65,535 bytes, a value over
-    /// `u32::MAX` bytes, or a key and value too long together for one batch
-    /// ([`crate::write_batch::MAX_BATCH_LEN`] encoded bytes; nothing is
+    /// [`Error::InvalidArgument`] for a key over 65,535 bytes or a value
+    /// over [`crate::key::MAX_VALUE_LEN`] (4 GiB − 128 KiB; nothing is
     /// written and the database stays writable); [`Error::Io`] if the WAL
     /// write fails; [`Error::Background`] after an earlier background
     /// failure.

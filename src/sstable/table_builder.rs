@@ -447,6 +447,23 @@ mod tests {
         InternalKey::new(k.as_bytes(), SequenceNumber(s), vt).into_encoded()
     }
 
+    /// Found by a new-user trial: a put of a 1-byte key and a value of
+    /// `u32::MAX − 20` bytes fit its WAL record but not a data block, so
+    /// it was acknowledged and then no flush (nor open) could succeed. The
+    /// value limit now leaves room for the longest key in both; this is
+    /// the block side, checked as `add` checks it.
+    #[test]
+    fn the_longest_key_and_value_fit_one_data_block() {
+        let key = (MAX_KEY_LEN + crate::key::TRAILER_LEN) as u64;
+        let fits = |value: u64| {
+            let entry = BlockBuilder::entry_len(0, key as usize, value as usize) + 4;
+            entry + 8 <= MAX_BLOCK_LEN
+        };
+        assert!(fits(MAX_VALUE_LEN));
+        // The old limit did not fit.
+        assert!(!fits(u32::MAX as u64));
+    }
+
     fn opts(block_size: usize) -> TableOptions {
         TableOptions {
             block_size,

@@ -359,7 +359,7 @@ pub fn read_manifest(path: &Path) -> Result<ManifestContents> {
 ///
 /// # Errors
 /// As [`read_manifest`], except that a manifest that does not exist is
-/// [`Error::Corruption`] naming `CURRENT` ([`dangling_current`]).
+/// [`Error::Corruption`] naming `CURRENT` (see `dangling_current`).
 pub fn replay(dir: &Path, number: u64) -> Result<ManifestContents> {
     let path = manifest_path(dir, number);
     read_manifest(&path).map_err(|e| match e {
