@@ -392,9 +392,16 @@ impl Config {
                 return bad(format!("a number of files is {l}; it must be in 1..=1000"));
             }
         }
-        if let Some(&l) = synthetic_files.clone().find(|&&l| l > self.keys) {
+        if let Some(&l) = self.files.iter().find(|&&l| l > self.keys) {
             return bad(format!(
                 "{l} files need at least {l} keys, but keys is {}",
+                self.keys
+            ));
+        }
+        if let Some(&l) = hashes_files.filter(|&&l| l > self.keys) {
+            return bad(format!(
+                "the k sweep (hashes_sweep) runs over {l} files, so it needs at least {l} keys, \
+                 but keys is {}",
                 self.keys
             ));
         }
@@ -947,6 +954,18 @@ mod tests {
             ..Config::default()
         };
         assert!(bad.validate().is_err());
+        // Found by a new-user trial: 5 keys with `files` = [1] blamed "8
+        // files", which only the k sweep uses.
+        let few = Config {
+            keys: 5,
+            files: vec![1],
+            ..Config::default()
+        };
+        let e = few.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("the k sweep (hashes_sweep) runs over 8 files"),
+            "{e}"
+        );
         // 1 + 4 + … + 4^5 = 1365 units of 2 flushes fit in 200,000 keys,
         // not in 2,000; 7 levels do not exist.
         for (keys, levels, ok) in [(200_000, 6, true), (2_000, 6, false), (200_000, 7, false)] {
