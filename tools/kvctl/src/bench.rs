@@ -81,6 +81,12 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
 }
 
 fn readamp(a: &ReadampArgs) -> Result<(), CliError> {
+    if a.out.exists() && !a.out.is_dir() {
+        return Err(CliError::usage(format!(
+            "--out {}: exists and is not a directory",
+            a.out.display()
+        )));
+    }
     let mut cfg = Config::default();
     cfg.keys = a.keys;
     cfg.files = a.files.clone();

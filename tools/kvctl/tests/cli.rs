@@ -529,10 +529,10 @@ fn help_carries_examples() {
     }
 }
 
-/// Found by a new-user trial: `--dir` naming a file said only "create
-/// FILE: File exists".
+/// Found by new-user trials: `demo --dir` and `bench readamp --out` naming
+/// a file said only "create FILE: File exists".
 #[test]
-fn demo_into_a_file_is_a_usage_error() {
+fn demo_or_bench_output_into_a_file_is_a_usage_error() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("afile");
     std::fs::write(&file, "x").unwrap();
@@ -546,6 +546,17 @@ fn demo_into_a_file_is_a_usage_error() {
         )
     );
     assert_eq!(stdout(&o), "");
+    assert_eq!(std::fs::read(&file).unwrap(), b"x");
+    // The same for `bench readamp --out`, which said "File exists".
+    let o = kvctl(&["bench", "readamp", "--out", p(&file)]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "kvctl: --out {}: exists and is not a directory\n",
+            file.display()
+        )
+    );
     assert_eq!(std::fs::read(&file).unwrap(), b"x");
 }
 
