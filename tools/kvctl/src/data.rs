@@ -23,7 +23,7 @@ use siftdb::{Db, Options, WriteBatch};
 
 use crate::error::{write_failed, CliError, EXIT_CORRUPTION, EXIT_NOT_FOUND};
 use crate::format::{count, escaped_arg, human_bytes, parse_size, Bytes, TORN_WRITE};
-use crate::inspect::{emit_json, entries_text, file_name};
+use crate::inspect::{emit_json, entries_text, file_name, torn_json};
 
 /// A key and its value, as the database iterators yield them.
 pub type Pair = (Vec<u8>, Vec<u8>);
@@ -748,13 +748,6 @@ fn range_text(r: &siftdb::inspect::KeyRange) -> String {
 fn key_json(k: &Option<Vec<u8>>) -> Value {
     k.as_deref()
         .map_or(Value::Null, |k| Value::from(escape_bytes(k)))
-}
-
-fn torn_json(t: &Option<siftdb::log::TornTail>) -> Value {
-    t.as_ref().map_or(
-        Value::Null,
-        |t| json!({ "offset": t.offset, "reason": t.reason }),
-    )
 }
 
 impl SalvageOutcome<'_> {

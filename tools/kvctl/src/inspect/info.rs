@@ -10,7 +10,7 @@ use siftdb::inspect::{filter_settings, level_summaries, DbSnapshot};
 use siftdb::version::set::NUM_LEVELS;
 use siftdb::LevelStats;
 
-use super::{emit, emit_json, file_name, snapshot};
+use super::{emit, emit_json, file_name, snapshot, torn_json};
 use crate::error::CliError;
 use crate::format::{count, group, human_bytes, Align, Table};
 use crate::stats::levels_table;
@@ -46,12 +46,6 @@ pub fn info_json(s: &DbSnapshot) -> Value {
     let (levels, total) = level_summaries(&tables, NUM_LEVELS);
     let blocks: u64 = tables.iter().map(|t| t.data_blocks).sum();
     let block_bytes: u64 = tables.iter().map(|t| t.data_bytes).sum();
-    let torn = |t: &Option<siftdb::log::TornTail>| {
-        t.as_ref().map_or(
-            Value::Null,
-            |t| json!({ "offset": t.offset, "reason": t.reason }),
-        )
-    };
     json!({
         "path": s.dir.display().to_string(),
         "format_version": s.manifest.format_version(),
@@ -60,7 +54,7 @@ pub fn info_json(s: &DbSnapshot) -> Value {
             "number": s.manifest_number,
             "size": s.manifest.size,
             "edits": s.manifest.records.len(),
-            "torn_tail": torn(&s.manifest.torn_tail),
+            "torn_tail": torn_json(&s.manifest.torn_tail),
         },
         "last_sequence": s.last_sequence.0,
         "manifest_last_sequence": s.state.last_sequence,
@@ -75,7 +69,7 @@ pub fn info_json(s: &DbSnapshot) -> Value {
             "size": w.size,
             "records": w.records,
             "ops": w.ops,
-            "torn_tail": torn(&w.torn_tail),
+            "torn_tail": torn_json(&w.torn_tail),
         })).collect::<Vec<_>>(),
         "options": {
             "persisted": false,

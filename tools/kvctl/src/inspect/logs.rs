@@ -7,19 +7,11 @@ use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 use siftdb::inspect::{current_manifest, read_live_wals, read_manifest, read_wal, WalContents};
 use siftdb::key::ParsedInternalKey;
-use siftdb::log::TornTail;
 use siftdb::version::edit::{FileMetaData, VersionEdit};
 
-use super::{emit, emit_json, file_name, table_name, Show};
+use super::{emit, emit_json, file_name, table_name, torn_json, Show};
 use crate::error::{CliError, EXIT_CORRUPTION, SALVAGE_ADVICE};
 use crate::format::{count, human_bytes, Align, Table, TORN_WRITE};
-
-fn torn_json(t: &Option<TornTail>) -> Value {
-    t.as_ref().map_or(
-        Value::Null,
-        |t| json!({ "offset": t.offset, "reason": t.reason }),
-    )
-}
 
 // ---------------------------------------------------------------- manifest
 

@@ -112,6 +112,15 @@ pub fn table_name(number: u64) -> String {
     format!("{number:06}.sst")
 }
 
+/// A torn log tail as JSON (`{"offset", "reason"}`), or `null`
+/// (DESIGN.md 12.9).
+pub fn torn_json(t: &Option<siftdb::log::TornTail>) -> Value {
+    t.as_ref().map_or(
+        Value::Null,
+        |t| json!({ "offset": t.offset, "reason": t.reason }),
+    )
+}
+
 /// The final component of `path`.
 pub fn file_name(path: &Path) -> String {
     path.file_name().map_or_else(
