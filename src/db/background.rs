@@ -42,7 +42,7 @@ impl DbInner {
         // database turns read-only. With `sync` every record is synced.
         if !self.options.sync {
             if let Some(Err(e)) = w.wal.as_mut().map(|wal| wal.sync()) {
-                self.set_bg_error(&e);
+                self.record_bg_error(e.to_string());
                 return Err(e);
             }
         }
@@ -319,6 +319,9 @@ impl DbInner {
             self.record_bg_error(format!("compaction failed: {e}"));
         }
         drop(_pointers);
+        // Notified under `bg`, so that no waiter misses it between its
+        // check and its wait.
+        let _bg = self.bg.lock();
         self.bg_cv.notify_all();
         result
     }

@@ -293,7 +293,7 @@ impl Db {
             None => Err(Error::ReadOnly),
         };
         if let Err(e) = logged {
-            inner.set_bg_error(&e);
+            inner.record_bg_error(e.to_string());
             return Err(e);
         }
         let mut user_bytes = 0u64;
@@ -671,10 +671,6 @@ impl DbInner {
     /// The file system every write goes through ([`Options::file_system`]).
     fn fs(&self) -> &Arc<dyn FileSystem> {
         &self.options.file_system
-    }
-
-    fn set_bg_error(&self, e: &Error) {
-        self.record_bg_error(e.to_string());
     }
 
     /// Turns the database read-only with `message`, unless an earlier
