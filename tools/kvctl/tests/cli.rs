@@ -20,16 +20,16 @@ fn many_tsv(dir: &std::path::Path) -> PathBuf {
 /// A database in a fresh temp dir holding [`many_tsv`]'s 3,000 keys,
 /// imported with a 64 KiB write buffer, so in several level-0 tables.
 fn many_db() -> (tempfile::TempDir, PathBuf) {
+    many_db_with(&["--write-buffer-size", "64K"])
+}
+
+/// As [`many_db`], imported with the import options `args` instead.
+fn many_db_with(args: &[&str]) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let input = many_tsv(tmp.path());
     let db = tmp.path().join("db");
-    ok(kvctl(&[
-        "import",
-        p(&db),
-        p(&input),
-        "--write-buffer-size",
-        "64K",
-    ]));
+    let import = [&["import", p(&db), p(&input)], args].concat();
+    ok(kvctl(&import));
     (tmp, db)
 }
 
@@ -813,17 +813,7 @@ fn filter_bits_per_key(db: &std::path::Path) -> f64 {
 /// `compact --bits-per-key` keeps them (and rewrites nothing).
 #[test]
 fn compact_keeps_the_filter_setting_it_is_given() {
-    let tmp = tempfile::tempdir().unwrap();
-    let input = many_tsv(tmp.path());
-    let db = tmp.path().join("db");
-    ok(kvctl(&[
-        "import",
-        p(&db),
-        p(&input),
-        "--bits-per-key",
-        "4",
-        "-q",
-    ]));
+    let (_tmp, db) = many_db_with(&["--bits-per-key", "4", "-q"]);
     ok(kvctl(&["compact", p(&db), "--bits-per-key", "4"]));
     assert_eq!(filter_bits_per_key(&db), 4.0);
     let again = stdout(&ok(kvctl(&["compact", p(&db), "--bits-per-key", "4"])));
