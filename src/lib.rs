@@ -37,6 +37,7 @@ pub mod memtable;
 pub mod options;
 pub mod sstable;
 mod stats;
+pub mod sync_point;
 pub mod util;
 pub mod version;
 pub mod write_batch;

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::fs::{FileSystem, StdFs};
+use crate::sync_point::SyncPoints;
 
 /// How background compaction shapes the tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -92,6 +93,11 @@ pub struct Options {
     /// [`crate::fs`]). Tests wrap it to inject I/O failures. Defaults to
     /// [`StdFs`].
     pub file_system: Arc<dyn FileSystem>,
+    /// A callback the engine calls at each [`SyncPoint`](crate::sync_point::SyncPoint)
+    /// it reaches, so that a test can pause a thread inside a race window
+    /// (see [`crate::sync_point`]). Defaults to `None`: no callback, and a
+    /// point costs one branch.
+    pub sync_points: Option<SyncPoints>,
 }
 
 impl Default for Options {
@@ -114,6 +120,7 @@ impl Default for Options {
             level_size_multiplier: 10,
             target_file_size: 64 << 20,
             file_system: Arc::new(StdFs),
+            sync_points: None,
         }
     }
 }

@@ -13,6 +13,7 @@ use crate::key::SequenceNumber;
 use crate::log::LogWriter;
 use crate::memtable::MemTable;
 use crate::sstable::{Table, TableBuilder, TableOptions};
+use crate::sync_point::{self, SyncPoint};
 use crate::version::edit::{FileMetaData, VersionEdit};
 use crate::version::manifest::{self};
 use crate::{CompactionStyle, Error, Result};
@@ -192,6 +193,7 @@ impl DbInner {
     /// inputs obsolete so that each is deleted once no reader holds it.
     /// The caller holds the `compaction` lock.
     fn run_compaction(&self, c: &Compaction) -> Result<()> {
+        sync_point::reach(&self.options.sync_points, SyncPoint::CompactionStart);
         let (outputs, counts) = if c.trivial_move {
             (Vec::new(), compaction::CompactionCounts::default())
         } else {

@@ -32,6 +32,7 @@ use crate::log::LogWriter;
 use crate::memtable::MemTable;
 use crate::sstable::TableOptions;
 use crate::stats::{Counters, GetCounts, LevelStats, Stats};
+use crate::sync_point::{self, SyncPoint};
 use crate::version::manifest::{self, Manifest};
 use crate::version::set::{ReplayedState, Version};
 use crate::write_batch::{check_lengths, WriteBatch};
@@ -220,8 +221,10 @@ impl Db {
         // manifest changed meanwhile, read the new state; if it did not,
         // the error stands.
         let open = || match manifest::read_current(&dir)? {
-            Some(number) => replay_manifest(&dir, number)
-                .and_then(|state| recover(dir.clone(), options.clone(), None, state)),
+            Some(number) => replay_manifest(&dir, number).and_then(|state| {
+                sync_point::reach(&options.sync_points, SyncPoint::ReadOnlyOpenAfterManifest);
+                recover(dir.clone(), options.clone(), None, state)
+            }),
             // Tables or WAL data without CURRENT is Corruption.
             None => Err(no_database(&dir)),
         };
@@ -647,13 +650,34 @@ pub(crate) use recovery::{is_directory, no_database};
 pub use recovery::{RecoveryReport, WalReplay};
 
 impl DbInner {
-    /// The sequence number and super-version a new read uses. The sequence
-    /// is loaded first: every write it covers is in that super-version's
-    /// memtables or tables, because a memtable leaves a super-version only
-    /// when its table joins it.
+    /// The super-version and sequence number a new read uses, taken in
+    /// that order (DESIGN.md 10).
+    ///
+    /// The order is what makes the pair consistent. A compaction computes
+    /// its cut-off (the oldest sequence a reader may still read at) from
+    /// the visible sequence before it installs its output, and it may drop
+    /// every version a read at an older sequence would need. A read that
+    /// loaded its sequence first and then took a super-version installed
+    /// by such a compaction found the key missing or older (a `None` for a
+    /// key never deleted, a deleted key back): found by an adversarial run
+    /// and pinned by `tests/concurrency_reads.rs`. Taken the other way
+    /// round, a super-version that holds a compaction's output was
+    /// installed after that compaction read the visible sequence, so the
+    /// read's sequence, loaded later, is at or above its cut-off; and a
+    /// super-version from before the compaction still holds its inputs
+    /// (kept open, and on disk, by the `Arc`). Every write up to the
+    /// sequence is in the super-version, except writes that went to a
+    /// memtable rotated in after it was taken; those all come after every
+    /// write it holds, so the read sees the database as it was at that
+    /// rotation, a moment during the call.
     fn view(&self) -> (Arc<SuperVersion>, SequenceNumber) {
+        let sv = self.current.read().clone();
+        sync_point::reach(
+            &self.options.sync_points,
+            SyncPoint::ReadBetweenVersionAndSequence,
+        );
         let seq = SequenceNumber(self.visible_seq.load(Ordering::Acquire));
-        (self.current.read().clone(), seq)
+        (sv, seq)
     }
 
     /// Refuses writes to a read-only database or one a background error

@@ -3,6 +3,7 @@
 
 pub mod campaign;
 pub mod fault_fs;
+pub mod pause;
 pub mod power_fs;
 
 use std::io::{BufRead, BufReader, Read};
