@@ -332,7 +332,8 @@ impl LogReader {
     /// # Errors
     /// [`Error::Io`] if the file cannot be read.
     pub fn open(path: &Path) -> Result<LogReader> {
-        let data = std::fs::read(path).context(|| format!("read log {}", path.display()))?;
+        let data = crate::util::file::read_regular(path)
+            .context(|| format!("read log {}", path.display()))?;
         Ok(LogReader::from_bytes(path.to_path_buf(), data))
     }
 

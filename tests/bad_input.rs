@@ -580,3 +580,100 @@ fn a_file_numbered_u64_max_is_corruption_not_a_panic() {
     fs::remove_file(&huge).unwrap();
     assert_intact(dir.path());
 }
+
+/// Runs `open` on a thread and returns its result, or panics if it is still
+/// running after 10 s (then `unblock` is called so that the thread can end).
+fn within_10s<T: Send + 'static>(
+    open: impl FnOnce() -> T + Send + 'static,
+    unblock: impl FnOnce(),
+) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(open());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(10)) {
+        Ok(v) => v,
+        Err(_) => {
+            unblock();
+            panic!("the open was still blocked after 10 s");
+        }
+    }
+}
+
+/// A FIFO under the name of a file an open reads (`CURRENT`, the manifest,
+/// the live WAL, a live table, `LOCK`) used to make the open block forever
+/// in `open(2)`, waiting for a writer. Every open now refuses it with an
+/// error naming the file and the FIFO, and leaves the directory as it was.
+#[test]
+fn a_fifo_under_a_database_file_name_is_refused_not_waited_on() {
+    let base = tempfile::tempdir().unwrap();
+    let src = base.path().join("db");
+    small_db(&src);
+    let names: Vec<String> = fs::read_dir(&src)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    let pick = |pattern: &str| {
+        names
+            .iter()
+            .find(|n| n.contains(pattern))
+            .cloned()
+            .unwrap_or_else(|| panic!("no {pattern} in {names:?}"))
+    };
+    for name in [
+        "CURRENT".to_string(),
+        pick("MANIFEST-"),
+        pick(".log"),
+        pick(".sst"),
+        "LOCK".to_string(),
+    ] {
+        let dir = base.path().join(format!("fifo-{name}"));
+        fs::create_dir(&dir).unwrap();
+        for n in &names {
+            fs::copy(src.join(n), dir.join(n)).unwrap();
+        }
+        let fifo = dir.join(&name);
+        fs::remove_file(&fifo).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // Opening the FIFO for writing lets a blocked open go on.
+        let unblock = || {
+            let _ = fs::OpenOptions::new().write(true).open(&fifo);
+        };
+        let before = dir_contents(&dir);
+        type Open = fn(&Path) -> siftdb::Result<()>;
+        let opens: [(&str, Open); 3] = [
+            ("open", |d| Db::open_with(d, small_options()).map(|_| ())),
+            ("open_read_only", |d| {
+                Db::open_read_only(d, small_options()).map(|_| ())
+            }),
+            ("inspect", |d| {
+                siftdb::inspect::DbSnapshot::open(d).map(|_| ())
+            }),
+        ];
+        for (what, open) in opens {
+            if name == "LOCK" && what != "open" {
+                // Readers do not use LOCK.
+                continue;
+            }
+            let d = dir.clone();
+            let e = within_10s(move || open(&d), unblock)
+                .expect_err(&format!("{what} with a FIFO as {name}"));
+            let text = e.to_string();
+            assert!(
+                text.contains(&name) && text.contains("FIFO"),
+                "{what}, FIFO as {name}: {text}"
+            );
+            assert_eq!(dir_contents(&dir), before, "{what}, FIFO as {name}");
+        }
+        if name == "LOCK" {
+            // kvctl asks whether a writer holds LOCK before reading: a
+            // FIFO tells nothing, and must not make it wait.
+            let d = dir.clone();
+            assert_eq!(within_10s(move || Db::held_by_a_writer(&d), unblock), None);
+        }
+    }
+}

@@ -34,7 +34,7 @@ use crate::sstable::TableOptions;
 use crate::stats::{Counters, GetCounts, LevelStats, Stats};
 use crate::sync_point::{self, SyncPoint};
 use crate::version::manifest::{self, Manifest};
-use crate::version::set::{ReplayedState, Version};
+use crate::version::set::Version;
 use crate::write_batch::{check_lengths, WriteBatch};
 use crate::{Error, Options, Result};
 
@@ -189,11 +189,7 @@ impl Db {
                 if !options.create_if_missing {
                     return Err(not_db("holds no database (create_if_missing is false)"));
                 }
-                let fresh = ReplayedState {
-                    next_file_number: 1,
-                    ..ReplayedState::new()
-                };
-                (fresh, None)
+                Replayed::fresh()
             }
         };
         recover(dir, options, Some(lock), state)
@@ -203,13 +199,18 @@ impl Db {
     /// created, changed or deleted, no lock is taken (so it works while
     /// another process has the database open), and WAL contents are
     /// replayed into memory only. Writes, `flush` and `compact` return
-    /// [`Error::ReadOnly`]. The view is fixed at open; if another process
-    /// compacts meanwhile, files may vanish and reads report
-    /// [`Error::Io`].
+    /// [`Error::ReadOnly`]. The view is fixed at open, and it is a prefix
+    /// of the writer's acknowledged writes: nothing is missing before the
+    /// newest write it shows (an open that a writer's flush or compaction
+    /// overtakes reads the manifest again). Reads work on after another
+    /// process compacts the files away: each table stays mapped.
     ///
     /// # Errors
     /// As [`Db::open_with`], and [`Error::NotADatabase`] if there is no
-    /// database at `path`.
+    /// database at `path`; [`Error::Io`] of kind
+    /// [`std::io::ErrorKind::Interrupted`] if another process flushed or
+    /// compacted during every attempt for 5 s: nothing is wrong, and
+    /// trying again is the remedy.
     pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         options.validate()?;
         let dir = path.as_ref().to_path_buf();
@@ -228,7 +229,21 @@ impl Db {
             // Tables or WAL data without CURRENT is Corruption.
             None => Err(no_database(&dir)),
         };
-        manifest::retry_while_manifest_changes(&dir, open, |_| true).map_err(|(e, _)| e)
+        manifest::retry_while_manifest_changes(&dir, open, |_| true).map_err(|(e, changed)| {
+            if !changed {
+                return e;
+            }
+            // Every attempt met a flush or compaction; none of them is
+            // damage. Say so, and that trying again is the remedy.
+            Error::io(
+                format!(
+                    "read-only open of {}: another process changed the database during every \
+                     attempt (last: {e}); try again",
+                    dir.display()
+                ),
+                std::io::Error::from(std::io::ErrorKind::Interrupted),
+            )
+        })
     }
 
     /// Whether another process has the database at `path` open for writing
@@ -645,7 +660,7 @@ mod read;
 mod recovery;
 
 use read::{get_from, iterate, map_bound, prefix_bounds};
-use recovery::{acquire_lock, check_fresh_directory, recover, replay_manifest};
+use recovery::{acquire_lock, check_fresh_directory, recover, replay_manifest, Replayed};
 pub(crate) use recovery::{is_directory, no_database};
 pub use recovery::{RecoveryReport, WalReplay};
 

@@ -16,6 +16,7 @@ use crate::log::{LogReader, LogWriter, TornTail};
 use crate::memtable::MemTable;
 use crate::sstable::{Table, TableOptions};
 use crate::stats::Counters;
+use crate::util::file::{check_regular, open_regular};
 use crate::version::edit::VersionEdit;
 use crate::version::manifest::{self, Manifest, FORMAT_VERSION};
 use crate::version::set::{ReplayedState, Version};
@@ -99,6 +100,7 @@ pub(super) fn acquire_lock(dir: &Path) -> Result<File> {
         .create(true)
         .truncate(false)
         .open(&path)
+        .and_then(|f| check_regular(&f.metadata()?).map(|()| f))
         .context(|| format!("open {}", path.display()))?;
     let deadline = std::time::Instant::now() + LOCK_RETRY;
     loop {
@@ -119,7 +121,7 @@ pub(super) fn acquire_lock(dir: &Path) -> Result<File> {
 /// writing: the lock is tried in shared mode and let go at once. `None`
 /// if that cannot be told (no `LOCK` file, or it cannot be opened).
 pub(crate) fn held_by_a_writer(dir: &Path) -> Option<bool> {
-    let lock = File::open(filename::lock_path(dir)).ok()?;
+    let lock = open_regular(&filename::lock_path(dir)).ok()?;
     match lock.try_lock_shared() {
         Ok(()) => Some(false),
         Err(std::fs::TryLockError::WouldBlock) => Some(true),
@@ -142,10 +144,7 @@ pub(crate) fn held_by_a_writer(dir: &Path) -> Option<bool> {
 /// deleted only after a later edit moves the log number past it), is
 /// `Corruption` naming the manifest. Found by tests/corruption_campaign.rs;
 /// pinned by tests/regress_manifest_tail.rs.
-pub(super) fn replay_manifest(
-    dir: &Path,
-    number: u64,
-) -> Result<(ReplayedState, Option<TornTail>)> {
+pub(super) fn replay_manifest(dir: &Path, number: u64) -> Result<Replayed> {
     let replay = manifest::replay(dir, number)?;
     let state = replay.replay()?;
     if state.next_file_number > MAX_FILE_NUMBER {
@@ -186,7 +185,35 @@ pub(super) fn replay_manifest(
             Err(e) => return Err(Error::io(format!("stat {}", path.display()), e)),
         }
     }
-    Ok((state, replay.torn_tail))
+    Ok(Replayed {
+        manifest: Some(replay.path),
+        state,
+        torn_tail: replay.torn_tail,
+    })
+}
+
+/// A manifest replayed by [`replay_manifest`], as [`recover`] takes it.
+pub(super) struct Replayed {
+    /// The manifest's path; `None` for a database being created.
+    pub manifest: Option<PathBuf>,
+    /// The live files and counters.
+    pub state: ReplayedState,
+    /// The incomplete final record replay dropped, if any.
+    pub torn_tail: Option<TornTail>,
+}
+
+impl Replayed {
+    /// The state of a database being created: no files, numbering from 1.
+    pub fn fresh() -> Replayed {
+        Replayed {
+            manifest: None,
+            state: ReplayedState {
+                next_file_number: 1,
+                ..ReplayedState::new()
+            },
+            torn_tail: None,
+        }
+    }
 }
 
 /// The largest file number an open accepts (2^63): far beyond any a
@@ -289,8 +316,13 @@ pub(super) fn recover(
     dir: PathBuf,
     options: Options,
     lock: Option<File>,
-    (state, manifest_torn_tail): (ReplayedState, Option<TornTail>),
+    replayed: Replayed,
 ) -> Result<Db> {
+    let Replayed {
+        manifest: manifest_path,
+        state,
+        torn_tail: manifest_torn_tail,
+    } = replayed;
     let read_only = lock.is_none();
     let table_options = TableOptions::from_db_options(&options);
     let fs = Arc::clone(&options.file_system);
@@ -326,8 +358,24 @@ pub(super) fn recover(
         })
         .collect();
     wals.sort_unstable();
+    // The WAL the log number names holds the oldest writes no table holds.
+    // `replay_manifest` checked it exists, but a read-only open races a
+    // writer in another process: a flush that logged its edit and deleted
+    // that WAL since the manifest was read leaves this open with neither
+    // the new table nor the WAL, and replaying the later WALs alone would
+    // show newer writes with older ones missing (found by an adversarial
+    // run; pinned by tests/read_only_open.rs). Refuse; `Db::open_read_only`
+    // reads the manifest again, which has changed.
+    if state.log_number > 0 && !wals.contains(&state.log_number) {
+        return Err(manifest::missing_live_file(
+            manifest_path.as_deref().unwrap_or(&dir),
+            0,
+            &filename::wal_path(&dir, state.log_number),
+            "",
+        ));
+    }
     let open_file = |path: PathBuf| -> Result<(PathBuf, File)> {
-        let f = File::open(&path).context(|| format!("open {}", path.display()))?;
+        let f = open_regular(&path).context(|| format!("open {}", path.display()))?;
         Ok((path, f))
     };
     let mut table_files = Vec::new();

@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
 use std::fmt;
-use std::fs::{self, File};
+use std::fs;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
@@ -345,7 +345,7 @@ fn locate_in_table(path: &Path, e: &Error) -> String {
         return "table".into();
     };
     let footer = (|| -> std::io::Result<Option<Footer>> {
-        let mut f = File::open(path)?;
+        let mut f = crate::util::file::open_regular(path)?;
         let len = f.metadata()?.len();
         if len < FOOTER_LEN as u64 {
             return Ok(None);
@@ -778,7 +778,7 @@ fn verify_table_path(c: &mut Checker<'_>, path: &Path) -> Result<()> {
 /// True if the file ends in the SSTable magic number.
 fn has_table_magic(path: &Path) -> bool {
     (|| -> std::io::Result<bool> {
-        let mut f = File::open(path)?;
+        let mut f = crate::util::file::open_regular(path)?;
         let len = f.metadata()?.len();
         if len < 8 {
             return Ok(false);

@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 use memmap2::Mmap;
 
+use crate::util::file::open_regular;
+
 use crate::error::{Error, IoContext, Result};
 use crate::filter::{policy_for_name, FilterPolicy, KeyHash};
 use crate::key::{
@@ -102,7 +104,7 @@ impl Table {
     /// disagree with each other; [`Error::UnsupportedVersion`] for a newer
     /// format.
     pub fn open(path: &Path, file_number: u64) -> Result<Table> {
-        let file = File::open(path).context(|| format!("open {}", path.display()))?;
+        let file = open_regular(path).context(|| format!("open {}", path.display()))?;
         Table::from_file(file, path, file_number)
     }
 
@@ -425,7 +427,7 @@ impl TableBlocks {
     /// bad, or the index block fails its checksum or does not decode;
     /// [`Error::UnsupportedVersion`] for a newer format.
     pub fn open(path: &Path) -> Result<TableBlocks> {
-        let file = File::open(path).context(|| format!("open {}", path.display()))?;
+        let file = open_regular(path).context(|| format!("open {}", path.display()))?;
         let mmap = map_table(&file, path)?;
         let footer = Footer::decode(&mmap, path)?;
         let index = read_index(&mmap, &footer, path)?;
@@ -454,7 +456,7 @@ impl TableBlocks {
     /// [`Error::Io`] if the file cannot be opened or mapped;
     /// [`Error::Corruption`] if it is shorter than a footer.
     pub fn open_by_scan(path: &Path) -> Result<TableBlocks> {
-        let file = File::open(path).context(|| format!("open {}", path.display()))?;
+        let file = open_regular(path).context(|| format!("open {}", path.display()))?;
         let mmap = map_table(&file, path)?;
         let footer = Footer::decode(&mmap, path).ok();
         let mut table = TableBlocks {

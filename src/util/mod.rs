@@ -1,4 +1,6 @@
-//! Small building blocks shared by every format: integer coding and checksums.
+//! Small building blocks shared by every format: integer coding,
+//! checksums, and opening the files they live in.
 
 pub mod coding;
 pub mod crc;
+pub mod file;

@@ -48,7 +48,6 @@
 //! when the manifest's identity (the number `CURRENT` names and that
 //! manifest's length) changed meanwhile.
 
-use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -57,6 +56,7 @@ use crate::escape::escape_bytes;
 use crate::filename::{current_path, manifest_name, manifest_path, temp_path};
 use crate::fs::FileSystem;
 use crate::log::{LogReader, LogWriter, TornTail};
+use crate::util::file::open_regular;
 use crate::version::edit::VersionEdit;
 use crate::version::set::ReplayedState;
 
@@ -198,7 +198,7 @@ fn set_current(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<()> {
 /// padding, one trailing newline); [`Error::Io`] if it cannot be read.
 pub fn read_current(dir: &Path) -> Result<Option<u64>> {
     let path = current_path(dir);
-    let file = match File::open(&path) {
+    let file = match open_regular(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io(format!("open {}", path.display()), e)),
