@@ -26,6 +26,10 @@ pub enum SyncPoint {
     /// inputs are read. The compaction lock is held: a callback that blocks
     /// here stops every other compaction, but not flushes.
     CompactionStart,
+    /// In the background flush of a frozen memtable, before its table is
+    /// written. No lock is held; the background thread does nothing else
+    /// while a callback blocks here.
+    FlushStart,
     /// In `Db::open_read_only`, after the manifest has been replayed and
     /// before any table or WAL is opened or the directory listed. No lock
     /// is held.

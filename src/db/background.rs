@@ -23,12 +23,28 @@ use super::{DbInner, SuperVersion, WriteState};
 
 impl DbInner {
     /// Freezes the active memtable and starts a new one with a new WAL,
-    /// first waiting while `max_immutable_memtables` already wait for
-    /// flushing (the write stall that bounds memory).
+    /// first waiting out the two stalls that bound a rotation: while
+    /// `max_immutable_memtables` already wait for flushing (memory), and,
+    /// with automatic compaction, while level 0's files and the frozen
+    /// memtables that will become level-0 files number
+    /// `level0_stop_trigger` or more (the files a read probes). Counting the
+    /// frozen memtables is what keeps level 0 at or below the trigger: a
+    /// write checks level 0 before it fills a memtable, but the memtables
+    /// frozen after that check all land in level 0 (found by
+    /// tests/write_stalls.rs: `flush` took level 0 past the trigger).
     pub(super) fn rotate_memtable(&self, w: &mut WriteState) -> Result<()> {
         {
+            let stop = match self.options.compaction_style {
+                CompactionStyle::None => usize::MAX,
+                _ => self.options.level0_stop_trigger,
+            };
+            let must_wait = || {
+                let cur = self.current.read();
+                cur.imms.len() >= self.options.max_immutable_memtables
+                    || cur.version.levels[0].len() + cur.imms.len() >= stop
+            };
             let mut bg = self.bg.lock();
-            while self.current.read().imms.len() >= self.options.max_immutable_memtables {
+            while must_wait() {
                 if let Some(e) = &bg.error {
                     return Err(Error::Background(e.clone()));
                 }
@@ -74,6 +90,7 @@ impl DbInner {
     /// the edit to the manifest, installs the new version and deletes the
     /// memtable's WAL.
     fn flush_memtable(&self, imm: &Arc<MemTable>) -> Result<()> {
+        sync_point::reach(&self.options.sync_points, SyncPoint::FlushStart);
         let number = self.next_file_number.fetch_add(1, Ordering::SeqCst);
         let (meta, table) = write_table(
             self.fs(),

@@ -49,7 +49,9 @@ impl PauseOnce {
         SyncPoints::new(move |p| me.reached(p))
     }
 
-    fn reached(&self, p: SyncPoint) {
+    /// What the callback does at `p`; call it from a callback that serves
+    /// several pauses.
+    pub fn reached(&self, p: SyncPoint) {
         if p != self.point {
             return;
         }
