@@ -68,6 +68,7 @@
 //! with [`LogWriter::open_truncated`].
 
 use std::fs::File;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
@@ -281,8 +282,9 @@ pub struct LogContents {
     pub file_len: u64,
 }
 
-/// Reads a whole log into memory and returns its complete records, applying
-/// the torn-tail rules of the module docs.
+/// Reads a log and returns all its complete records (held in memory at
+/// once, for tools and tests; recovery streams with [`LogReader`]),
+/// applying the torn-tail rules of the module docs.
 ///
 /// # Errors
 /// [`Error::Io`] if the file cannot be read; [`Error::Corruption`] (naming
@@ -309,52 +311,86 @@ fn parent_dir(path: &Path) -> &Path {
     }
 }
 
-/// Reads records one at a time from a log held in memory.
+/// Reads records one at a time from a log, streaming it: memory holds one
+/// record's payload and a 64 KiB buffer, whatever the size of the file.
 ///
-/// [`LogReader::next_record`] returns `Ok(None)` at the end of the log or
-/// at a torn tail ([`LogReader::torn_tail`] tells which), and after it has
-/// returned an error. The iterator form yields the same records and stops
-/// after the first error.
-#[derive(Debug)]
+/// The log is the first [`LogReader::file_len`] bytes of its source (a
+/// file's length when the reader was made): bytes a writer appends later
+/// are not read. [`LogReader::next_record`] returns `Ok(None)` at the end
+/// of the log or at a torn tail ([`LogReader::torn_tail`] tells which),
+/// and after it has returned an error. The iterator form yields the same
+/// records and stops after the first error.
 pub struct LogReader {
     path: PathBuf,
-    data: Vec<u8>,
-    /// Start of the next record; never exceeds `data.len()`.
-    pos: usize,
+    src: Box<dyn Read + Send>,
+    /// Bytes of the log.
+    len: u64,
+    /// Start of the next record; never exceeds `len`.
+    pos: u64,
     torn_tail: Option<TornTail>,
     done: bool,
 }
 
+impl std::fmt::Debug for LogReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogReader")
+            .field("path", &self.path)
+            .field("len", &self.len)
+            .field("pos", &self.pos)
+            .field("torn_tail", &self.torn_tail)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Bytes a [`LogReader`] reads from its file at a time.
+const READ_BUFFER: usize = 64 << 10;
+
 impl LogReader {
-    /// Reads the whole file at `path` into memory (logs are at most tens of
-    /// MiB) and positions the reader at its first record.
+    /// Opens the log at `path` (a regular file: see
+    /// [`crate::util::file::open_regular`]) and positions the reader at its
+    /// first record.
     ///
     /// # Errors
-    /// [`Error::Io`] if the file cannot be read.
+    /// [`Error::Io`] if the file cannot be opened or is not a regular file.
     pub fn open(path: &Path) -> Result<LogReader> {
-        let data = crate::util::file::read_regular(path)
+        let file = crate::util::file::open_regular(path)
             .context(|| format!("read log {}", path.display()))?;
-        Ok(LogReader::from_bytes(path.to_path_buf(), data))
+        LogReader::from_file(file, path)
     }
 
     /// As [`LogReader::open`], reading from `file` (already open, at its
     /// start); `path` names it in errors.
     ///
     /// # Errors
-    /// [`Error::Io`] if the file cannot be read.
-    pub fn from_file(mut file: File, path: &Path) -> Result<LogReader> {
-        let mut data = Vec::new();
-        std::io::Read::read_to_end(&mut file, &mut data)
-            .context(|| format!("read log {}", path.display()))?;
-        Ok(LogReader::from_bytes(path.to_path_buf(), data))
+    /// [`Error::Io`] if the file's length cannot be read.
+    pub fn from_file(file: File, path: &Path) -> Result<LogReader> {
+        let len = file
+            .metadata()
+            .context(|| format!("read log {}", path.display()))?
+            .len();
+        Ok(LogReader::from_file_prefix(file, path, len))
+    }
+
+    /// A reader of the first `len` bytes of `file` (open, at its start):
+    /// a log read once already, read again up to where the first reading
+    /// ended, whatever was appended since.
+    pub fn from_file_prefix(file: File, path: &Path, len: u64) -> LogReader {
+        let src = std::io::BufReader::with_capacity(READ_BUFFER, file.take(len));
+        LogReader::from_source(path.to_path_buf(), Box::new(src), len)
     }
 
     /// A reader over log bytes already in memory; `path` only names the file
     /// in errors.
     pub fn from_bytes(path: PathBuf, data: Vec<u8>) -> LogReader {
+        let len = data.len() as u64;
+        LogReader::from_source(path, Box::new(std::io::Cursor::new(data)), len)
+    }
+
+    fn from_source(path: PathBuf, src: Box<dyn Read + Send>, len: u64) -> LogReader {
         LogReader {
             path,
-            data,
+            src,
+            len,
             pos: 0,
             torn_tail: None,
             done: false,
@@ -366,24 +402,27 @@ impl LogReader {
     ///
     /// # Errors
     /// [`Error::Corruption`] at the offset of a damaged record that is not a
-    /// torn tail (rules 2 and 4 of the module docs).
+    /// torn tail (rules 2 and 4 of the module docs); [`Error::Io`] if
+    /// reading fails, or the file is shorter than its length said (it was
+    /// truncated while being read).
     pub fn next_record(&mut self) -> Result<Option<LogRecord>> {
         if self.done {
             return Ok(None);
         }
         let start = self.pos;
-        let rest = self.data.get(start..).unwrap_or_default();
-        if rest.is_empty() {
+        let rest = self.len - start;
+        if rest == 0 {
             self.done = true;
             return Ok(None);
         }
         // Rule 1: a header cut off.
-        let Some((header, body)) = rest.split_first_chunk::<HEADER_LEN>() else {
+        if rest < HEADER_LEN as u64 {
             return Ok(self.torn(format!(
-                "header cut off: {} of {HEADER_LEN} bytes present",
-                rest.len()
+                "header cut off: {rest} of {HEADER_LEN} bytes present"
             )));
-        };
+        }
+        let mut header = [0u8; HEADER_LEN];
+        self.read_exact(&mut header)?;
         let len_bytes = [header[0], header[1], header[2], header[3]];
         let len = u32::from_le_bytes(len_bytes);
         let len_crc = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
@@ -392,11 +431,8 @@ impl LogReader {
         // Rule 2: a length that fails its checksum.
         let actual = crc32(&len_bytes);
         if actual != len_crc {
-            if all_zero(rest) {
-                return Ok(self.torn(format!(
-                    "zero-filled tail of {} bytes after a crash",
-                    rest.len()
-                )));
+            if header.iter().all(|&b| b == 0) && self.rest_is_zero(rest - HEADER_LEN as u64)? {
+                return Ok(self.torn(format!("zero-filled tail of {rest} bytes after a crash")));
             }
             return Err(self.corrupt(
                 start,
@@ -406,20 +442,21 @@ impl LogReader {
             ));
         }
 
-        // Rule 3: a record cut off. A length that does not fit in usize
-        // cannot fit in memory either.
-        let Some(payload) = usize::try_from(len).ok().and_then(|n| body.get(..n)) else {
+        // Rule 3: a record cut off. Checked against the bytes present
+        // before anything is allocated.
+        let body = rest - HEADER_LEN as u64;
+        if u64::from(len) > body {
             return Ok(self.torn(format!(
-                "record cut off: {len} payload bytes declared, {} present",
-                body.len()
+                "record cut off: {len} payload bytes declared, {body} present"
             )));
-        };
+        }
+        let mut payload = vec![0u8; len as usize];
+        self.read_exact(&mut payload)?;
 
         // Rule 4: a payload that fails its checksum.
-        let actual = crc32(payload);
+        let actual = crc32(&payload);
         if actual != payload_crc {
-            let after = body.get(payload.len()..).unwrap_or_default();
-            if all_zero(after) {
+            if self.rest_is_zero(body - u64::from(len))? {
                 return Ok(self.torn(format!(
                     "last record's payload checksum mismatch (stored {payload_crc:#010x}, \
                      computed {actual:#010x}): write cut off"
@@ -433,13 +470,35 @@ impl LogReader {
                 ),
             ));
         }
+        self.pos = start + HEADER_LEN as u64 + u64::from(len);
+        Ok(Some(LogRecord {
+            offset: start,
+            payload,
+        }))
+    }
 
-        let record = LogRecord {
-            offset: start as u64,
-            payload: payload.to_vec(),
-        };
-        self.pos = start + HEADER_LEN + payload.len();
-        Ok(Some(record))
+    /// Reads exactly `buf.len()` bytes of the log.
+    fn read_exact(&mut self, buf: &mut [u8]) -> Result<()> {
+        let r = self.src.read_exact(buf);
+        r.map_err(|e| {
+            self.done = true;
+            Error::io(format!("read log {}", self.path.display()), e)
+        })
+    }
+
+    /// Whether the next `n` bytes are all zero; reads them in chunks, so a
+    /// long zero-filled tail costs no memory. The reader is done after it.
+    fn rest_is_zero(&mut self, mut n: u64) -> Result<bool> {
+        let mut chunk = vec![0u8; READ_BUFFER.min(n as usize)];
+        while n > 0 {
+            let take = chunk.len().min(n as usize);
+            self.read_exact(&mut chunk[..take])?;
+            if !all_zero(&chunk[..take]) {
+                return Ok(false);
+            }
+            n -= take as u64;
+        }
+        Ok(true)
     }
 
     /// The torn tail, once [`LogReader::next_record`] has stopped at one.
@@ -450,20 +509,21 @@ impl LogReader {
     /// Bytes of complete records read so far; after the reader has returned
     /// `None`, the offset of the torn tail or the file length.
     pub fn valid_len(&self) -> u64 {
-        self.pos as u64
+        self.pos
     }
 
-    /// Bytes of the whole log as read (the file's length when it was
-    /// opened), torn tail included.
+    /// Bytes of the whole log as read (the file's length when the reader
+    /// was made), torn tail included.
     pub fn file_len(&self) -> u64 {
-        self.data.len() as u64
+        self.len
     }
 
     /// Reads every remaining record, as [`read_log`] does.
     ///
     /// # Errors
     /// [`Error::Corruption`] (naming the file and the bad record's offset)
-    /// for damage before the end of the log.
+    /// for damage before the end of the log; [`Error::Io`] if reading
+    /// fails.
     pub fn read_all(mut self) -> Result<LogContents> {
         let mut records = Vec::new();
         while let Some(r) = self.next_record()? {
@@ -485,15 +545,15 @@ impl LogReader {
     fn torn(&mut self, reason: String) -> Option<LogRecord> {
         self.done = true;
         self.torn_tail = Some(TornTail {
-            offset: self.pos as u64,
+            offset: self.pos,
             reason,
         });
         None
     }
 
-    fn corrupt(&mut self, offset: usize, detail: String) -> Error {
+    fn corrupt(&mut self, offset: u64, detail: String) -> Error {
         self.done = true;
-        Error::corruption(&self.path, offset as u64, detail)
+        Error::corruption(&self.path, offset, detail)
     }
 }
 

@@ -192,7 +192,7 @@ impl Db {
                 Replayed::fresh()
             }
         };
-        recover(dir, options, Some(lock), state)
+        recover(dir, options, Some(lock), state, None)
     }
 
     /// Opens an existing database for reading only, as tools do: no file is
@@ -221,13 +221,20 @@ impl Db {
         // deleting a WAL or table the manifest we read still names. If the
         // manifest changed meanwhile, read the new state; if it did not,
         // the error stands.
-        let open = || match manifest::read_current(&dir)? {
-            Some(number) => replay_manifest(&dir, number).and_then(|state| {
-                sync_point::reach(&options.sync_points, SyncPoint::ReadOnlyOpenAfterManifest);
-                recover(dir.clone(), options.clone(), None, state)
-            }),
-            // Tables or WAL data without CURRENT is Corruption.
-            None => Err(no_database(&dir)),
+        //
+        // The WALs are opened first, before the manifest is read: whichever
+        // WAL the manifest then names stays readable even if a flush
+        // deletes it before this open gets to it.
+        let open = || {
+            let wals = pin_wals(&*options.file_system, &dir)?;
+            match manifest::read_current(&dir)? {
+                Some(number) => replay_manifest(&dir, number).and_then(|state| {
+                    sync_point::reach(&options.sync_points, SyncPoint::ReadOnlyOpenAfterManifest);
+                    recover(dir.clone(), options.clone(), None, state, Some(wals))
+                }),
+                // Tables or WAL data without CURRENT is Corruption.
+                None => Err(no_database(&dir)),
+            }
         };
         manifest::retry_while_manifest_changes(&dir, open, |_| true).map_err(|(e, changed)| {
             if !changed {
@@ -660,7 +667,7 @@ mod read;
 mod recovery;
 
 use read::{get_from, iterate, map_bound, prefix_bounds};
-use recovery::{acquire_lock, check_fresh_directory, recover, replay_manifest, Replayed};
+use recovery::{acquire_lock, check_fresh_directory, pin_wals, recover, replay_manifest, Replayed};
 pub(crate) use recovery::{is_directory, no_database};
 pub use recovery::{RecoveryReport, WalReplay};
 

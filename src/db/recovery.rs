@@ -11,10 +11,11 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::error::IoContext;
 use crate::filename::{self, FileType};
+use crate::fs::FileSystem;
 use crate::key::SequenceNumber;
 use crate::log::{LogReader, LogWriter, TornTail};
 use crate::memtable::MemTable;
-use crate::sstable::{Table, TableOptions};
+use crate::sstable::{MappedTable, Table, TableOptions};
 use crate::stats::Counters;
 use crate::util::file::{check_regular, open_regular};
 use crate::version::edit::VersionEdit;
@@ -59,6 +60,14 @@ pub struct WalReplay {
     /// Set if the log ended in an incomplete record; the bytes from its
     /// offset to `size` were not replayed.
     pub torn_tail: Option<TornTail>,
+}
+
+impl WalReplay {
+    /// Bytes of complete records, replayed: the torn tail's offset, or the
+    /// whole size if there is none.
+    pub fn valid_len(&self) -> u64 {
+        self.torn_tail.as_ref().map_or(self.size, |t| t.offset)
+    }
 }
 
 impl RecoveryReport {
@@ -157,30 +166,18 @@ pub(super) fn replay_manifest(dir: &Path, number: u64) -> Result<Replayed> {
             ),
         ));
     }
-    let (at, why) = match &replay.torn_tail {
-        Some(t) => (
-            t.offset,
-            format!(
-                "; the manifest ends in a torn record at offset {} ({}), so it may have lost edits",
-                t.offset, t.reason
-            ),
-        ),
-        None => (0, String::new()),
-    };
-    let mut needed: Vec<PathBuf> = state
-        .files
-        .iter()
-        .flat_map(|level| level.keys())
-        .map(|&n| filename::table_path(dir, n))
-        .collect();
-    if state.log_number > 0 {
-        needed.push(filename::wal_path(dir, state.log_number));
-    }
-    for path in needed {
+    // The WAL the log number names is checked by `recover`, among the WALs
+    // it opens.
+    for &n in state.files.iter().flat_map(|level| level.keys()) {
+        let path = filename::table_path(dir, n);
         match std::fs::metadata(&path) {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(manifest::missing_live_file(&replay.path, at, &path, &why));
+                return Err(missing_live_file(
+                    &replay.path,
+                    replay.torn_tail.as_ref(),
+                    &path,
+                ));
             }
             Err(e) => return Err(Error::io(format!("stat {}", path.display()), e)),
         }
@@ -190,6 +187,23 @@ pub(super) fn replay_manifest(dir: &Path, number: u64) -> Result<Replayed> {
         state,
         torn_tail: replay.torn_tail,
     })
+}
+
+/// The `Corruption` for a file the manifest at `manifest` lists as live
+/// but that is missing, saying so if the manifest ends in a torn record
+/// (it may then have lost the durable edit that obsoleted the file).
+fn missing_live_file(manifest: &Path, torn_tail: Option<&TornTail>, path: &Path) -> Error {
+    let (at, why) = match torn_tail {
+        Some(t) => (
+            t.offset,
+            format!(
+                "; the manifest ends in a torn record at offset {} ({}), so it may have lost edits",
+                t.offset, t.reason
+            ),
+        ),
+        None => (0, String::new()),
+    };
+    manifest::missing_live_file(manifest, at, path, &why)
 }
 
 /// A manifest replayed by [`replay_manifest`], as [`recover`] takes it.
@@ -305,6 +319,82 @@ pub(crate) fn check_fresh_directory(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A WAL opened for replay. An open file stays readable after a writer in
+/// another process deletes its name.
+pub(super) struct OpenWal {
+    number: u64,
+    path: PathBuf,
+    file: File,
+}
+
+impl OpenWal {
+    /// A reader of the WAL's first `len` bytes, from its start.
+    fn reader_up_to(mut self, len: u64) -> Result<LogReader> {
+        std::io::Seek::seek(&mut self.file, std::io::SeekFrom::Start(0))
+            .context(|| format!("seek {}", self.path.display()))?;
+        Ok(LogReader::from_file_prefix(self.file, &self.path, len))
+    }
+}
+
+/// Opens every WAL among `on_disk` numbered `from` or above, in number
+/// order. One deleted since the listing is skipped: only a flush deletes a
+/// WAL, once its edit has moved the log number past it.
+fn open_wals(on_disk: &[(FileType, PathBuf)], from: u64) -> Result<Vec<OpenWal>> {
+    let mut wals = Vec::new();
+    for (t, path) in on_disk {
+        let FileType::Wal(number) = *t else { continue };
+        if number < from {
+            continue;
+        }
+        match open_regular(path) {
+            Ok(file) => wals.push(OpenWal {
+                number,
+                path: path.clone(),
+                file,
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(format!("open {}", path.display()), e)),
+        }
+    }
+    wals.sort_unstable_by_key(|w| w.number);
+    Ok(wals)
+}
+
+/// Opens every WAL in `dir`, for a read-only open to pin before it reads
+/// the manifest: a WAL the manifest then names stays readable whatever a
+/// writer deletes meanwhile.
+pub(super) fn pin_wals(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<OpenWal>> {
+    open_wals(&list_dir(fs, dir)?, 0)
+}
+
+/// Reads `wal` record by record and decodes every batch, keeping none:
+/// what the replay will find, without replaying it.
+///
+/// # Errors
+/// [`Error::Corruption`] for a damaged record or a payload that is not a
+/// batch; [`Error::Io`] if reading fails.
+fn check_wal(wal: &OpenWal) -> Result<WalReplay> {
+    let file = wal
+        .file
+        .try_clone()
+        .context(|| format!("open {}", wal.path.display()))?;
+    let mut reader = LogReader::from_file(file, &wal.path)?;
+    let (mut batches, mut entries) = (0, 0);
+    while let Some(rec) = reader.next_record()? {
+        let batch =
+            decode_batch(&rec.payload).map_err(|d| Error::corruption(&wal.path, rec.offset, d))?;
+        batches += 1;
+        entries += batch.ops.len() as u64;
+    }
+    Ok(WalReplay {
+        path: wal.path.clone(),
+        size: reader.file_len(),
+        batches,
+        entries,
+        torn_tail: reader.torn_tail().cloned(),
+    })
+}
+
 /// Opens tables, replays WALs (flushing each memtable that fills), keeps
 /// the one replayed WAL for new writes when it all fit in the memtable (or
 /// else flushes and starts a fresh WAL), writes a fresh manifest, removes
@@ -317,6 +407,7 @@ pub(super) fn recover(
     options: Options,
     lock: Option<File>,
     replayed: Replayed,
+    pinned_wals: Option<Vec<OpenWal>>,
 ) -> Result<Db> {
     let Replayed {
         manifest: manifest_path,
@@ -344,58 +435,50 @@ pub(super) fn recover(
     }
     let mut next_file = state.next_file_number.max(max_on_disk + 1).max(1);
 
-    // Open every file the state needs before decoding any: a writer in
+    // Pin every file the state needs before decoding any: a writer in
     // another process (when this open is read-only) may delete a table or
-    // WAL once a newer manifest edit stops naming it, but an open file
-    // stays readable. Opening takes microseconds a file; decoding takes
-    // longer, and no deletion can reach us during it. A file already gone
+    // WAL once a newer manifest edit stops naming it, but an open or mapped
+    // file stays readable. A read-only open pinned its WALs before it read
+    // the manifest (`pinned_wals`); tables are mapped here, microseconds
+    // each, and their descriptors closed at once, so that an open needs no
+    // more descriptors however many tables there are. A file already gone
     // fails the open, and `Db::open_read_only` reads the manifest again.
-    let mut wals: Vec<u64> = on_disk
-        .iter()
-        .filter_map(|(t, _)| match *t {
-            FileType::Wal(n) if n >= state.log_number => Some(n),
-            _ => None,
-        })
-        .collect();
-    wals.sort_unstable();
-    // The WAL the log number names holds the oldest writes no table holds.
-    // `replay_manifest` checked it exists, but a read-only open races a
-    // writer in another process: a flush that logged its edit and deleted
-    // that WAL since the manifest was read leaves this open with neither
+    let wals: Vec<OpenWal> = match pinned_wals {
+        Some(pinned) => pinned
+            .into_iter()
+            .filter(|w| w.number >= state.log_number)
+            .collect(),
+        None => open_wals(&on_disk, state.log_number)?,
+    };
+    // The WAL the log number names holds the oldest writes no table holds,
+    // and must be there (see `replay_manifest`). A read-only open also
+    // races a writer in another process: a flush that logged its edit and
+    // deleted that WAL before it was pinned leaves the open with neither
     // the new table nor the WAL, and replaying the later WALs alone would
     // show newer writes with older ones missing (found by an adversarial
-    // run; pinned by tests/read_only_open.rs). Refuse; `Db::open_read_only`
+    // run; pinned by tests/read_only_open.rs). `Db::open_read_only` then
     // reads the manifest again, which has changed.
-    if state.log_number > 0 && !wals.contains(&state.log_number) {
-        return Err(manifest::missing_live_file(
+    if state.log_number > 0 && wals.first().map(|w| w.number) != Some(state.log_number) {
+        return Err(missing_live_file(
             manifest_path.as_deref().unwrap_or(&dir),
-            0,
+            manifest_torn_tail.as_ref(),
             &filename::wal_path(&dir, state.log_number),
-            "",
         ));
     }
-    let open_file = |path: PathBuf| -> Result<(PathBuf, File)> {
-        let f = open_regular(&path).context(|| format!("open {}", path.display()))?;
-        Ok((path, f))
-    };
-    let mut table_files = Vec::new();
+    let mut mapped = Vec::new();
     for (level, files) in state.files.iter().enumerate() {
         for meta in files.values() {
-            let file = open_file(filename::table_path(&dir, meta.number))?;
-            table_files.push((level as u32, meta, file));
+            let map = MappedTable::open(&filename::table_path(&dir, meta.number))?;
+            mapped.push((level as u32, meta, map));
         }
     }
-    let wal_files = wals
-        .iter()
-        .map(|&n| open_file(filename::wal_path(&dir, n)))
-        .collect::<Result<Vec<_>>>()?;
 
     // Decode every live table.
     let mut all = VersionEdit::default();
     let mut opened = BTreeMap::new();
     let mut last_seq = state.last_sequence;
-    for (level, meta, (path, file)) in table_files {
-        let table = Table::from_file(file, &path, meta.number)?;
+    for (level, meta, map) in mapped {
+        let table = Table::decode(map, meta.number)?;
         last_seq = last_seq.max(table.properties().largest_seq.0);
         opened.insert(meta.number, Arc::new(table));
         all.new_files.push((level, meta.clone()));
@@ -427,42 +510,24 @@ pub(super) fn recover(
         *mem = MemTable::new(0);
         Ok(())
     };
-    let mut report = RecoveryReport {
-        wals: Vec::with_capacity(wals.len()),
-        manifest_torn_tail,
-    };
-    // Read and decode every WAL before replaying any: replay may flush
-    // tables, and damage found after that would fail the open with files
-    // already changed. (A log is read whole anyway; this holds all live
-    // WALs in memory at once, at most a few memtables' worth.)
-    let logs = wal_files
-        .into_iter()
-        .map(|(path, file)| Ok((LogReader::from_file(file, &path)?.read_all()?, path)))
-        .collect::<Result<Vec<_>>>()?;
-    // Each WAL's batches, decoded once, borrowing from `logs`.
-    let batches = logs
+    // Check every WAL, record by record, and decode every batch before
+    // replaying any: replay may flush tables, and damage found after that
+    // would fail the open with files already changed. Both passes stream,
+    // so memory holds one record at a time, whatever the WALs' size.
+    let checked = wals
         .iter()
-        .map(|(contents, path)| {
-            contents
-                .records
-                .iter()
-                .map(|rec| {
-                    decode_batch(&rec.payload).map_err(|d| Error::corruption(path, rec.offset, d))
-                })
-                .collect::<Result<Vec<_>>>()
-        })
-        .collect::<Result<Vec<_>>>()?;
+        .map(check_wal)
+        .collect::<Result<Vec<WalReplay>>>()?;
+    let kept_candidate = match (&wals[..], &checked[..]) {
+        ([w], [c]) => Some((w.number, w.path.clone(), c.valid_len())),
+        _ => None,
+    };
     let mut flushed_during_replay = false;
-    for ((contents, path), batches) in logs.iter().zip(&batches) {
-        let mut replayed = WalReplay {
-            path: path.clone(),
-            size: contents.file_len,
-            batches: batches.len() as u64,
-            entries: 0,
-            torn_tail: contents.torn_tail.clone(),
-        };
-        for batch in batches {
-            replayed.entries += batch.ops.len() as u64;
+    for (w, replayed) in wals.into_iter().zip(&checked) {
+        let mut reader = w.reader_up_to(replayed.valid_len())?;
+        while let Some(rec) = reader.next_record()? {
+            let batch = decode_batch(&rec.payload)
+                .map_err(|d| Error::corruption(reader.path(), rec.offset, d))?;
             for (i, op) in batch.ops.iter().enumerate() {
                 let seq = SequenceNumber(batch.first_seq.0 + i as u64);
                 mem.insert(op.key, seq, op.value_type, op.value);
@@ -473,8 +538,11 @@ pub(super) fn recover(
                 flushed_during_replay = true;
             }
         }
-        report.wals.push(replayed);
     }
+    let report = RecoveryReport {
+        wals: checked,
+        manifest_torn_tail,
+    };
     let (wal, manifest, mem) = if read_only {
         (None, None, Arc::new(mem))
     } else {
@@ -486,15 +554,15 @@ pub(super) fn recover(
         // each time. Otherwise (several WALs, a larger one, or a replay
         // that filled a memtable) flush what remains and start a fresh
         // WAL. Then a fresh manifest holds the whole state.
-        let reuse = match (&logs[..], flushed_during_replay) {
-            ([(contents, path)], false) if contents.valid_len <= KEEP_WAL_MAX_BYTES => {
-                Some((wals[0], path, contents.valid_len))
+        let reuse = match (kept_candidate, flushed_during_replay) {
+            (Some((number, path, valid_len)), false) if valid_len <= KEEP_WAL_MAX_BYTES => {
+                Some((number, path, valid_len))
             }
             _ => None,
         };
         let (wal_number, wal) = match reuse {
             Some((number, path, valid_len)) => {
-                (number, LogWriter::open_truncated(&*fs, path, valid_len)?)
+                (number, LogWriter::open_truncated(&*fs, &path, valid_len)?)
             }
             None => {
                 flush_recovered(&mut mem, &mut version, &mut next_file, &mut totals)?;

@@ -24,5 +24,5 @@ pub use block::{Block, BlockIter};
 pub use block_builder::BlockBuilder;
 pub use format::{BlockHandle, Footer};
 pub use properties::TableProperties;
-pub use table::{IndexEntry, Table, TableBlocks, TableGet, TableIter};
+pub use table::{IndexEntry, MappedTable, Table, TableBlocks, TableGet, TableIter};
 pub use table_builder::{TableBuilder, TableOptions, TableSummary};

@@ -4,7 +4,6 @@
 
 use std::cmp::Ordering;
 use std::collections::VecDeque;
-use std::fs::File;
 use std::ops::{Bound, Range};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -104,19 +103,16 @@ impl Table {
     /// disagree with each other; [`Error::UnsupportedVersion`] for a newer
     /// format.
     pub fn open(path: &Path, file_number: u64) -> Result<Table> {
-        let file = open_regular(path).context(|| format!("open {}", path.display()))?;
-        Table::from_file(file, path, file_number)
+        Table::decode(MappedTable::open(path)?, file_number)
     }
 
-    /// As [`Table::open`], for a `file` already open (read access suffices);
-    /// `path` names it in errors. A reader that opens every file it needs
-    /// first, then decodes them, cannot lose one to a concurrent deletion
-    /// in between: an open file stays readable after its name is removed.
+    /// The second half of [`Table::open`]: decodes a table already mapped.
     ///
     /// # Errors
-    /// As [`Table::open`], except that opening cannot fail.
-    pub fn from_file(file: File, path: &Path, file_number: u64) -> Result<Table> {
-        let mmap = map_table(&file, path)?;
+    /// As [`Table::open`], except that opening and mapping cannot fail.
+    pub fn decode(mapped: MappedTable, file_number: u64) -> Result<Table> {
+        let MappedTable { path, mmap } = mapped;
+        let path = path.as_path();
         let bytes: &[u8] = &mmap;
         let footer = Footer::decode(bytes, path)?;
         let footer_start = (bytes.len() - FOOTER_LEN) as u64;
@@ -333,29 +329,65 @@ impl Table {
     }
 }
 
-/// Maps a table file read-only, after checking that it can hold a footer.
-///
-/// # Errors
-/// [`Error::Io`] if the file cannot be inspected or mapped;
-/// [`Error::Corruption`] if it is shorter than [`FOOTER_LEN`] bytes.
-fn map_table(file: &File, path: &Path) -> Result<Mmap> {
-    let len = file
-        .metadata()
-        .context(|| format!("stat {}", path.display()))?
-        .len();
-    if len < FOOTER_LEN as u64 {
-        return Err(Error::corruption(
-            path,
-            0,
-            format!("file is {len} bytes, shorter than the {FOOTER_LEN}-byte table footer"),
-        ));
+/// A table file mapped into memory, not yet decoded: the first half of
+/// [`Table::open`]. The map holds no file descriptor, and it keeps the
+/// file's contents readable after its name is removed. So an open can pin
+/// every table it needs (microseconds each) before decoding any, without a
+/// writer in another process deleting one in between, and without holding
+/// one descriptor per table (a database with more tables than the
+/// open-file limit opens).
+pub struct MappedTable {
+    path: PathBuf,
+    mmap: Mmap,
+}
+
+impl MappedTable {
+    /// Opens the regular file at `path`, checks that it can hold a footer,
+    /// maps it read-only and closes it.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the file cannot be opened (not a regular file
+    /// included), inspected or mapped; [`Error::Corruption`] if it is
+    /// shorter than [`FOOTER_LEN`] bytes.
+    pub fn open(path: &Path) -> Result<MappedTable> {
+        let file = open_regular(path).context(|| format!("open {}", path.display()))?;
+        let len = file
+            .metadata()
+            .context(|| format!("stat {}", path.display()))?
+            .len();
+        if len < FOOTER_LEN as u64 {
+            return Err(Error::corruption(
+                path,
+                0,
+                format!("file is {len} bytes, shorter than the {FOOTER_LEN}-byte table footer"),
+            ));
+        }
+        // SAFETY: the map is read-only and siftdb never writes, truncates or
+        // deletes a finished table file while a `Table` (or `TableBlocks`)
+        // for it exists (the version holds it by `Arc` until the last reader
+        // is gone); deleting the name leaves the mapped pages valid. Another
+        // process modifying the file would break this; that is outside
+        // siftdb's contract, as it is for every mmap-based store.
+        let mmap = unsafe { Mmap::map(&file) }.context(|| format!("mmap {}", path.display()))?;
+        Ok(MappedTable {
+            path: path.to_path_buf(),
+            mmap,
+        })
     }
-    // SAFETY: the map is read-only and siftdb never writes, truncates or
-    // deletes a finished table file while a `Table` (or `TableBlocks`) for
-    // it exists (the table cache holds it by `Arc` until the last reader is
-    // gone). Another process modifying the file would break this; that is
-    // outside siftdb's contract, as it is for every mmap-based store.
-    unsafe { Mmap::map(file) }.context(|| format!("mmap {}", path.display()))
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl std::fmt::Debug for MappedTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedTable")
+            .field("path", &self.path)
+            .field("len", &self.mmap.len())
+            .finish()
+    }
 }
 
 /// Reads, checksums and validates the index block `footer` names in the
@@ -427,8 +459,7 @@ impl TableBlocks {
     /// bad, or the index block fails its checksum or does not decode;
     /// [`Error::UnsupportedVersion`] for a newer format.
     pub fn open(path: &Path) -> Result<TableBlocks> {
-        let file = open_regular(path).context(|| format!("open {}", path.display()))?;
-        let mmap = map_table(&file, path)?;
+        let MappedTable { mmap, .. } = MappedTable::open(path)?;
         let footer = Footer::decode(&mmap, path)?;
         let index = read_index(&mmap, &footer, path)?;
         Ok(TableBlocks {
@@ -456,8 +487,7 @@ impl TableBlocks {
     /// [`Error::Io`] if the file cannot be opened or mapped;
     /// [`Error::Corruption`] if it is shorter than a footer.
     pub fn open_by_scan(path: &Path) -> Result<TableBlocks> {
-        let file = open_regular(path).context(|| format!("open {}", path.display()))?;
-        let mmap = map_table(&file, path)?;
+        let MappedTable { mmap, .. } = MappedTable::open(path)?;
         let footer = Footer::decode(&mmap, path).ok();
         let mut table = TableBlocks {
             path: path.to_path_buf(),
