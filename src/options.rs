@@ -88,6 +88,14 @@ pub struct Options {
     /// cut only between user keys, so may be a little larger). Defaults to
     /// 64 MiB. Not applied to tiered merges, whose output is one run.
     pub target_file_size: u64,
+    /// Size in bytes past which the manifest, a log that gains a record at
+    /// every flush and compaction, is replaced by a new one holding a
+    /// snapshot of the state (crash-safely: DESIGN.md 9), so that it does
+    /// not grow without bound while the database stays open. A manifest
+    /// whose snapshot is itself larger rolls over at twice the snapshot's
+    /// size instead. Defaults to 4 MiB (replayed in milliseconds at open;
+    /// about 40,000 flush edits).
+    pub max_manifest_file_size: u64,
     /// The file system every file the database creates, writes, syncs,
     /// renames or removes goes through (reads go to `std::fs`; see
     /// [`crate::fs`]). Tests wrap it to inject I/O failures. Defaults to
@@ -119,6 +127,7 @@ impl Default for Options {
             max_bytes_for_level_base: 256 << 20,
             level_size_multiplier: 10,
             target_file_size: 64 << 20,
+            max_manifest_file_size: 4 << 20,
             file_system: Arc::new(StdFs),
             sync_points: None,
         }
@@ -162,6 +171,9 @@ impl Options {
             return bad(
                 "max_bytes_for_level_base and target_file_size must be at least 1024 bytes",
             );
+        }
+        if self.max_manifest_file_size < 1024 {
+            return bad("max_manifest_file_size must be at least 1024 bytes");
         }
         if self.max_immutable_memtables == 0 {
             return bad("max_immutable_memtables must be at least 1");

@@ -57,6 +57,9 @@ pub struct Stats {
     pub tombstones_dropped: u64,
     /// Shadowed versions compaction removed.
     pub versions_dropped: u64,
+    /// Times the manifest reached [`crate::Options::max_manifest_file_size`]
+    /// and was replaced by a new one holding a snapshot of the state.
+    pub manifest_rollovers: u64,
     /// One entry per level, level 0 first.
     pub levels: Vec<LevelStats>,
 }
@@ -175,6 +178,7 @@ pub(crate) struct Counters {
     pub compaction_bytes_written: AtomicU64,
     pub tombstones_dropped: AtomicU64,
     pub versions_dropped: AtomicU64,
+    pub manifest_rollovers: AtomicU64,
 }
 
 /// Counts of one lookup, added to [`Counters`] in one go.
@@ -230,6 +234,7 @@ impl Counters {
             compaction_bytes_written: l(&self.compaction_bytes_written),
             tombstones_dropped: l(&self.tombstones_dropped),
             versions_dropped: l(&self.versions_dropped),
+            manifest_rollovers: l(&self.manifest_rollovers),
             levels,
         }
     }

@@ -53,6 +53,8 @@ fn crash_options() -> Options {
     o.max_bytes_for_level_base = 16 << 10;
     o.level_size_multiplier = 2;
     o.target_file_size = 16 << 10;
+    // A rollover every few dozen edits, so that kills land in them too.
+    o.max_manifest_file_size = 4 << 10;
     o
 }
 

@@ -15,11 +15,12 @@ use crate::memtable::MemTable;
 use crate::sstable::{Table, TableBuilder, TableOptions};
 use crate::sync_point::{self, SyncPoint};
 use crate::version::edit::{FileMetaData, VersionEdit};
-use crate::version::manifest::{self};
+use crate::version::manifest::{self, Manifest};
+use crate::version::set::Version;
 use crate::{CompactionStyle, Error, Result};
 
 use super::recovery::list_dir;
-use super::{DbInner, SuperVersion, WriteState};
+use super::{DbInner, SuperVersion, VersionState, WriteState};
 
 impl DbInner {
     /// Freezes the active memtable and starts a new one with a new WAL,
@@ -118,28 +119,8 @@ impl DbInner {
             table_bytes_written: Some(vs.table_bytes_written + meta.file_size),
             ..Default::default()
         };
-        vs.manifest
-            .as_mut()
-            .ok_or(Error::ReadOnly)?
-            .log_edit(&edit)?;
-        vs.user_bytes_flushed += imm.user_bytes();
-        vs.table_bytes_written += meta.file_size;
-        {
-            let mut cur = self.current.write();
-            let mut opened = BTreeMap::from([(number, table)]);
-            let version = cur.version.apply(&edit, &mut opened)?;
-            let imms = cur
-                .imms
-                .iter()
-                .filter(|m| !Arc::ptr_eq(m, imm))
-                .cloned()
-                .collect();
-            *cur = Arc::new(SuperVersion {
-                mem: Arc::clone(&cur.mem),
-                imms,
-                version: Arc::new(version),
-            });
-        }
+        let opened = BTreeMap::from([(number, table)]);
+        self.log_and_install(&mut vs, &edit, opened, Some(imm))?;
         drop(vs);
         self.counters.flushes.fetch_add(1, Ordering::Relaxed);
         self.counters
@@ -150,6 +131,87 @@ impl DbInner {
 }
 
 impl DbInner {
+    /// Logs `edit` to the manifest, follows it in `vs` (log number, last
+    /// sequence, byte totals), and installs the version it makes (its new
+    /// tables open in `opened`) in a new super-version, without the frozen
+    /// memtable `flushed` if one was flushed; then rolls the manifest over
+    /// if it is full. The caller holds the versions lock (`vs`), so that
+    /// edits reach the manifest in the order they are installed.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the manifest append or sync fails (the edit may or
+    /// may not be durable), or if a rollover fails; [`Error::Corruption`]
+    /// if the edit does not apply to the current version. The caller turns
+    /// the database read-only, and deletes nothing on the edit's account.
+    fn log_and_install(
+        &self,
+        vs: &mut VersionState,
+        edit: &VersionEdit,
+        mut opened: BTreeMap<u64, Arc<Table>>,
+        flushed: Option<&Arc<MemTable>>,
+    ) -> Result<()> {
+        vs.manifest
+            .as_mut()
+            .ok_or(Error::ReadOnly)?
+            .log_edit(edit)?;
+        vs.log_number = edit.log_number.unwrap_or(vs.log_number);
+        if let Some(s) = edit.last_sequence {
+            vs.last_seq = vs.last_seq.max(s.0);
+        }
+        vs.user_bytes_flushed = edit.user_bytes_flushed.unwrap_or(vs.user_bytes_flushed);
+        vs.table_bytes_written = edit.table_bytes_written.unwrap_or(vs.table_bytes_written);
+        let version = {
+            let mut cur = self.current.write();
+            let version = Arc::new(cur.version.apply(edit, &mut opened)?);
+            let imms = cur
+                .imms
+                .iter()
+                .filter(|m| flushed.is_none_or(|f| !Arc::ptr_eq(m, f)))
+                .cloned()
+                .collect();
+            *cur = Arc::new(SuperVersion {
+                mem: Arc::clone(&cur.mem),
+                imms,
+                version: Arc::clone(&version),
+            });
+            version
+        };
+        self.roll_manifest_if_full(vs, &version)
+    }
+
+    /// Replaces the manifest by a new one whose only record is a snapshot
+    /// of the state (`version` and `vs`), once it has reached
+    /// `vs.manifest_limit` bytes, so that it does not grow without bound
+    /// while the database stays open. [`Manifest::create`] writes and syncs
+    /// the new manifest, then points `CURRENT` at it with a synced rename,
+    /// and only then is the old one deleted: a crash at any point leaves
+    /// `CURRENT` naming a complete manifest that describes this state, and
+    /// the next open deletes whichever is left over. A read-only open in
+    /// another process sees the manifest's identity change and reads again.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the new manifest or `CURRENT` cannot be written.
+    /// `CURRENT` may then name either manifest, so no later edit is logged
+    /// (they fail with [`Error::ReadOnly`]); the caller turns the database
+    /// read-only, and the next open recovers from whichever `CURRENT`
+    /// names.
+    fn roll_manifest_if_full(&self, vs: &mut VersionState, version: &Version) -> Result<()> {
+        let Some(old) = vs.manifest.take_if(|m| m.size() >= vs.manifest_limit) else {
+            return Ok(());
+        };
+        let number = self.next_file_number.fetch_add(1, Ordering::SeqCst);
+        let snapshot = vs.snapshot(version, self.next_file_number.load(Ordering::SeqCst));
+        let new = Manifest::create(&**self.fs(), &self.dir, number, &snapshot)?;
+        vs.manifest_limit = VersionState::limit_for(&self.options, new.size());
+        vs.manifest = Some(new);
+        // A failure leaves an obsolete manifest that the next open removes.
+        let _ = self.fs().remove_file(old.path());
+        self.counters
+            .manifest_rollovers
+            .fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// The write stall: with automatic compaction, a write waits while level
     /// 0 holds `level0_stop_trigger` files or more, and is delayed by 1 ms
     /// once it holds `level0_slowdown_trigger`, so that compaction keeps up
@@ -248,22 +310,9 @@ impl DbInner {
         edit.table_bytes_written = Some(vs.table_bytes_written + counts.bytes_written);
         // If this fails, whether the edit is durable is unknown (a failed
         // sync may follow a complete write): the outputs may be live on the
-        // next open, so they stay. If the edit did not land, that open
-        // deletes them as orphans.
-        vs.manifest
-            .as_mut()
-            .ok_or(Error::ReadOnly)?
-            .log_edit(&edit)?;
-        vs.table_bytes_written += counts.bytes_written;
-        {
-            let mut cur = self.current.write();
-            let version = cur.version.apply(&edit, &mut opened)?;
-            *cur = Arc::new(SuperVersion {
-                mem: Arc::clone(&cur.mem),
-                imms: cur.imms.clone(),
-                version: Arc::new(version),
-            });
-        }
+        // next open, so they stay, and so do the inputs. If the edit did
+        // not land, that open deletes the outputs as orphans.
+        self.log_and_install(&mut vs, &edit, opened, None)?;
         drop(vs);
         if !c.trivial_move {
             for (_, f) in &c.inputs {

@@ -33,6 +33,7 @@ use crate::memtable::MemTable;
 use crate::sstable::TableOptions;
 use crate::stats::{Counters, GetCounts, LevelStats, Stats};
 use crate::sync_point::{self, SyncPoint};
+use crate::version::edit::VersionEdit;
 use crate::version::manifest::{self, Manifest};
 use crate::version::set::Version;
 use crate::write_batch::{check_lengths, WriteBatch};
@@ -60,11 +61,43 @@ struct WriteState {
 struct VersionState {
     /// `None` when the database is open read-only.
     manifest: Option<Manifest>,
+    /// The log number last logged: WALs numbered below it are obsolete.
+    log_number: u64,
     last_seq: u64,
     /// Key and value bytes flushed since creation (manifest tag 7).
     user_bytes_flushed: u64,
     /// SSTable bytes written since creation (manifest tag 8).
     table_bytes_written: u64,
+    /// Size in bytes at which the manifest is rolled over: the larger of
+    /// [`Options::max_manifest_file_size`] and twice its first record (a
+    /// snapshot larger than the bound must not make every edit roll).
+    manifest_limit: u64,
+}
+
+impl VersionState {
+    /// The edit describing the whole state with the files of `version`:
+    /// the first record of a new manifest.
+    fn snapshot(&self, version: &Version, next_file_number: u64) -> VersionEdit {
+        VersionEdit {
+            format_version: Some(manifest::FORMAT_VERSION),
+            log_number: Some(self.log_number),
+            next_file_number: Some(next_file_number),
+            last_sequence: Some(SequenceNumber(self.last_seq)),
+            user_bytes_flushed: Some(self.user_bytes_flushed),
+            table_bytes_written: Some(self.table_bytes_written),
+            new_files: version
+                .files()
+                .map(|(level, f)| (level as u32, f.meta.clone()))
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    /// The rollover size for a manifest whose first record ends at
+    /// `snapshot_len` bytes.
+    fn limit_for(options: &Options, snapshot_len: u64) -> u64 {
+        options.max_manifest_file_size.max(2 * snapshot_len)
+    }
 }
 
 #[derive(Default)]

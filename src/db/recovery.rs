@@ -19,7 +19,7 @@ use crate::sstable::{MappedTable, Table, TableOptions};
 use crate::stats::Counters;
 use crate::util::file::{check_regular, open_regular};
 use crate::version::edit::VersionEdit;
-use crate::version::manifest::{self, Manifest, FORMAT_VERSION};
+use crate::version::manifest::{self, Manifest};
 use crate::version::set::{ReplayedState, Version};
 use crate::write_batch::decode_batch;
 use crate::{Error, Options, Result};
@@ -543,8 +543,16 @@ pub(super) fn recover(
         wals: checked,
         manifest_torn_tail,
     };
-    let (wal, manifest, mem) = if read_only {
-        (None, None, Arc::new(mem))
+    let (wal, versions, mem) = if read_only {
+        let vs = VersionState {
+            manifest: None,
+            log_number: state.log_number,
+            last_seq,
+            user_bytes_flushed: totals.0,
+            table_bytes_written: totals.1,
+            manifest_limit: u64::MAX,
+        };
+        (None, vs, Arc::new(mem))
     } else {
         // One WAL of at most KEEP_WAL_MAX_BYTES whose batches all fit in
         // the memtable (the usual case after a clean close or a crash)
@@ -575,19 +583,18 @@ pub(super) fn recover(
         mem.set_wal_number(wal_number);
         let manifest_number = next_file;
         next_file += 1;
-        let mut snapshot = VersionEdit {
-            format_version: Some(FORMAT_VERSION),
-            log_number: Some(wal_number),
-            next_file_number: Some(next_file),
-            last_sequence: Some(SequenceNumber(last_seq)),
-            user_bytes_flushed: Some(totals.0),
-            table_bytes_written: Some(totals.1),
-            ..Default::default()
+        let mut vs = VersionState {
+            manifest: None,
+            log_number: wal_number,
+            last_seq,
+            user_bytes_flushed: totals.0,
+            table_bytes_written: totals.1,
+            manifest_limit: 0,
         };
-        for (level, f) in version.files() {
-            snapshot.new_files.push((level as u32, f.meta.clone()));
-        }
+        let snapshot = vs.snapshot(&version, next_file);
         let manifest = Manifest::create(&*fs, &dir, manifest_number, &snapshot)?;
+        vs.manifest_limit = VersionState::limit_for(&options, manifest.size());
+        vs.manifest = Some(manifest);
 
         // Everything not in the new state is garbage now.
         let live: std::collections::HashSet<u64> =
@@ -605,9 +612,8 @@ pub(super) fn recover(
                     .context(|| format!("remove {}", path.display()))?;
             }
         }
-        (Some(wal), Some(manifest), Arc::new(mem))
+        (Some(wal), vs, Arc::new(mem))
     };
-    let (user_bytes_flushed, table_bytes_written) = totals;
     let inner = Arc::new(DbInner {
         dir,
         options,
@@ -618,12 +624,7 @@ pub(super) fn recover(
             mem: Arc::clone(&mem),
             last_seq,
         }),
-        versions: Mutex::new(VersionState {
-            manifest,
-            last_seq,
-            user_bytes_flushed,
-            table_bytes_written,
-        }),
+        versions: Mutex::new(versions),
         current: RwLock::new(Arc::new(SuperVersion {
             mem,
             imms: Vec::new(),

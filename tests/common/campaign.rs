@@ -212,6 +212,9 @@ pub fn tiny_options(sync: bool) -> siftdb::Options {
     o.max_bytes_for_level_base = 2048;
     o.level_size_multiplier = 2;
     o.target_file_size = 1024;
+    // Roll the manifest over every few edits, so that the sweeps cut and
+    // fail its rollovers too.
+    o.max_manifest_file_size = 1024;
     o.sync = sync;
     o
 }

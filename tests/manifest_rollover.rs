@@ -1,0 +1,91 @@
+//! The manifest is rolled over while the database runs: it gains a record
+//! at every flush and compaction, and used to be rewritten only at open, so
+//! a database that stayed open grew it without bound. Crash safety of the
+//! rollover is swept by the power-loss and I/O-fault campaigns, whose tiny
+//! options roll the manifest over every few edits.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use siftdb::{Db, Options};
+
+/// The manifests in `dir`, with their sizes.
+fn manifests(dir: &Path) -> Vec<(String, u64)> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("MANIFEST-"))
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                e.metadata().unwrap().len(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_manifest_stays_bounded_while_the_database_runs() {
+    let dir = common::scratch_dir();
+    let mut o = Options::default();
+    o.write_buffer_size = 2 << 10;
+    o.target_file_size = 2 << 10;
+    o.max_bytes_for_level_base = 8 << 10;
+    o.level0_compaction_trigger = 2;
+    o.max_manifest_file_size = 2 << 10;
+    let db = Db::open_with(dir.path(), o.clone()).unwrap();
+    let mut model = BTreeMap::new();
+    let mut rng = common::Rng(11);
+    let (mut largest, mut most_files) = (0, 0);
+    for i in 0..6000u64 {
+        let k = format!("key{:04}", rng.below(800));
+        if rng.below(10) == 0 {
+            db.delete(&k).unwrap();
+            model.remove(&k);
+        } else {
+            let v = format!("value {i}");
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        }
+        if i % 100 == 0 {
+            let m = manifests(dir.path());
+            most_files = most_files.max(m.len());
+            largest = largest.max(m.iter().map(|(_, len)| *len).max().unwrap());
+            if i % 1000 == 0 {
+                // A reader in another process opens whichever is current.
+                let ro = Db::open_read_only(dir.path(), Options::default()).unwrap();
+                assert_eq!(ro.iter().count(), model.len());
+            }
+        }
+    }
+    db.wait_for_compactions().unwrap();
+    let s = db.stats();
+    let live = db.live_files().len();
+    drop(db);
+    println!(
+        "{} flushes, {} compactions, {} rollovers; largest manifest {largest} bytes, \
+         at most {most_files} manifest files; {live} tables",
+        s.flushes, s.compactions, s.manifest_rollovers
+    );
+    assert!(s.manifest_rollovers >= 10, "{s:?}");
+    // The bound, plus one edit: a rollover follows the edit that passes it.
+    // The snapshot of at most a few dozen tables stays below half the bound.
+    assert!(
+        largest < (2 << 10) + 2048,
+        "a manifest reached {largest} bytes"
+    );
+    // One manifest, or two for the moment of a rollover.
+    assert!(most_files <= 2, "{most_files} manifests at once");
+    let db = Db::open_with(dir.path(), o).unwrap();
+    assert_eq!(manifests(dir.path()).len(), 1);
+    let got: BTreeMap<String, String> = db
+        .iter()
+        .map(|r| {
+            let (k, v) = r.unwrap();
+            (String::from_utf8(k).unwrap(), String::from_utf8(v).unwrap())
+        })
+        .collect();
+    assert_eq!(got, model);
+}
