@@ -700,8 +700,8 @@ mod read;
 mod recovery;
 
 use read::{get_from, iterate, map_bound, prefix_bounds};
-use recovery::{acquire_lock, check_fresh_directory, pin_wals, recover, replay_manifest, Replayed};
-pub(crate) use recovery::{is_directory, no_database};
+use recovery::{acquire_lock, check_fresh_directory, recover, replay_manifest, Replayed};
+pub(crate) use recovery::{is_directory, no_database, pin_wals, OpenWal};
 pub use recovery::{RecoveryReport, WalReplay};
 
 impl DbInner {

@@ -321,10 +321,13 @@ pub(crate) fn check_fresh_directory(dir: &Path) -> Result<()> {
 
 /// A WAL opened for replay. An open file stays readable after a writer in
 /// another process deletes its name.
-pub(super) struct OpenWal {
-    number: u64,
-    path: PathBuf,
-    file: File,
+pub(crate) struct OpenWal {
+    /// The WAL's file number.
+    pub number: u64,
+    /// Its path.
+    pub path: PathBuf,
+    /// The open file, at its start.
+    pub file: File,
 }
 
 impl OpenWal {
@@ -360,10 +363,11 @@ fn open_wals(on_disk: &[(FileType, PathBuf)], from: u64) -> Result<Vec<OpenWal>>
     Ok(wals)
 }
 
-/// Opens every WAL in `dir`, for a read-only open to pin before it reads
-/// the manifest: a WAL the manifest then names stays readable whatever a
-/// writer deletes meanwhile.
-pub(super) fn pin_wals(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<OpenWal>> {
+/// Opens every WAL in `dir`, for a reader that takes no lock
+/// (`Db::open_read_only`, `inspect`) to pin before it reads the manifest: a
+/// WAL the manifest then names stays readable whatever a writer deletes
+/// meanwhile.
+pub(crate) fn pin_wals(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<OpenWal>> {
     open_wals(&list_dir(fs, dir)?, 0)
 }
 

@@ -4,13 +4,12 @@
 //! module; both kinds of log are framed and checked by
 //! [`crate::log::LogReader`].
 
-use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use super::{missing_live_file, missing_or, number_of, read_manifest, with_retries, LoadError};
-use crate::db::no_database;
-use crate::filename::{self, FileType};
+use crate::db::{no_database, pin_wals, OpenWal};
+use crate::filename;
 use crate::fs::StdFs;
 use crate::key::{SequenceNumber, ValueType};
 use crate::log::{LogReader, LogRecord, TornTail};
@@ -130,7 +129,12 @@ impl WalContents {
 /// # Errors
 /// [`Error::Io`] if the file cannot be read.
 pub fn read_wal(path: &Path) -> Result<WalContents> {
-    let mut reader = LogReader::open(path)?;
+    read_wal_from(LogReader::open(path)?)
+}
+
+/// As [`read_wal`], from a reader.
+fn read_wal_from(mut reader: LogReader) -> Result<WalContents> {
+    let path = &reader.path().to_path_buf();
     let mut records = Vec::new();
     let corruption = reader
         .by_ref()
@@ -149,47 +153,41 @@ pub fn read_wal(path: &Path) -> Result<WalContents> {
     })
 }
 
-/// The WAL files in `dir` numbered at least `log_number` (the live ones),
-/// in number order.
-fn live_wal_numbers(dir: &Path, log_number: u64) -> Result<Vec<u64>> {
-    let mut wals: Vec<u64> = filename::list_dir(&StdFs, dir)?
-        .into_iter()
-        .filter_map(|(t, _)| match t {
-            FileType::Wal(n) if n >= log_number => Some(n),
-            _ => None,
-        })
-        .collect();
-    wals.sort_unstable();
-    Ok(wals)
-}
-
 /// The live WALs of `dir` (numbered at least `log_number`), read, oldest
-/// first. A WAL that does not exist is [`LoadError::Missing`].
+/// first; see [`read_pinned_wals`].
 pub(super) fn read_wals(
     dir: &Path,
     log_number: u64,
 ) -> std::result::Result<Vec<WalContents>, LoadError> {
-    live_wal_numbers(dir, log_number)?
-        .into_iter()
-        .map(|n| {
-            let path = filename::wal_path(dir, n);
-            read_wal(&path).map_err(|e| missing_or(&path, e))
-        })
-        .collect()
+    read_pinned_wals(pin_wals(&StdFs, dir)?, dir, log_number)
 }
 
-/// Checks that the WAL of the oldest unflushed memtable, numbered
-/// `log_number`, exists (as at open): [`LoadError::Missing`] if not.
-pub(super) fn require_log(dir: &Path, log_number: u64) -> std::result::Result<(), LoadError> {
-    if log_number > 0 {
+/// Reads the WALs of `pinned` (opened by [`pin_wals`], before the manifest
+/// was read) numbered at least `log_number`, oldest first. The WAL of the
+/// oldest unflushed memtable, numbered `log_number`, must be among them,
+/// as at open (`db::recovery`): if a writer's flush deleted it before it
+/// was pinned, the later WALs alone would show newer writes with older
+/// ones missing. It is then [`LoadError::Missing`], and the caller reads
+/// again.
+pub(super) fn read_pinned_wals(
+    pinned: Vec<OpenWal>,
+    dir: &Path,
+    log_number: u64,
+) -> std::result::Result<Vec<WalContents>, LoadError> {
+    let live: Vec<OpenWal> = pinned
+        .into_iter()
+        .filter(|w| w.number >= log_number)
+        .collect();
+    if log_number > 0 && live.first().map(|w| w.number) != Some(log_number) {
         let p = filename::wal_path(dir, log_number);
-        if let Err(e) = fs::metadata(&p) {
-            if e.kind() == ErrorKind::NotFound {
-                return Err(LoadError::Missing(p, e));
-            }
-        }
+        return Err(LoadError::Missing(
+            p,
+            std::io::Error::from(ErrorKind::NotFound),
+        ));
     }
-    Ok(())
+    live.into_iter()
+        .map(|w| Ok(read_wal_from(LogReader::from_file(w.file, &w.path)?)?))
+        .collect()
 }
 
 /// The live WALs of a database as the manifest and directory show them.
@@ -199,9 +197,10 @@ pub(super) fn require_log(dir: &Path, log_number: u64) -> std::result::Result<()
 pub fn read_live_wals(dir: &Path) -> Result<Vec<WalContents>> {
     let (_, manifest) = current_manifest(dir)?;
     let load = || {
+        let pinned = pin_wals(&StdFs, dir)?;
         let (_, manifest) = current_manifest(dir)?;
         let m = read_manifest(&manifest).map_err(|e| missing_or(&manifest, e))?;
-        read_wals(dir, m.replay()?.log_number)
+        read_pinned_wals(pinned, dir, m.replay()?.log_number)
     };
     with_retries(dir, load, |p| Err(missing_live_file(&manifest, p)))
 }
@@ -241,8 +240,8 @@ mod tests {
         let last = w.records[2].offset;
 
         // Cut the last record in half: a torn tail.
-        let bytes = fs::read(&path).unwrap();
-        fs::write(&path, &bytes[..bytes.len() - 5]).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() - 5]).unwrap();
         let w = read_wal(&path).unwrap();
         assert_eq!(w.records.len(), 2);
         assert_eq!(w.torn_tail.as_ref().unwrap().offset, last);
@@ -250,7 +249,7 @@ mod tests {
         // Damage the first record's payload: corruption, nothing after it.
         let mut b = bytes.clone();
         b[14] ^= 0xff;
-        fs::write(&path, &b).unwrap();
+        std::fs::write(&path, &b).unwrap();
         let w = read_wal(&path).unwrap();
         assert_eq!(w.records.len(), 0);
         assert!(matches!(

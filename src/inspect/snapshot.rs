@@ -4,16 +4,18 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::logs::{current_manifest, read_wals, require_log};
+use super::logs::{current_manifest, read_pinned_wals};
 use super::{
     missing_live_file, missing_or, read_manifest, with_retries, LoadError, ManifestContents,
     TableInfo,
 };
+use crate::db::pin_wals;
 use crate::filename;
+use crate::fs::StdFs;
 use crate::key::SequenceNumber;
 use crate::log::TornTail;
 use crate::memtable::MemTable;
-use crate::sstable::Table;
+use crate::sstable::{MappedTable, Table};
 use crate::stats::Counters;
 use crate::version::edit::VersionEdit;
 use crate::version::set::{ReplayedState, TableFile, Version};
@@ -86,25 +88,34 @@ impl DbSnapshot {
     }
 
     fn load(dir: &Path) -> std::result::Result<DbSnapshot, LoadError> {
+        // As `Db::open_read_only` does: WALs are opened before the manifest
+        // is read, and every table is mapped before any is decoded, so that
+        // a writer's flush or compaction can only get in during the short
+        // mapping (an open or mapped file outlives its name).
+        let pinned = pin_wals(&StdFs, dir)?;
         let (manifest_number, manifest_path) = current_manifest(dir)?;
         let manifest = read_manifest(&manifest_path).map_err(|e| missing_or(&manifest_path, e))?;
         let state = manifest.replay()?;
-        let mut all = VersionEdit::default();
-        let mut opened = BTreeMap::new();
-        let mut last_seq = state.last_sequence;
+        let mut mapped = Vec::new();
         for (level, files) in state.files.iter().enumerate() {
             for meta in files.values() {
                 let path = filename::table_path(dir, meta.number);
-                let table = Table::open(&path, meta.number).map_err(|e| missing_or(&path, e))?;
-                last_seq = last_seq.max(table.properties().largest_seq.0);
-                opened.insert(meta.number, Arc::new(table));
-                all.new_files.push((level as u32, meta.clone()));
+                let map = MappedTable::open(&path).map_err(|e| missing_or(&path, e))?;
+                mapped.push((level as u32, meta, map));
             }
         }
+        let mut all = VersionEdit::default();
+        let mut opened = BTreeMap::new();
+        let mut last_seq = state.last_sequence;
+        for (level, meta, map) in mapped {
+            let table = Table::decode(map, meta.number)?;
+            last_seq = last_seq.max(table.properties().largest_seq.0);
+            opened.insert(meta.number, Arc::new(table));
+            all.new_files.push((level, meta.clone()));
+        }
         let version = Version::empty().apply(&all, &mut opened)?;
-        require_log(dir, state.log_number)?;
         let mut wals = Vec::new();
-        for contents in read_wals(dir, state.log_number)? {
+        for contents in read_pinned_wals(pinned, dir, state.log_number)? {
             if let Some(e) = contents.corruption {
                 return Err(e.into());
             }

@@ -8,7 +8,7 @@ use std::fs;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use super::logs::{current_manifest, read_wals, require_log};
+use super::logs::{current_manifest, read_wals};
 use super::{
     file_name, missing_live_file, number_of, open_table, read_manifest, read_wal, unless_missing,
     with_retries, LoadError, WalContents,
@@ -257,7 +257,6 @@ fn verify_db_once(
         }
     }
     let on_disk = filename::list_dir(&StdFs, dir)?;
-    require_log(dir, state.log_number)?;
     let wals = read_wals(dir, state.log_number)?;
     (c.progress)(0, c.total_bytes);
 
