@@ -15,7 +15,7 @@ use crate::fs::FileSystem;
 use crate::key::SequenceNumber;
 use crate::log::{LogReader, LogWriter, TornTail};
 use crate::memtable::MemTable;
-use crate::sstable::{MappedTable, Table, TableOptions};
+use crate::sstable::TableOptions;
 use crate::stats::Counters;
 use crate::util::file::{check_regular, open_regular};
 use crate::version::edit::VersionEdit;
@@ -469,25 +469,8 @@ pub(super) fn recover(
             &filename::wal_path(&dir, state.log_number),
         ));
     }
-    let mut mapped = Vec::new();
-    for (level, files) in state.files.iter().enumerate() {
-        for meta in files.values() {
-            let map = MappedTable::open(&filename::table_path(&dir, meta.number))?;
-            mapped.push((level as u32, meta, map));
-        }
-    }
-
-    // Decode every live table.
-    let mut all = VersionEdit::default();
-    let mut opened = BTreeMap::new();
-    let mut last_seq = state.last_sequence;
-    for (level, meta, map) in mapped {
-        let table = Table::decode(map, meta.number)?;
-        last_seq = last_seq.max(table.properties().largest_seq.0);
-        opened.insert(meta.number, Arc::new(table));
-        all.new_files.push((level, meta.clone()));
-    }
-    let mut version = Version::empty().apply(&all, &mut opened)?;
+    let (mut version, tables_seq) = Version::load(&dir, &state).map_err(|(_, e)| e)?;
+    let mut last_seq = state.last_sequence.max(tables_seq.0);
 
     // Replay live WALs, oldest first, flushing whenever a memtable fills.
     let mut mem = MemTable::new(0);

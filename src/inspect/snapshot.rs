@@ -1,6 +1,5 @@
 //! [`DbSnapshot`]: a consistent, read-only view of a whole database.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -10,14 +9,11 @@ use super::{
     TableInfo,
 };
 use crate::db::pin_wals;
-use crate::filename;
 use crate::fs::StdFs;
 use crate::key::SequenceNumber;
 use crate::log::TornTail;
 use crate::memtable::MemTable;
-use crate::sstable::{MappedTable, Table};
 use crate::stats::Counters;
-use crate::version::edit::VersionEdit;
 use crate::version::set::{ReplayedState, TableFile, Version};
 use crate::{LevelStats, Result, Stats};
 
@@ -96,24 +92,9 @@ impl DbSnapshot {
         let (manifest_number, manifest_path) = current_manifest(dir)?;
         let manifest = read_manifest(&manifest_path).map_err(|e| missing_or(&manifest_path, e))?;
         let state = manifest.replay()?;
-        let mut mapped = Vec::new();
-        for (level, files) in state.files.iter().enumerate() {
-            for meta in files.values() {
-                let path = filename::table_path(dir, meta.number);
-                let map = MappedTable::open(&path).map_err(|e| missing_or(&path, e))?;
-                mapped.push((level as u32, meta, map));
-            }
-        }
-        let mut all = VersionEdit::default();
-        let mut opened = BTreeMap::new();
-        let mut last_seq = state.last_sequence;
-        for (level, meta, map) in mapped {
-            let table = Table::decode(map, meta.number)?;
-            last_seq = last_seq.max(table.properties().largest_seq.0);
-            opened.insert(meta.number, Arc::new(table));
-            all.new_files.push((level, meta.clone()));
-        }
-        let version = Version::empty().apply(&all, &mut opened)?;
+        let (version, tables_seq) =
+            Version::load(dir, &state).map_err(|(path, e)| missing_or(&path, e))?;
+        let mut last_seq = state.last_sequence.max(tables_seq.0);
         let mut wals = Vec::new();
         for contents in read_pinned_wals(pinned, dir, state.log_number)? {
             if let Some(e) = contents.corruption {

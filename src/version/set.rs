@@ -7,10 +7,13 @@
 //! deletes files, on disk) until it is done.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use crate::filename;
 use crate::fs::FileSystem;
-use crate::sstable::Table;
+use crate::key::SequenceNumber;
+use crate::sstable::{MappedTable, Table};
 use crate::version::edit::{FileMetaData, VersionEdit};
 use crate::{Error, Result};
 
@@ -140,6 +143,47 @@ impl Version {
         let mut v = Version { levels };
         v.sort();
         Ok(v)
+    }
+
+    /// The version of the live files `state` lists, read from `dir`, and
+    /// the largest sequence number its tables hold. Every table is mapped
+    /// first (microseconds each, no descriptor kept: [`MappedTable`]), then
+    /// decoded, so that a writer in another process deleting one can only
+    /// get in while they are mapped, and an open needs no descriptor per
+    /// table.
+    ///
+    /// # Errors
+    /// `(path, e)`: [`MappedTable::open`]'s or [`Table::decode`]'s error for
+    /// the table at `path` (an [`Error::Io`] of kind `NotFound` if it is
+    /// gone); an [`Error::Corruption`] if the files do not form a version.
+    pub fn load(
+        dir: &Path,
+        state: &ReplayedState,
+    ) -> std::result::Result<(Version, SequenceNumber), (PathBuf, Error)> {
+        let mut mapped = Vec::new();
+        for (level, files) in state.files.iter().enumerate() {
+            for meta in files.values() {
+                let path = filename::table_path(dir, meta.number);
+                match MappedTable::open(&path) {
+                    Ok(map) => mapped.push((level as u32, meta, map)),
+                    Err(e) => return Err((path, e)),
+                }
+            }
+        }
+        let mut all = VersionEdit::default();
+        let mut opened = BTreeMap::new();
+        let mut largest_seq = SequenceNumber(0);
+        for (level, meta, map) in mapped {
+            let path = map.path().to_path_buf();
+            let table = Table::decode(map, meta.number).map_err(|e| (path, e))?;
+            largest_seq = largest_seq.max(table.properties().largest_seq);
+            opened.insert(meta.number, Arc::new(table));
+            all.new_files.push((level, meta.clone()));
+        }
+        let version = Version::empty()
+            .apply(&all, &mut opened)
+            .map_err(|e| (dir.to_path_buf(), e))?;
+        Ok((version, largest_seq))
     }
 
     fn sort(&mut self) {
