@@ -97,6 +97,14 @@ pub trait FilterPolicy: Send + Sync + std::fmt::Debug {
     }
 }
 
+/// `bits_per_key` in thousandths of a bit, the resolution at which the
+/// policies keep a fractional setting (NaN and negative values become 0,
+/// values too large for a `u64` saturate).
+fn millibits(bits_per_key: f64) -> u64 {
+    // `as` saturates and maps NaN to 0.
+    (bits_per_key * 1000.0).round() as u64
+}
+
 /// The policy that reads filters written under `name`, or `None` if this
 /// build does not know the name (the filter must then be ignored).
 ///
