@@ -22,10 +22,14 @@
 //! parse) treats the filter as absent and answers "may match", which is
 //! always safe. The name must therefore change whenever the encoding does.
 
+pub mod blocked_bloom;
 pub mod bloom;
 
 use std::sync::Arc;
 
+pub use blocked_bloom::{
+    blocked_bloom_stats, BlockedBloomPolicy, BlockedBloomStats, BLOCKED_BLOOM_POLICY_NAME,
+};
 pub use bloom::{bloom_stats, theoretical_fpr, BloomFilterPolicy, BloomStats, BLOOM_POLICY_NAME};
 
 /// The 128-bit hash of a user key, computed once per key by [`hash_key`].
