@@ -24,6 +24,7 @@
 
 pub mod blocked_bloom;
 pub mod bloom;
+pub mod ribbon;
 
 use std::sync::Arc;
 
