@@ -622,6 +622,30 @@ mod tests {
         }
     }
 
+    /// The measured rate around the chosen k at each setting (2^17 keys,
+    /// 10^6 absent probes), printed for docs/filters-measurements.md.
+    #[test]
+    #[ignore]
+    fn k_sweep() {
+        let n = 1u32 << 17;
+        let keys = hashes(0..n, "present");
+        for bits in [4.0, 6.0, 8.0, 10.0, 12.0, 16.0] {
+            let best = best_hashes(bits);
+            let mut line = format!("{bits} bits/key, best k {best}:");
+            for k in best.saturating_sub(2).max(1)..=best + 2 {
+                let p = BlockedBloomPolicy::with_hashes(bits, k);
+                let f = p.create_filter(&keys);
+                let measured = measured_fpr(&p, &f, 1_000_000);
+                line += &format!(
+                    " k={k} {:.4}% (theory {:.4}%)",
+                    100.0 * measured,
+                    100.0 * theoretical_fpr(bits, k)
+                );
+            }
+            eprintln!("{line}");
+        }
+    }
+
     #[test]
     fn fractional_bits_per_key() {
         let n = 100_000u32;
