@@ -304,8 +304,7 @@ impl FilterPolicy for BlockedBloomPolicy {
     fn shape(&self, filter: &[u8]) -> FilterShape {
         let parsed = parse(filter);
         FilterShape {
-            bits_per_key: u32::try_from(self.millibits_per_key.saturating_add(500) / 1000)
-                .unwrap_or(u32::MAX),
+            bits_per_key: super::whole_bits(self.millibits_per_key),
             num_hashes: parsed.as_ref().map_or(0, |f| f.num_hashes),
             bits: parsed.map_or(0, |f| u64::from(f.num_blocks) * u64::from(BLOCK_BITS)),
         }

@@ -105,7 +105,7 @@ impl BloomFilterPolicy {
     /// (the figure [`FilterShape::bits_per_key`] records); see
     /// [`BloomFilterPolicy::fractional_bits_per_key`] for the exact setting.
     pub fn bits_per_key(&self) -> u32 {
-        u32::try_from(self.millibits_per_key.saturating_add(500) / 1000).unwrap_or(u32::MAX)
+        super::whole_bits(self.millibits_per_key)
     }
 
     /// Bits allotted per distinct key, to a thousandth of a bit.

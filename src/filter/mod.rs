@@ -122,6 +122,12 @@ fn millibits(bits_per_key: f64) -> u64 {
     (bits_per_key * 1000.0).round() as u64
 }
 
+/// A setting in thousandths of a bit, rounded to the nearest whole bit
+/// (what [`FilterShape::bits_per_key`] records), saturating.
+fn whole_bits(millibits: u64) -> u32 {
+    u32::try_from(millibits.saturating_add(500) / 1000).unwrap_or(u32::MAX)
+}
+
 /// The policy that reads filters written under `name`, or `None` if this
 /// build does not know the name (the filter must then be ignored).
 ///
