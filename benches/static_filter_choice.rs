@@ -21,7 +21,7 @@
 //!   (as in `benches/filters.rs`), written to
 //!   `$CARGO_TARGET_TMPDIR/static-filter-choice.csv`.
 //!
-//! `cargo bench --bench static_filter_choice` (about a minute).
+//! `cargo bench --bench static_filter_choice` (under a minute).
 
 mod common;
 
@@ -208,7 +208,8 @@ impl Fuse {
 }
 
 /// The prototype as a `FilterPolicy`, so the shared probe loops take it.
-/// Its "filter bytes" are an index into `built`, which keeps the parameters.
+/// Its filter bytes are the packed fingerprints alone; the shape and seed
+/// stay in `built`.
 #[derive(Debug)]
 struct FusePolicy {
     built: Fuse,

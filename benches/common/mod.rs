@@ -14,6 +14,7 @@ pub const BIG_BYTES: usize = 256 << 20;
 /// Operations per contender per round.
 pub const PAIRED_BATCH: u64 = 50_000;
 
+/// MurmurHash3's 64-bit finalizer.
 pub fn fmix64(mut x: u64) -> u64 {
     x ^= x >> 33;
     x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);

@@ -19,8 +19,8 @@
 //! the set always pass (no false negatives); a key not in the set passes
 //! with probability exactly `2^−r`, since its fingerprint is independent of
 //! `S` and of its own `s` and `c`: given `c` and `S` the left side is fixed,
-//! and `f` equals it with probability `2^−r` (the standard Ribbon rate in
-//! the paper's analysis of filters built from a static function). The space
+//! and `f` equals it with probability `2^−r` (the rate of the paper's
+//! standard Ribbon filter). The space
 //! is `m · r` bits for `n` keys, `m = (1 + ε) · n`, so `(1 + ε) · log2(1/p)`
 //! bits per key against the bound of `log2(1/p)`; with 128-bit rows `ε` is
 //! 2 to 7% for 10^3 to 10^7 keys ([`slot_factor`]), where a classic Bloom
@@ -32,8 +32,8 @@
 //! elimination (the paper's "Rapid Incremental Boolean Banding ON the
 //! fly", which names the filter). Rows are first ordered by the block of
 //! their start slot (a counting sort), so the elimination walks the slots
-//! nearly in order; then they are added one at a time; a row whose leading slot
-//! is taken is XORed with the row stored there (coefficients and
+//! nearly in order. Then they are added one at a time: a row whose leading
+//! slot is taken is XORed with the row stored there (coefficients and
 //! fingerprints), shifted to its new leading 1, and tried again. A row that
 //! cancels to zero with a zero fingerprint is redundant (a duplicate key);
 //! with a nonzero fingerprint the system has no solution under this seed.
@@ -92,9 +92,11 @@
 //! whenever `o > 0`, since `s ≤ m − 128`). For each result bit `j`, the
 //! probe reads word `j` of both blocks, joins them into the window
 //! `(w_q >> o) | (w_{q+1} << (128 − o))` and takes the parity of `window &
-//! c`; the key passes when the `r` parities equal `f`. A key not in the set
-//! fails the first bit with probability 1/2, so it reads about two column
-//! pairs (64 contiguous bytes) before it is rejected.
+//! c`; the key passes when the `r` parities equal `f`, and the probe stops
+//! at the first bit that differs. A key not in the set fails each bit with
+//! probability 1/2, so it reads about two words of each block (one or two
+//! cache lines in all for small `r`) before it is rejected; a key of the
+//! set reads all `2 · r` words.
 //!
 //! # Worked example
 //!
