@@ -3,10 +3,15 @@
 //! # Parameters
 //!
 //! For `n` distinct keys at `bits_per_key` bits each, the bit array holds
-//! `m = max(64, bits_per_key · n)` bits, rounded up to a whole byte. Each key
-//! sets `k` bits; [`BloomFilterPolicy::new`] picks `k = round(bits_per_key ·
-//! ln 2)` clamped to `1..=30`, the `k` that minimises the false-positive rate
-//! `(1 − e^(−k·n/m))^k` for a given `m/n` (see [`theoretical_fpr`]).
+//! `m = max(64, ⌈bits_per_key · n⌉)` bits, rounded up to a whole byte.
+//! `bits_per_key` may be fractional ([`BloomFilterPolicy::with_bits_per_key`],
+//! to a thousandth of a bit); a whole number gives exactly the sizes of
+//! [`BloomFilterPolicy::new`]. Each key sets `k` bits; both constructors pick
+//! `k = round(bits_per_key · ln 2)` clamped to `1..=30`, the `k` that
+//! minimises the false-positive rate `(1 − e^(−k·n/m))^k` for a given `m/n`
+//! (see [`theoretical_fpr`]). The encoding does not record `bits_per_key`:
+//! a reader derives `m` from the length, so fractional settings need no new
+//! name.
 //!
 //! # Probe positions
 //!
@@ -57,7 +62,8 @@ pub const MAX_HASHES: u32 = 30;
 /// Builds and probes Bloom filters over user-key hashes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BloomFilterPolicy {
-    bits_per_key: u32,
+    /// Bits per key in thousandths of a bit (10 bits/key is 10_000).
+    millibits_per_key: u64,
     num_hashes: u32,
 }
 
@@ -67,24 +73,44 @@ impl BloomFilterPolicy {
     /// `1..=30`. At 10 bits/key, `k = 7` and the false-positive rate is
     /// about 0.82%.
     pub fn new(bits_per_key: u32) -> Self {
-        let k = (f64::from(bits_per_key) * std::f64::consts::LN_2).round();
+        Self::with_bits_per_key(f64::from(bits_per_key))
+    }
+
+    /// A policy with a fractional number of bits per distinct key (kept to a
+    /// thousandth of a bit; NaN or negative counts as 0) and
+    /// `k = round(bits_per_key · ln 2)`, clamped to `1..=30`. At 9.5
+    /// bits/key, `k = 7` and the false-positive rate is about 1.0%.
+    pub fn with_bits_per_key(bits_per_key: f64) -> Self {
+        let millibits = super::millibits(bits_per_key);
+        let k = (millibits as f64 / 1000.0 * std::f64::consts::LN_2).round();
         // `k` is finite and non-negative; the cast saturates, then clamps.
-        Self::with_hashes(bits_per_key, k as u32)
+        Self::with_millibits_and_hashes(millibits, k as u32)
     }
 
     /// A policy with an explicit number of hash probes `k` (clamped to
     /// `1..=30`), for experiments on the `k` trade-off: fewer probes cost
     /// less per lookup but raise the false-positive rate.
     pub fn with_hashes(bits_per_key: u32, num_hashes: u32) -> Self {
+        Self::with_millibits_and_hashes(u64::from(bits_per_key) * 1000, num_hashes)
+    }
+
+    fn with_millibits_and_hashes(millibits_per_key: u64, num_hashes: u32) -> Self {
         BloomFilterPolicy {
-            bits_per_key,
+            millibits_per_key,
             num_hashes: num_hashes.clamp(1, MAX_HASHES),
         }
     }
 
-    /// Bits allotted per distinct key.
+    /// Bits allotted per distinct key, rounded to the nearest whole bit
+    /// (the figure [`FilterShape::bits_per_key`] records); see
+    /// [`BloomFilterPolicy::fractional_bits_per_key`] for the exact setting.
     pub fn bits_per_key(&self) -> u32 {
-        self.bits_per_key
+        super::whole_bits(self.millibits_per_key)
+    }
+
+    /// Bits allotted per distinct key, to a thousandth of a bit.
+    pub fn fractional_bits_per_key(&self) -> f64 {
+        self.millibits_per_key as f64 / 1000.0
     }
 
     /// Probes per key, `k`.
@@ -92,12 +118,11 @@ impl BloomFilterPolicy {
         self.num_hashes
     }
 
-    /// Bits in the array built for `n` keys: `max(64, bits_per_key · n)`
+    /// Bits in the array built for `n` keys: `max(64, ⌈bits_per_key · n⌉)`
     /// rounded up to a multiple of 8.
     pub fn bits_for(&self, n: usize) -> u64 {
-        let raw = u64::from(self.bits_per_key)
-            .saturating_mul(n as u64)
-            .max(MIN_BITS);
+        let raw = (u128::from(self.millibits_per_key) * n as u128).div_ceil(1000);
+        let raw = u64::try_from(raw).unwrap_or(u64::MAX).max(MIN_BITS);
         raw.div_ceil(8).saturating_mul(8)
     }
 }
@@ -156,7 +181,7 @@ impl FilterPolicy for BloomFilterPolicy {
     fn shape(&self, filter: &[u8]) -> FilterShape {
         let stats = bloom_stats(filter);
         FilterShape {
-            bits_per_key: self.bits_per_key,
+            bits_per_key: self.bits_per_key(),
             num_hashes: stats.map_or(0, |s| s.num_hashes),
             bits: stats.map_or(0, |s| s.bits),
         }
@@ -220,6 +245,57 @@ mod tests {
         assert_eq!(BloomFilterPolicy::with_hashes(10, 0).num_hashes(), 1);
         assert_eq!(BloomFilterPolicy::with_hashes(10, 99).num_hashes(), 30);
         assert_eq!(BloomFilterPolicy::with_hashes(10, 3).num_hashes(), 3);
+    }
+
+    #[test]
+    fn fractional_bits_per_key() {
+        // A whole number is the same policy as `new`.
+        assert_eq!(
+            BloomFilterPolicy::with_bits_per_key(10.0),
+            BloomFilterPolicy::new(10)
+        );
+        let p = BloomFilterPolicy::with_bits_per_key(9.5);
+        assert_eq!(p.num_hashes(), 7); // round(9.5 · ln 2) = round(6.58)
+        assert_eq!(p.fractional_bits_per_key(), 9.5);
+        assert_eq!(p.bits_per_key(), 10);
+        assert_eq!(BloomFilterPolicy::with_bits_per_key(9.4).bits_per_key(), 9);
+        // m = ⌈9.5 · n⌉ rounded up to a byte.
+        assert_eq!(p.bits_for(100), 952);
+        assert_eq!(p.bits_for(1_000_000), 9_500_000);
+        assert_eq!(p.bits_for(3), 64);
+        // A thousandth of a bit is kept; NaN and negative mean 0 bits/key.
+        // 4.1234 is kept as 4.123: 41,230 bits, rounded up to 41,232.
+        assert_eq!(
+            BloomFilterPolicy::with_bits_per_key(4.1234).bits_for(10_000),
+            41_232
+        );
+        for bad in [f64::NAN, -3.0, 0.0] {
+            let p = BloomFilterPolicy::with_bits_per_key(bad);
+            assert_eq!((p.bits_for(1000), p.num_hashes()), (64, 1), "{bad}");
+        }
+        let huge = BloomFilterPolicy::with_bits_per_key(f64::INFINITY);
+        // Sizes saturate instead of overflowing.
+        assert_eq!(huge.bits_for(10_000), u64::MAX);
+        assert_eq!(huge.bits_per_key(), u32::MAX);
+
+        // The filter is read by the same name: m comes from the length.
+        let keys = hashes(0..100_000, "present");
+        let f = p.create_filter(&keys);
+        assert_eq!(f.len(), 950_000 / 8 + 1);
+        assert_eq!(p.name(), BLOOM_POLICY_NAME);
+        let reader = BloomFilterPolicy::new(10);
+        assert!(keys.iter().all(|h| reader.may_match(&f, *h)));
+        let expected = theoretical_fpr(9.5, 7);
+        assert!((expected - 0.010_46).abs() < 1e-4, "{expected}");
+        let absent = hashes(0..200_000, "absent");
+        let fp = absent.iter().filter(|h| reader.may_match(&f, **h)).count();
+        let measured = fp as f64 / absent.len() as f64;
+        assert!(
+            (measured - expected).abs() / expected < 0.10,
+            "fpr {measured} vs expected {expected}"
+        );
+        assert_eq!(p.shape(&f).bits_per_key, 10);
+        assert_eq!(p.shape(&f).bits, 950_000);
     }
 
     #[test]
