@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::filter::LevelFilter;
 use crate::fs::{FileSystem, StdFs};
 use crate::sync_point::SyncPoints;
 
@@ -39,7 +40,8 @@ pub struct Options {
     /// before it is frozen and flushed to a level-0 SSTable. Larger means
     /// fewer, bigger SSTables and more memory. Defaults to 64 MiB.
     pub write_buffer_size: usize,
-    /// Bloom filter bits per distinct user key in each SSTable; the filter's
+    /// Bloom filter bits per distinct user key in each SSTable, when
+    /// [`Options::filters`] is empty; the filter's
     /// false-positive rate is about `0.6185^bits_per_key` with the best
     /// number of hashes (Bloom 1970; Kirsch and Mitzenmacher 2006). 0 builds
     /// no filters: every lookup that passes a file's key-range check reads
@@ -49,6 +51,21 @@ pub struct Options {
     /// ln 2)` clamped to 1..=30, which minimises the false-positive rate.
     /// Set only to study the k trade-off. Defaults to `None`.
     pub bloom_hashes: Option<u32>,
+    /// The filter of each level's tables, level 0 first; the last entry
+    /// serves every deeper level (so one entry sets all levels). Empty (the
+    /// default): a classic Bloom filter at `bits_per_key` on every level.
+    /// Flushes build level 0's filter and a compaction builds its output
+    /// level's; tables already written keep theirs, and every kind stays
+    /// readable side by side. Tiered compaction writes every run to level
+    /// 0. At most 7 entries (the number of levels).
+    pub filters: Vec<LevelFilter>,
+    /// Build no filter for tables a compaction writes to the deepest level
+    /// holding data (RocksDB's `optimize_filters_for_hits`): that level
+    /// holds most keys and so most filter memory, and a lookup of a key
+    /// that exists stops there anyway, so a workload whose lookups almost
+    /// always hit saves the memory for little cost. Absent keys then read
+    /// one of its data blocks. Defaults to false.
+    pub skip_filters_on_last_level: bool,
     /// Target uncompressed size of an SSTable data block, in bytes. Smaller
     /// blocks cost less to read per lookup but make the index bigger.
     /// Defaults to 4 KiB.
@@ -114,6 +131,8 @@ impl Default for Options {
             write_buffer_size: 64 << 20,
             bits_per_key: 10,
             bloom_hashes: None,
+            filters: Vec::new(),
+            skip_filters_on_last_level: false,
             block_size: 4 << 10,
             block_restart_interval: 16,
             sync: false,
@@ -152,6 +171,12 @@ impl Options {
         }
         if self.bits_per_key > 64 {
             return bad("bits_per_key must be at most 64");
+        }
+        if self.filters.len() > crate::version::set::NUM_LEVELS {
+            return bad("filters takes at most one entry per level (7)");
+        }
+        for f in &self.filters {
+            f.validate().map_err(crate::Error::InvalidArgument)?;
         }
         if let Some(k) = self.bloom_hashes {
             if !(1..=30).contains(&k) {

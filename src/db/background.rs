@@ -97,7 +97,7 @@ impl DbInner {
             self.fs(),
             &self.dir,
             number,
-            self.table_options.clone(),
+            TableOptions::from_db_options(&self.options),
             imm,
         )?;
         let mut vs = self.versions.lock();
@@ -277,10 +277,17 @@ impl DbInner {
             (Vec::new(), compaction::CompactionCounts::default())
         } else {
             let next = || self.next_file_number.fetch_add(1, Ordering::SeqCst);
+            // The deepest level holding data gets its own filter setting
+            // (`skip_filters_on_last_level`). Only this compaction can move
+            // data below its output level, and it holds the lock.
+            let last_level = c.output_level >= 1
+                && self.current.read().version.levels[c.output_level + 1..]
+                    .iter()
+                    .all(Vec::is_empty);
             let ctx = MergeContext {
                 dir: &self.dir,
                 fs: self.fs(),
-                table_options: self.table_options.clone(),
+                table_options: TableOptions::for_level(&self.options, c.output_level, last_level),
                 // A tiered merge writes one run, and a run is one table:
                 // cut into several, each would count as a run and trigger
                 // the next merge, without end.
@@ -364,7 +371,7 @@ impl DbInner {
                     &version,
                     level,
                     range,
-                    &self.table_options,
+                    &TableOptions::for_level(&self.options, level, true),
                     self.options.target_file_size,
                 )
             } else {

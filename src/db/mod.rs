@@ -30,7 +30,6 @@ use crate::iter::DbIterator;
 use crate::key::SequenceNumber;
 use crate::log::LogWriter;
 use crate::memtable::MemTable;
-use crate::sstable::TableOptions;
 use crate::stats::{Counters, GetCounts, LevelStats, Stats};
 use crate::sync_point::{self, SyncPoint};
 use crate::version::edit::VersionEdit;
@@ -109,7 +108,6 @@ struct BgState {
 struct DbInner {
     dir: PathBuf,
     options: Options,
-    table_options: TableOptions,
     read_only: bool,
     write: Mutex<WriteState>,
     versions: Mutex<VersionState>,

@@ -604,7 +604,6 @@ pub(super) fn recover(
     let inner = Arc::new(DbInner {
         dir,
         options,
-        table_options,
         read_only,
         write: Mutex::new(WriteState {
             wal,

@@ -35,6 +35,7 @@
 
 pub mod blocked_bloom;
 pub mod bloom;
+pub mod level_filter;
 pub mod ribbon;
 
 use std::sync::Arc;
@@ -43,6 +44,7 @@ pub use blocked_bloom::{
     blocked_bloom_stats, BlockedBloomPolicy, BlockedBloomStats, BLOCKED_BLOOM_POLICY_NAME,
 };
 pub use bloom::{bloom_stats, theoretical_fpr, BloomFilterPolicy, BloomStats, BLOOM_POLICY_NAME};
+pub use level_filter::{FilterKind, LevelFilter};
 pub use ribbon::{ribbon_stats, RibbonFilterPolicy, RibbonStats, RIBBON_POLICY_NAME};
 
 /// The 128-bit hash of a user key, computed once per key by [`hash_key`].
@@ -76,7 +78,8 @@ pub fn hash_key(user_key: &[u8]) -> KeyHash {
 /// SSTable's properties for tools (`kvctl`) and experiments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FilterShape {
-    /// Bits the policy allots per distinct key (0 if not applicable).
+    /// Bits the policy allots per distinct key, rounded to a whole bit (for
+    /// Ribbon: its result width `r`; 0 if not applicable).
     pub bits_per_key: u32,
     /// Hash probes per key, `k` (0 if not applicable).
     pub num_hashes: u32,
@@ -111,6 +114,15 @@ pub trait FilterPolicy: Send + Sync + std::fmt::Debug {
             num_hashes: 0,
             bits: filter.len() as u64 * 8,
         }
+    }
+
+    /// Where the filter's first byte should sit in the table file, as
+    /// `(modulus, remainder)`: a table builder pads before the filter block
+    /// so that its offset is `remainder` modulo `modulus`. Tables are mapped
+    /// at page boundaries, so this aligns the filter in memory too. The
+    /// default, `None`, asks for nothing.
+    fn placement(&self) -> Option<(u64, u64)> {
+        None
     }
 }
 

@@ -497,13 +497,16 @@ impl FilterPolicy for RibbonFilterPolicy {
         true
     }
 
+    /// `bits_per_key` records the result width `r` the policy builds with
+    /// (the setting that fixes the rate, `2^−r`; the stored bits per key
+    /// are `r` times the slots per key), `num_hashes` 0.
     fn shape(&self, filter: &[u8]) -> FilterShape {
         let bits = match parse(filter) {
             Some(Parsed::Solution { blocks, r, .. }) => u64::from(blocks) * WIDTH * u64::from(r),
             _ => 0,
         };
         FilterShape {
-            bits_per_key: 0,
+            bits_per_key: self.result_bits,
             num_hashes: 0,
             bits,
         }
@@ -830,7 +833,7 @@ mod tests {
         assert_eq!(
             p.shape(&f),
             FilterShape {
-                bits_per_key: 0,
+                bits_per_key: 9,
                 num_hashes: 0,
                 bits: slots * 9
             }

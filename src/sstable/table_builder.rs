@@ -37,16 +37,34 @@ pub struct TableOptions {
 }
 
 impl TableOptions {
-    /// The table layout selected by database options: `block_size`,
-    /// `block_restart_interval`, and a [`BloomFilterPolicy`] with
-    /// `bits_per_key` (and `bloom_hashes` if set), or no filter when
-    /// `bits_per_key` is 0.
+    /// The layout of a table written to level 0 (by a flush) under database
+    /// options `o`: as [`TableOptions::for_level`] with level 0.
     pub fn from_db_options(o: &crate::Options) -> Self {
-        let filter_policy: Option<Arc<dyn FilterPolicy>> = match (o.bits_per_key, o.bloom_hashes) {
-            (0, _) => None,
-            (b, None) => Some(Arc::new(BloomFilterPolicy::new(b))),
-            (b, Some(k)) => Some(Arc::new(BloomFilterPolicy::with_hashes(b, k))),
-        };
+        Self::for_level(o, 0, false)
+    }
+
+    /// The layout of a table written to `level` under database options
+    /// `o`: `block_size`, `block_restart_interval`, and the filter
+    /// [`crate::Options::filters`] gives the level (the last entry serving
+    /// every deeper level). With `filters` empty, a [`BloomFilterPolicy`]
+    /// at `bits_per_key` (with `bloom_hashes` if set), or none when
+    /// `bits_per_key` is 0. `last_level` says the table goes to the
+    /// deepest level holding data; with
+    /// [`crate::Options::skip_filters_on_last_level`] it then gets no
+    /// filter.
+    pub fn for_level(o: &crate::Options, level: usize, last_level: bool) -> Self {
+        let filter_policy: Option<Arc<dyn FilterPolicy>> =
+            if last_level && o.skip_filters_on_last_level {
+                None
+            } else if let Some(f) = o.filters.get(level).or(o.filters.last()) {
+                f.policy()
+            } else {
+                match (o.bits_per_key, o.bloom_hashes) {
+                    (0, _) => None,
+                    (b, None) => Some(Arc::new(BloomFilterPolicy::new(b))),
+                    (b, Some(k)) => Some(Arc::new(BloomFilterPolicy::with_hashes(b, k))),
+                }
+            };
         TableOptions {
             block_size: o.block_size,
             restart_interval: o.block_restart_interval,
@@ -309,6 +327,11 @@ impl TableBuilder {
                 self.props.filter_bits_per_key = shape.bits_per_key;
                 self.props.filter_num_hashes = shape.num_hashes;
                 self.props.filter_bits = shape.bits;
+                if let Some((modulus, remainder)) = policy.placement() {
+                    // Zero padding, in no block: readers go by handles.
+                    let pad = (remainder + modulus - self.out.offset % modulus) % modulus;
+                    self.out.write_all(&vec![0; pad as usize])?;
+                }
                 self.out.write_block(&filter)?
             }
             None => BlockHandle::default(),
@@ -624,5 +647,63 @@ mod tests {
         assert_eq!(f.shape(&f.create_filter(&[])).num_hashes, 3);
         o.bits_per_key = 0;
         assert!(TableOptions::from_db_options(&o).filter_policy.is_none());
+    }
+
+    #[test]
+    fn a_blocked_bloom_filter_is_placed_so_that_its_blocks_start_on_cache_lines() {
+        use crate::filter::{blocked_bloom, BlockedBloomPolicy};
+        let dir = tempfile::tempdir().unwrap();
+        for n in [1u64, 7, 300] {
+            let path = dir.path().join(format!("{n:06}.sst"));
+            let mut o = opts(256);
+            o.filter_policy = Some(Arc::new(BlockedBloomPolicy::new(10.0)));
+            let mut b = TableBuilder::new(&path, o).unwrap();
+            for i in 0..n {
+                b.add(&ik(&format!("key{i:05}"), 1, ValueType::Value), b"v")
+                    .unwrap();
+            }
+            b.finish().unwrap();
+            let t = Table::open(&path, n).unwrap();
+            let at = t.footer().filter.offset;
+            assert_eq!(at % 64, 64 - blocked_bloom::HEADER_LEN as u64, "{n} keys");
+            // The map starts on a page, so the blocks sit on cache lines.
+            let blocks = t.filter_bytes().unwrap()[blocked_bloom::HEADER_LEN..].as_ptr();
+            assert_eq!(blocks as usize % 64, 0);
+            for i in 0..n {
+                let key = format!("key{i:05}");
+                assert!(matches!(
+                    t.get(key.as_bytes(), SequenceNumber(5), hash_key(key.as_bytes()))
+                        .unwrap(),
+                    crate::sstable::TableGet::Searched { entry: Some(_), .. }
+                ));
+            }
+        }
+    }
+
+    #[test]
+    fn each_level_gets_its_filter_the_last_repeating() {
+        use crate::filter::{FilterKind, LevelFilter, BLOCKED_BLOOM_POLICY_NAME};
+        use crate::filter::{BLOOM_POLICY_NAME, RIBBON_POLICY_NAME};
+        let mut o = crate::Options::default();
+        let name = |o: &crate::Options, level, last| {
+            TableOptions::for_level(o, level, last)
+                .filter_policy
+                .map(|p| p.name())
+        };
+        // No list: the classic Bloom at bits_per_key everywhere.
+        assert_eq!(name(&o, 0, false), Some(BLOOM_POLICY_NAME));
+        assert_eq!(name(&o, 6, true), Some(BLOOM_POLICY_NAME));
+        o.filters = vec![
+            LevelFilter::BitsPerKey(FilterKind::BlockedBloom, 10.0),
+            LevelFilter::None,
+            LevelFilter::FalsePositiveRate(FilterKind::Ribbon, 0.01),
+        ];
+        assert_eq!(name(&o, 0, false), Some(BLOCKED_BLOOM_POLICY_NAME));
+        assert_eq!(name(&o, 1, false), None);
+        assert_eq!(name(&o, 2, false), Some(RIBBON_POLICY_NAME));
+        assert_eq!(name(&o, 5, true), Some(RIBBON_POLICY_NAME));
+        o.skip_filters_on_last_level = true;
+        assert_eq!(name(&o, 5, true), None);
+        assert_eq!(name(&o, 5, false), Some(RIBBON_POLICY_NAME));
     }
 }
