@@ -1,7 +1,7 @@
 //! [`explain`]: the path of one point lookup through a [`DbSnapshot`].
 
 use super::DbSnapshot;
-use crate::filter::{hash_key, KeyHash};
+use crate::filter::{hash_key, FilterKind, KeyHash};
 use crate::key::{SequenceNumber, ValueType};
 use crate::sstable::format::BlockHandle;
 use crate::sstable::TableGet;
@@ -44,6 +44,9 @@ pub enum ExplainSource {
         smallest: Vec<u8>,
         /// Largest user key in the table.
         largest: Vec<u8>,
+        /// The kind of its filter; `None` if it has none (or one this
+        /// build does not know, which lookups ignore).
+        filter: Option<FilterKind>,
     },
     /// A level ≥ 1 with no candidate: the key sorts after every file's
     /// largest key (the engine counts this as a key-range skip).
@@ -238,6 +241,7 @@ fn probe(
         position,
         level_files,
         smallest: p.smallest_user_key.clone(),
+        filter: FilterKind::from_policy_name(&p.filter_policy).filter(|_| table.has_filter()),
         largest: p.largest_user_key.clone(),
     };
     let with_index = |h: BlockHandle| {

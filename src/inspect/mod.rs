@@ -61,7 +61,8 @@ pub use salvage::{
 pub use snapshot::{DbSnapshot, LiveWal};
 pub use table::{
     filter_settings, level_summaries, open_table, properties_block, table_entries, FilterInfo,
-    FilterSetting, PropertyValue, TableEntries, TableEntry, TableInfo, DEGRADED_FACTOR,
+    FilterSetting, FilterStats, PropertyValue, TableEntries, TableEntry, TableInfo,
+    DEGRADED_FACTOR,
 };
 pub use verify::{verify_db, verify_file, Problem, VerifyReport};
 

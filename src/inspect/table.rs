@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::number_of;
-use crate::filter::{bloom_stats, theoretical_fpr, BloomStats};
+use crate::filter::{
+    blocked_bloom, blocked_bloom_stats, bloom_stats, ribbon_stats, theoretical_fpr, FilterKind,
+};
 use crate::key::{user_key_of, ParsedInternalKey, SequenceNumber, ValueType};
 use crate::sstable::{BlockIter, Table, TableProperties};
 use crate::util::coding::Decoder;
@@ -27,6 +29,72 @@ pub fn open_table(path: &Path) -> Result<Table> {
     Table::open(path, number_of(path).unwrap_or(0))
 }
 
+/// What a filter's own bytes say about it, whatever its kind.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FilterStats {
+    /// The kind.
+    pub kind: FilterKind,
+    /// Bits that hold keys: the array `m` (classic), `512 · blocks`
+    /// (blocked), `r · slots` (Ribbon).
+    pub bits: u64,
+    /// Probes per key, `k` (0 for Ribbon).
+    pub num_hashes: u32,
+    /// Result bits per slot, `r` (Ribbon; 0 for the other kinds).
+    pub result_bits: u32,
+    /// Bits set to 1 (the Bloom kinds; `None` for Ribbon, whose solution
+    /// bits are half set whatever its health).
+    pub bits_set: Option<u64>,
+    /// The false-positive rate the filter's bytes imply for a key it was
+    /// not built from: classic `(set / m)^k`; blocked, the same per block,
+    /// averaged over blocks; Ribbon `2^−r`, fixed by its width.
+    pub implied_fpr: f64,
+}
+
+impl FilterStats {
+    /// Decodes `filter`, a filter of `kind`; `None` if it is malformed.
+    pub fn decode(kind: FilterKind, filter: &[u8]) -> Option<FilterStats> {
+        Some(match kind {
+            FilterKind::Bloom => {
+                let b = bloom_stats(filter)?;
+                FilterStats {
+                    kind,
+                    bits: b.bits,
+                    num_hashes: b.num_hashes,
+                    result_bits: 0,
+                    bits_set: Some(b.bits_set),
+                    implied_fpr: if b.bits == 0 {
+                        1.0
+                    } else {
+                        (b.bits_set as f64 / b.bits as f64).powi(b.num_hashes as i32)
+                    },
+                }
+            }
+            FilterKind::BlockedBloom => {
+                let b = blocked_bloom_stats(filter)?;
+                FilterStats {
+                    kind,
+                    bits: u64::from(b.blocks) * 512,
+                    num_hashes: b.num_hashes,
+                    result_bits: 0,
+                    bits_set: Some(b.bits_set),
+                    implied_fpr: b.implied_fpr,
+                }
+            }
+            FilterKind::Ribbon => {
+                let r = ribbon_stats(filter)?;
+                FilterStats {
+                    kind,
+                    bits: r.slots * u64::from(r.result_bits),
+                    num_hashes: 0,
+                    result_bits: r.result_bits,
+                    bits_set: None,
+                    implied_fpr: r.design_fpr,
+                }
+            }
+        })
+    }
+}
+
 /// What a table's filter block and properties say about its filter.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FilterInfo {
@@ -38,10 +106,12 @@ pub struct FilterInfo {
     pub block_bytes: u64,
     /// Keys in the filter: the table's distinct user keys.
     pub keys: u64,
-    /// Bits per key the writer was configured with.
+    /// Bits per key the writer was configured with, rounded (for Ribbon:
+    /// its width `r`).
     pub configured_bits_per_key: u32,
-    /// The decoded Bloom filter (`m`, `k`, bits set), if it is one.
-    pub bloom: Option<BloomStats>,
+    /// The decoded filter, if the policy is known and the bytes are well
+    /// formed.
+    pub stats: Option<FilterStats>,
 }
 
 impl FilterInfo {
@@ -50,53 +120,66 @@ impl FilterInfo {
         let p = table.properties();
         let bytes = table.filter_bytes();
         let known = table.has_filter();
+        let kind = FilterKind::from_policy_name(&p.filter_policy);
         FilterInfo {
             policy: p.filter_policy.clone(),
             known_policy: known,
             block_bytes: bytes.map_or(0, |b| b.len() as u64),
             keys: p.num_distinct_keys,
             configured_bits_per_key: p.filter_bits_per_key,
-            bloom: if known {
-                bytes.and_then(bloom_stats)
-            } else {
-                None
+            stats: match (known, kind, bytes) {
+                (true, Some(kind), Some(b)) => FilterStats::decode(kind, b),
+                _ => None,
             },
         }
     }
 
-    /// Bits of the filter per key, `m / n` (0 without a Bloom filter).
+    /// The kind, if the policy is one this build knows.
+    pub fn kind(&self) -> Option<FilterKind> {
+        FilterKind::from_policy_name(&self.policy)
+    }
+
+    /// Bits of the filter per key: its key-holding bits over `n` (0
+    /// without a decoded filter).
     pub fn bits_per_key(&self) -> f64 {
-        match &self.bloom {
-            Some(b) if self.keys > 0 => b.bits as f64 / self.keys as f64,
+        match &self.stats {
+            Some(s) if self.keys > 0 => s.bits as f64 / self.keys as f64,
             _ => 0.0,
         }
     }
 
-    /// Fraction of the `m` bits set.
+    /// Fraction of the bits set (the Bloom kinds).
     pub fn fraction_set(&self) -> Option<f64> {
-        self.bloom
-            .as_ref()
-            .filter(|b| b.bits > 0)
-            .map(|b| b.bits_set as f64 / b.bits as f64)
+        let s = self.stats.as_ref().filter(|s| s.bits > 0)?;
+        Some(s.bits_set? as f64 / s.bits as f64)
     }
 
-    /// The false-positive rate the bits actually set imply, `(set / m)^k`:
-    /// an absent key passes only if all `k` probed bits are set.
+    /// The false-positive rate the filter's bytes imply
+    /// ([`FilterStats::implied_fpr`]).
     pub fn implied_fpr(&self) -> Option<f64> {
-        let k = self.bloom.as_ref()?.num_hashes;
-        Some(self.fraction_set()?.powi(k as i32))
+        Some(self.stats.as_ref()?.implied_fpr)
     }
 
-    /// The false-positive rate the filter was designed for:
-    /// [`theoretical_fpr`]`(m / n, k)`.
+    /// The false-positive rate the filter was designed for, by its kind's
+    /// theory for its parameters and `n` keys: classic
+    /// [`theoretical_fpr`]`(m / n, k)`, blocked
+    /// [`blocked_bloom::theoretical_fpr`]`(512 · blocks / n, k)`, Ribbon
+    /// `2^−r`.
     pub fn design_fpr(&self) -> Option<f64> {
-        let b = self.bloom.as_ref()?;
-        Some(theoretical_fpr(self.bits_per_key(), b.num_hashes))
+        let s = self.stats.as_ref()?;
+        Some(match s.kind {
+            FilterKind::Bloom => theoretical_fpr(self.bits_per_key(), s.num_hashes),
+            FilterKind::BlockedBloom => {
+                blocked_bloom::theoretical_fpr(self.bits_per_key(), s.num_hashes)
+            }
+            FilterKind::Ribbon => s.implied_fpr,
+        })
     }
 
     /// True if the implied rate is more than [`DEGRADED_FACTOR`] times the
     /// design rate (more bits set than `n` keys should set: the filter was
     /// built over more keys than the table holds, or its bits are damaged).
+    /// A Ribbon filter's rate is fixed by its width, so it never is.
     pub fn degraded(&self) -> bool {
         match (self.implied_fpr(), self.design_fpr()) {
             (Some(i), Some(d)) => i > DEGRADED_FACTOR * d,
@@ -374,8 +457,9 @@ mod tests {
         );
         let g = FilterInfo::of(&good);
         assert_eq!(g.keys, 1000);
-        assert_eq!(g.bloom.unwrap().bits, 10_000);
-        assert_eq!(g.bloom.unwrap().num_hashes, 7);
+        assert_eq!(g.stats.unwrap().bits, 10_000);
+        assert_eq!(g.stats.unwrap().num_hashes, 7);
+        assert_eq!(g.stats.unwrap().kind, FilterKind::Bloom);
         assert_eq!(g.block_bytes, 10_000 / 8 + 1);
         assert!((g.bits_per_key() - 10.0).abs() < 1e-9);
         let design = g.design_fpr().unwrap();

@@ -29,8 +29,13 @@ pub struct CompactArgs {
     /// Bloom filter bits per key for the SSTables compaction writes (0 = no
     /// filters; default 10). The database does not store the value it was
     /// built with: give that value again, or rewritten SSTables get 10
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", conflicts_with = "filters")]
     pub bits_per_key: Option<u32>,
+    /// Filter of each level's rewritten SSTables, as `import --filters`
+    /// takes it (give the spec the database was built with: it is not
+    /// stored), e.g. blocked-bloom:10,ribbon:1%
+    #[arg(long, value_name = "SPEC", value_parser = crate::filter_spec::parse_spec)]
+    pub filters: Option<crate::filter_spec::FilterSpec>,
     /// No progress spinner
     #[arg(long, short)]
     pub quiet: bool,
@@ -46,6 +51,9 @@ pub fn run(args: &CompactArgs) -> Result<(), CliError> {
     let mut options = Options::default();
     if let Some(b) = args.bits_per_key {
         options.bits_per_key = b;
+    }
+    if let Some(f) = &args.filters {
+        options.filters = f.0.clone();
     }
     let db = open_existing(&args.db, options)?;
     let before = db.stats();

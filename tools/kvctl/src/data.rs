@@ -130,8 +130,13 @@ pub struct ImportArgs {
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub write_buffer_size: Option<usize>,
     /// Bloom filter bits per key for new SSTables (0 = no filters)
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", conflicts_with = "filters")]
     pub bits_per_key: Option<u32>,
+    /// Filter of each level's SSTables, level 0 first, the last serving
+    /// deeper levels: none, or bloom, blocked-bloom or ribbon with bits per
+    /// key or a rate, e.g. blocked-bloom:10,ribbon:1%
+    #[arg(long, value_name = "SPEC", value_parser = crate::filter_spec::parse_spec)]
+    pub filters: Option<crate::filter_spec::FilterSpec>,
     /// Take keys and values verbatim instead of unescaping `\t`, `\n`, `\\`, `\xNN`
     /// (the `\r` of a CRLF line ending is still removed)
     #[arg(long)]
@@ -390,6 +395,9 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     }
     if let Some(b) = args.bits_per_key {
         options.bits_per_key = b;
+    }
+    if let Some(f) = &args.filters {
+        options.filters = f.0.clone();
     }
     let format = if args.raw {
         LineFormat::Raw

@@ -12,6 +12,7 @@ mod compact;
 mod data;
 mod demo;
 mod error;
+mod filter_spec;
 mod format;
 mod inspect;
 mod stats;

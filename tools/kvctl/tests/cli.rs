@@ -823,6 +823,62 @@ fn compact_keeps_the_filter_setting_it_is_given() {
     assert_eq!(filter_bits_per_key(&db), 10.0);
 }
 
+/// `import --filters` and `compact --filters` build each level's kind;
+/// `filters`, `sst dump` and `explain` name it.
+#[test]
+fn filters_of_every_kind_are_built_per_level_and_shown_by_kind() {
+    let spec = "blocked-bloom:10,ribbon:1%";
+    let (_tmp, db) = many_db_with(&["--write-buffer-size", "64K", "--filters", spec, "-q"]);
+    let kinds = |db: &std::path::Path| -> Vec<(u64, String)> {
+        let v: serde_json::Value =
+            serde_json::from_str(&stdout(&ok(kvctl(&["filters", p(db), "--json"])))).unwrap();
+        v["filters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["level"].as_u64().unwrap(),
+                    f["kind"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    // Flushed tables carry level 0's filter.
+    let before = kinds(&db);
+    assert!(
+        before.iter().any(|(l, k)| *l == 0 && k == "blocked-bloom"),
+        "{before:?}"
+    );
+    ok(kvctl(&["compact", p(&db), "--filters", spec, "-q"]));
+    let after = kinds(&db);
+    assert!(
+        !after.is_empty() && after.iter().all(|(l, k)| *l >= 1 && k == "ribbon"),
+        "{after:?}"
+    );
+    let text = stdout(&ok(kvctl(&["filters", p(&db)])));
+    assert!(text.contains(" ribbon ") && text.contains("r=7"), "{text}");
+    let sst = files_with_ext(&db, "sst").remove(0);
+    let dump = stdout(&ok(kvctl(&["sst", "dump", p(&sst), "--filter"])));
+    assert!(dump.contains("  kind         ribbon"), "{dump}");
+    assert!(dump.contains("  parameters   r = 7"), "{dump}");
+    assert!(dump.contains("design FPR   0.78%  = 2^-r"), "{dump}");
+    let explain = stdout(&ok(kvctl(&["explain", p(&db), "key00042x"])));
+    assert!(
+        explain.contains("skipped by ribbon filter (says absent)")
+            || explain.contains("ribbon filter: maybe"),
+        "{explain}"
+    );
+    // A bad spec is a usage error naming the entry.
+    let e = kvctl(&["compact", p(&db), "--filters", "cuckoo:10"]);
+    assert_eq!(code(&e), 2);
+    assert!(
+        stderr(&e).contains("unknown kind \"cuckoo\""),
+        "{}",
+        stderr(&e)
+    );
+}
+
 /// Sixty single `put`s, each its own process and open, write no SSTable:
 /// an open keeps a WAL whose writes fit in the memtable instead of
 /// flushing it (they wrote 59 tables before, and `stats` reported a write

@@ -206,9 +206,10 @@ fn sst_dump_a_lone_file() {
         "  siftdb.num_entries          100",
         "  siftdb.smallest_user_key    k000",
         "  siftdb.filter.policy        siftdb.bloom.xxh3.v1",
+        "  kind         bloom",
         "  keys         100",
-        "  m            1,000 bits (126 bytes with k)",
-        "  k            7",
+        "  m            1,000 bits (126 bytes in the block)",
+        "  parameters   k = 7",
         "  bits/key     10.00 (configured 10)",
         "  design FPR   0.82%  = (1 - e^(-k/(m/n)))^k",
     ] {
@@ -648,9 +649,9 @@ fn explain_found_in_the_third_file_consulted() {
 lookup of k150 at sequence 304
   step  source                            result
      1  memtable (000007.log, 2 entries)  no version
-     2  L0 000008.sst (1 of 3)            skipped by filter (says absent)
-     3  L0 000006.sst (2 of 3)            skipped by filter (says absent)
-     4  L0 000004.sst (3 of 3)            filter: maybe; index entry 3 -> data block {offset 798, size 261}: found put @51
+     2  L0 000008.sst (1 of 3)            skipped by bloom filter (says absent)
+     3  L0 000006.sst (2 of 3)            skipped by bloom filter (says absent)
+     4  L0 000004.sst (3 of 3)            bloom filter: maybe; index entry 3 -> data block {offset 798, size 261}: found put @51
 answer: value one-150 (step 4, L0 000004.sst)
 cost: 1 data-block read, 0 sources skipped by key range, 2 SSTables skipped by filter, 0 filter false positives
 "
@@ -672,6 +673,7 @@ cost: 1 data-block read, 0 sources skipped by key range, 2 SSTables skipped by f
         j["steps"][3],
         json!({"step": 4, "source": "sstable", "level": 0, "number": 4, "position": 2,
                "level_files": 3, "smallest_key": "k000", "largest_key": "k297",
+               "filter_kind": "bloom",
                "outcome": "found", "index_entry": 3, "block": {"offset": 798, "size": 261},
                "seq": 51, "type": "put"})
     );
@@ -687,9 +689,9 @@ fn explain_absent_key_skipped_by_every_filter() {
 lookup of k007x at sequence 304
   step  source                            result
      1  memtable (000007.log, 2 entries)  no version
-     2  L0 000008.sst (1 of 3)            skipped by filter (says absent)
-     3  L0 000006.sst (2 of 3)            skipped by filter (says absent)
-     4  L0 000004.sst (3 of 3)            skipped by filter (says absent)
+     2  L0 000008.sst (1 of 3)            skipped by bloom filter (says absent)
+     3  L0 000006.sst (2 of 3)            skipped by bloom filter (says absent)
+     4  L0 000004.sst (3 of 3)            skipped by bloom filter (says absent)
 answer: absent: no source holds the key
 cost: 0 data-block reads, 0 sources skipped by key range, 3 SSTables skipped by filter, 0 filter false positives
 "
@@ -783,10 +785,10 @@ fn filters_human_json_and_a_saturated_filter() {
     assert_eq!(
         out,
         "\
-level  file        keys  m (bits)  k  bits/key  bits set  implied FPR  design FPR  health
-L0     000008.sst   102     1,024  7     10.04     51.1%        0.91%       0.80%  ok
-L0     000006.sst   100     1,000  7     10.00     49.2%        0.70%       0.82%  ok
-L0     000004.sst   100     1,000  7     10.00     50.3%        0.81%       0.82%  ok
+level  file        kind   keys   bits  k/r  bits/key  bits set  implied FPR  design FPR  health
+L0     000008.sst  bloom   102  1,024    7     10.04     51.1%        0.91%       0.80%  ok
+L0     000006.sst  bloom   100  1,000    7     10.00     49.2%        0.70%       0.82%  ok
+L0     000004.sst  bloom   100  1,000    7     10.00     50.3%        0.81%       0.82%  ok
 3 SSTables, 0 above 2x their design rate
 "
     );
@@ -817,7 +819,7 @@ L0     000004.sst   100     1,000  7     10.00     50.3%        0.81%       0.82
     });
     let out = stdout(&ok(kvctl(&["filters", p(&db)])));
     assert!(out.contains(
-        "L0     000006.sst   100     1,000  7     10.00    100.0%       100.0%       0.82%  WARNING: implied rate > 2x design\n"
+        "L0     000006.sst  bloom   100  1,000    7     10.00    100.0%       100.0%       0.82%  WARNING: implied rate > 2x design\n"
     ), "{out}");
     assert!(
         out.ends_with("3 SSTables, 1 above 2x their design rate\n"),

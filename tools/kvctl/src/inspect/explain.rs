@@ -71,6 +71,7 @@ fn source_json(s: &ExplainSource, show: Show) -> Value {
             level_files,
             smallest,
             largest,
+            filter,
         } => json!({
             "source": "sstable",
             "level": level,
@@ -79,6 +80,7 @@ fn source_json(s: &ExplainSource, show: Show) -> Value {
             "level_files": level_files,
             "smallest_key": show.bytes(smallest),
             "largest_key": show.bytes(largest),
+            "filter_kind": filter.map(|k| k.label()),
         }),
         ExplainSource::Level {
             level,
@@ -175,6 +177,13 @@ fn outcome_text(s: &ExplainSource, o: &ExplainOutcome, show: Show) -> String {
         Some((i, h)) => format!("index entry {i} -> data block {h}"),
         None => "key after the last index entry: no block read".to_string(),
     };
+    // The filter that answered, by kind: "bloom filter", "ribbon filter".
+    let filter = match s {
+        ExplainSource::Table {
+            filter: Some(k), ..
+        } => format!("{} filter", k.label()),
+        _ => "filter".to_string(),
+    };
     match o {
         ExplainOutcome::NotInMemtable => "no version".into(),
         ExplainOutcome::OutOfRange => match s {
@@ -187,7 +196,7 @@ fn outcome_text(s: &ExplainSource, o: &ExplainOutcome, show: Show) -> String {
             ),
             _ => "skipped by key range".into(),
         },
-        ExplainOutcome::FilterNegative => "skipped by filter (says absent)".into(),
+        ExplainOutcome::FilterNegative => format!("skipped by {filter} (says absent)"),
         ExplainOutcome::PastLevel => match s {
             ExplainSource::Level { largest, .. } => format!(
                 "no candidate: key after the level's largest key {}",
@@ -199,14 +208,14 @@ fn outcome_text(s: &ExplainSource, o: &ExplainOutcome, show: Show) -> String {
             let what = format!("found {} @{}", entry.value_type.name(), entry.seq);
             match s {
                 ExplainSource::Memtable { .. } => what,
-                _ => format!("filter: maybe; {}: {what}", block(b)),
+                _ => format!("{filter}: maybe; {}: {what}", block(b)),
             }
         }
         ExplainOutcome::Searched {
             filtered: true,
             block: b,
         } => format!(
-            "filter: maybe; {}: no version (filter false positive)",
+            "{filter}: maybe; {}: no version (filter false positive)",
             block(b)
         ),
         ExplainOutcome::Searched {

@@ -1,4 +1,4 @@
-//! `kvctl filters`: the health of every SSTable's Bloom filter.
+//! `kvctl filters`: the kind and health of every SSTable's filter.
 
 use std::path::PathBuf;
 
@@ -13,10 +13,13 @@ use crate::format::{count, group, Align, Table};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  kvctl filters ./db\n\n\
-implied FPR = (bits set / m)^k, the rate the filter's actual bits give an absent \
-key; design FPR = (1 - e^(-k/(m/n)))^k for its m bits, k probes and n keys. A \
-WARNING row marks a filter whose implied rate is more than twice its design \
-(built over more keys than the table holds, or damaged bits).")]
+Each kind's health by its own formula. bloom: implied FPR = (bits set / m)^k, the \
+rate the filter's actual bits give an absent key; design FPR = (1 - e^(-k/(m/n)))^k \
+for its m bits, k probes and n keys. blocked-bloom: implied = the mean over its \
+512-bit blocks of (bits set / 512)^k; design = the blocked theory of DESIGN.md \
+12.6.2. ribbon: both 2^-r, fixed by its width r. A WARNING row marks a filter whose \
+implied rate is more than twice its design (built over more keys than the table \
+holds, or damaged bits).")]
 pub struct FiltersArgs {
     /// Database directory
     pub db: PathBuf,
@@ -48,9 +51,10 @@ pub fn filters_text(tables: &[TableInfo]) -> String {
     let mut t = Table::new(&[
         ("level", Align::Left),
         ("file", Align::Left),
+        ("kind", Align::Left),
         ("keys", Align::Right),
-        ("m (bits)", Align::Right),
-        ("k", Align::Right),
+        ("bits", Align::Right),
+        ("k/r", Align::Right),
         ("bits/key", Align::Right),
         ("bits set", Align::Right),
         ("implied FPR", Align::Right),
@@ -61,7 +65,7 @@ pub fn filters_text(tables: &[TableInfo]) -> String {
     for i in tables {
         let f = &i.filter;
         let level = i.level.map_or(String::new(), |l| format!("L{l}"));
-        let Some(b) = f.bloom else {
+        let Some(s) = f.stats else {
             let why = if f.policy.is_empty() {
                 "no filter"
             } else if f.known_policy {
@@ -72,6 +76,7 @@ pub fn filters_text(tables: &[TableInfo]) -> String {
             t.row(vec![
                 level,
                 table_name(i.number),
+                f.kind().map_or("-", |k| k.label()).into(),
                 group(f.keys),
                 "-".into(),
                 "-".into(),
@@ -92,11 +97,16 @@ pub fn filters_text(tables: &[TableInfo]) -> String {
         t.row(vec![
             level,
             table_name(i.number),
+            s.kind.label().into(),
             group(f.keys),
-            group(b.bits),
-            b.num_hashes.to_string(),
+            group(s.bits),
+            if s.result_bits > 0 {
+                format!("r={}", s.result_bits)
+            } else {
+                s.num_hashes.to_string()
+            },
             format!("{:.2}", f.bits_per_key()),
-            percent(f.fraction_set().unwrap_or(0.0)),
+            f.fraction_set().map_or("-".into(), percent),
             percent(f.implied_fpr().unwrap_or(1.0)),
             percent(f.design_fpr().unwrap_or(1.0)),
             health,

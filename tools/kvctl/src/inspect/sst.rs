@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use serde_json::{json, Map, Value};
+use siftdb::filter::FilterKind;
 use siftdb::inspect::{
     open_table, properties_block, table_entries, FilterInfo, PropertyValue, TableInfo,
 };
@@ -171,13 +172,15 @@ fn internal_parts(key: &[u8], show: Show) -> (String, u64, &'static str) {
 pub fn filter_json(f: &FilterInfo) -> Value {
     json!({
         "policy": f.policy,
+        "kind": f.kind().map(|k| k.label()),
         "known_policy": f.known_policy,
         "block_bytes": f.block_bytes,
         "keys": f.keys,
         "configured_bits_per_key": f.configured_bits_per_key,
-        "bits": f.bloom.map(|b| b.bits),
-        "num_hashes": f.bloom.map(|b| b.num_hashes),
-        "bits_set": f.bloom.map(|b| b.bits_set),
+        "bits": f.stats.map(|s| s.bits),
+        "num_hashes": f.stats.map(|s| s.num_hashes),
+        "result_bits": f.stats.map(|s| s.result_bits),
+        "bits_set": f.stats.and_then(|s| s.bits_set),
         "fraction_set": f.fraction_set(),
         "bits_per_key": f.bits_per_key(),
         "implied_fpr": f.implied_fpr(),
@@ -192,7 +195,7 @@ fn filter_lines(f: &FilterInfo) -> String {
     }
     let mut t = TextTable::new(&[("", Align::Left), ("", Align::Left)]);
     t.row(vec!["policy".into(), f.policy.clone()]);
-    let Some(b) = f.bloom else {
+    let Some(s) = f.stats else {
         t.row(vec![
             "state".into(),
             if f.known_policy {
@@ -203,45 +206,72 @@ fn filter_lines(f: &FilterInfo) -> String {
         ]);
         return strip_header(t.render(""));
     };
+    t.row(vec!["kind".into(), s.kind.label().into()]);
     t.row(vec!["keys".into(), group(f.keys)]);
+    let (bits_name, params, implied, design) = match s.kind {
+        FilterKind::Bloom => (
+            "m",
+            format!("k = {}", s.num_hashes),
+            "(bits set / m)^k",
+            "(1 - e^(-k/(m/n)))^k",
+        ),
+        FilterKind::BlockedBloom => (
+            "512 x blocks",
+            format!("k = {}, {} blocks", s.num_hashes, group(s.bits / 512)),
+            "mean over blocks of (bits set / 512)^k",
+            "blocked-Bloom theory for m/n and k (DESIGN.md 12.6.2)",
+        ),
+        FilterKind::Ribbon => (
+            "r x slots",
+            format!(
+                "r = {}, {} slots",
+                s.result_bits,
+                group(s.bits / u64::from(s.result_bits.max(1)))
+            ),
+            "2^-r",
+            "2^-r",
+        ),
+        _ => ("bits", String::new(), "", ""),
+    };
     t.row(vec![
-        "m".into(),
+        bits_name.into(),
         format!(
-            "{} bits ({} bytes with k)",
-            group(b.bits),
+            "{} bits ({} bytes in the block)",
+            group(s.bits),
             group(f.block_bytes)
         ),
     ]);
-    t.row(vec!["k".into(), b.num_hashes.to_string()]);
+    t.row(vec!["parameters".into(), params]);
     t.row(vec![
         "bits/key".into(),
         format!(
-            "{:.2} (configured {})",
+            "{:.2} (configured {}{})",
             f.bits_per_key(),
-            f.configured_bits_per_key
+            f.configured_bits_per_key,
+            if s.kind == FilterKind::Ribbon {
+                ": r"
+            } else {
+                ""
+            }
         ),
     ]);
-    t.row(vec![
-        "bits set".into(),
-        format!(
-            "{} ({})",
-            group(b.bits_set),
-            percent(f.fraction_set().unwrap_or(0.0))
-        ),
-    ]);
+    if let Some(set) = s.bits_set {
+        t.row(vec![
+            "bits set".into(),
+            format!(
+                "{} ({})",
+                group(set),
+                percent(f.fraction_set().unwrap_or(0.0))
+            ),
+        ]);
+    }
     t.row(vec![
         "implied FPR".into(),
-        format!(
-            "{}  = (bits set / m)^k",
-            percent(f.implied_fpr().unwrap_or(1.0))
-        ),
+        format!("{}  = {implied}", percent(f.implied_fpr().unwrap_or(1.0))),
     ]);
     t.row(vec![
         "design FPR".into(),
-        format!(
-            "{}  = (1 - e^(-k/(m/n)))^k",
-            percent(f.design_fpr().unwrap_or(1.0))
-        ),
+        format!("{}  = {design}", percent(f.design_fpr().unwrap_or(1.0))),
     ]);
     if f.degraded() {
         t.row(vec![
