@@ -139,6 +139,14 @@ pub fn info_text(s: &DbSnapshot) -> String {
     for f in filter_settings(&tables) {
         let v = if f.policy.is_empty() {
             format!("no filter ({})", count(f.files, "SSTable"))
+        } else if f.policy == siftdb::filter::RIBBON_POLICY_NAME {
+            // Ribbon records its width r where the others record bits/key.
+            format!(
+                "filter {}, r = {} ({})",
+                f.policy,
+                f.bits_per_key,
+                count(f.files, "SSTable")
+            )
         } else {
             format!(
                 "filter {}, {} bits/key, k = {} ({})",
