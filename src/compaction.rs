@@ -289,8 +289,9 @@ pub(crate) fn pick_manual_bottommost(
 ///    with another table of its level, so it is the only place to look);
 /// 3. a filter built as `table_options` would build it: the same policy
 ///    name, bits per key and probes per key (or no filter, if none is
-///    configured), so a changed `bits_per_key` or `bloom_hashes` still
-///    rewrites it;
+///    configured), and a prefix filter by the same extractor (or none), so
+///    a changed `bits_per_key`, `bloom_hashes` or `prefix_extractor`
+///    still rewrites it;
 /// 4. the format version this build writes;
 /// 5. no cut to make: its last data block starts below `target_file_size`.
 ///    The merge cuts an output before a new user key once the output has
@@ -317,9 +318,11 @@ pub(crate) fn rewriting_changes_nothing(
         Some(policy) => {
             // The parameters the policy records for any filter it builds.
             let shape = policy.shape(&policy.create_filter(&[]));
+            let extractor = table_options.prefix_extractor.as_ref().map(|e| e.name());
             props.filter_policy == policy.name()
                 && props.filter_bits_per_key == shape.bits_per_key
                 && props.filter_num_hashes == shape.num_hashes
+                && props.prefix_filter.as_ref().map(|p| p.extractor.as_str()) == extractor
         }
     };
     props.num_tombstones == 0
@@ -562,6 +565,43 @@ mod tests {
             TARGET
         ));
         assert!(!rewriting_changes_nothing(&clean(), TARGET, &opts, TARGET));
+    }
+
+    #[test]
+    fn a_changed_prefix_extractor_rewrites_the_table() {
+        use crate::filter::FixedPrefix;
+        use crate::sstable::PrefixFilterProperties;
+        let mut opts = TableOptions::default();
+        let with_prefixes = |extractor: &str| {
+            let mut p = clean();
+            p.prefix_filter = Some(PrefixFilterProperties {
+                extractor: extractor.into(),
+                handle: crate::sstable::BlockHandle::new(0, 10),
+                prefixes: 3,
+            });
+            p
+        };
+        // No extractor configured: a table with a prefix filter is rewritten.
+        assert!(!rewriting_changes_nothing(
+            &with_prefixes("siftdb.fixed_prefix.4"),
+            0,
+            &opts,
+            TARGET
+        ));
+        opts.prefix_extractor = Some(Arc::new(FixedPrefix::new(4)));
+        assert!(rewriting_changes_nothing(
+            &with_prefixes("siftdb.fixed_prefix.4"),
+            0,
+            &opts,
+            TARGET
+        ));
+        assert!(!rewriting_changes_nothing(
+            &with_prefixes("siftdb.fixed_prefix.5"),
+            0,
+            &opts,
+            TARGET
+        ));
+        assert!(!rewriting_changes_nothing(&clean(), 0, &opts, TARGET));
     }
 
     #[test]

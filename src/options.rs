@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::filter::LevelFilter;
+use crate::filter::{LevelFilter, PrefixExtractor};
 use crate::fs::{FileSystem, StdFs};
 use crate::sync_point::SyncPoints;
 
@@ -66,6 +66,14 @@ pub struct Options {
     /// always hit saves the memory for little cost. Absent keys then read
     /// one of its data blocks. Defaults to false.
     pub skip_filters_on_last_level: bool,
+    /// Build a prefix filter in every table too, over the prefixes this
+    /// extractor takes from its keys (by the table's own filter policy), so
+    /// that [`crate::Db::prefix`] and a [`crate::Db::range`] whose bounds
+    /// share one prefix skip every table that cannot hold it
+    /// ([`crate::filter::prefix`] states the contract an extractor must
+    /// keep). Tables written without it, or with an extractor of another
+    /// name, are simply scanned. Defaults to `None`.
+    pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
     /// Target uncompressed size of an SSTable data block, in bytes. Smaller
     /// blocks cost less to read per lookup but make the index bigger.
     /// Defaults to 4 KiB.
@@ -133,6 +141,7 @@ impl Default for Options {
             bloom_hashes: None,
             filters: Vec::new(),
             skip_filters_on_last_level: false,
+            prefix_extractor: None,
             block_size: 4 << 10,
             block_restart_interval: 16,
             sync: false,

@@ -5,6 +5,7 @@
 //! number of lookups.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::sstable::TableProperties;
 use crate::version::set::Version;
@@ -57,6 +58,15 @@ pub struct Stats {
     pub tombstones_dropped: u64,
     /// Shadowed versions compaction removed.
     pub versions_dropped: u64,
+    /// Data blocks read by iterators (`iter`, `range`, `prefix`, and their
+    /// snapshot forms); point lookups count theirs in `data_block_reads`.
+    pub scan_block_reads: u64,
+    /// Tables whose prefix filter a scan over one prefix consulted
+    /// ([`crate::Options::prefix_extractor`]).
+    pub prefix_probes: u64,
+    /// Of those, tables the prefix filter proved free of the prefix: the
+    /// scan skipped them without reading a block.
+    pub prefix_negatives: u64,
     /// Times the manifest reached [`crate::Options::max_manifest_file_size`]
     /// and was replaced by a new one holding a snapshot of the state.
     pub manifest_rollovers: u64,
@@ -179,6 +189,10 @@ pub(crate) struct Counters {
     pub tombstones_dropped: AtomicU64,
     pub versions_dropped: AtomicU64,
     pub manifest_rollovers: AtomicU64,
+    /// Shared with every table iterator a scan opens.
+    pub scan_block_reads: Arc<AtomicU64>,
+    pub prefix_probes: AtomicU64,
+    pub prefix_negatives: AtomicU64,
 }
 
 /// Counts of one lookup, added to [`Counters`] in one go.
@@ -235,6 +249,9 @@ impl Counters {
             tombstones_dropped: l(&self.tombstones_dropped),
             versions_dropped: l(&self.versions_dropped),
             manifest_rollovers: l(&self.manifest_rollovers),
+            scan_block_reads: l(&self.scan_block_reads),
+            prefix_probes: l(&self.prefix_probes),
+            prefix_negatives: l(&self.prefix_negatives),
             levels,
         }
     }

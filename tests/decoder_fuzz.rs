@@ -312,6 +312,7 @@ fn valid_table() -> &'static [u8] {
             block_size: 256,
             restart_interval: 4,
             filter_policy: Some(Arc::new(BloomFilterPolicy::new(10))),
+            prefix_extractor: None,
         };
         let mut b = TableBuilder::new(&path, opts).unwrap();
         for i in 0..200u64 {

@@ -81,6 +81,7 @@ pub fn table_options(u: &mut Unstructured<'_>) -> Result<TableOptions> {
         } else {
             None
         },
+        prefix_extractor: None,
     })
 }
 

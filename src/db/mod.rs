@@ -396,11 +396,15 @@ impl Db {
     /// Iterates the live pairs with keys in `range`, in key order
     /// (double-ended: `.rev()` walks backwards), as of the moment of the
     /// call. Items are `Result<(key, value)>`.
+    ///
+    /// With [`Options::prefix_extractor`] set and both bounds keys of one
+    /// extracted prefix, tables whose prefix filter says they hold no key
+    /// of it are skipped without a read.
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> DbIterator {
         let lo = map_bound(range.start_bound());
         let hi = map_bound(range.end_bound());
         let (sv, seq) = self.inner.view();
-        iterate(sv, seq, lo, hi)
+        self.inner.scan_range(sv, seq, lo, hi)
     }
 
     /// Iterates every live pair in key order (double-ended), as of the
@@ -408,19 +412,18 @@ impl Db {
     /// key type for the unbounded range.
     pub fn iter(&self) -> DbIterator {
         let (sv, seq) = self.inner.view();
-        iterate(
-            sv,
-            seq,
-            std::ops::Bound::Unbounded,
-            std::ops::Bound::Unbounded,
-        )
+        let all = std::ops::Bound::Unbounded;
+        self.inner.scan_range(sv, seq, all.clone(), all)
     }
 
     /// Iterates the live pairs whose key starts with `prefix`, in key order.
+    /// With [`Options::prefix_extractor`] set and `prefix` in its domain
+    /// (for [`crate::filter::FixedPrefix`]: at least as long as its
+    /// prefixes), tables whose prefix filter says they hold no key of that
+    /// prefix are skipped without a read ([`Stats::prefix_negatives`]).
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
-        let (lo, hi) = prefix_bounds(prefix.as_ref());
         let (sv, seq) = self.inner.view();
-        iterate(sv, seq, lo, hi)
+        self.inner.scan_prefix(sv, seq, prefix.as_ref())
     }
 
     /// Freezes the active memtable (if it holds anything) and waits until
@@ -659,19 +662,14 @@ impl Snapshot {
     /// As [`Db::range`], as of the snapshot.
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> DbIterator {
         let sv = self.inner.current.read().clone();
-        iterate(
-            sv,
-            self.seq,
-            map_bound(range.start_bound()),
-            map_bound(range.end_bound()),
-        )
+        let (lo, hi) = (map_bound(range.start_bound()), map_bound(range.end_bound()));
+        self.inner.scan_range(sv, self.seq, lo, hi)
     }
 
     /// As [`Db::prefix`], as of the snapshot.
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
         let sv = self.inner.current.read().clone();
-        let (lo, hi) = prefix_bounds(prefix.as_ref());
-        iterate(sv, self.seq, lo, hi)
+        self.inner.scan_prefix(sv, self.seq, prefix.as_ref())
     }
 }
 
@@ -697,7 +695,7 @@ mod background;
 mod read;
 mod recovery;
 
-use read::{get_from, iterate, map_bound, prefix_bounds};
+use read::{get_from, iterate, map_bound, prefix_bounds, prefix_scan_prefix, range_scan_prefix};
 use recovery::{acquire_lock, check_fresh_directory, recover, replay_manifest, Replayed};
 pub(crate) use recovery::{is_directory, no_database, pin_wals, OpenWal};
 pub use recovery::{RecoveryReport, WalReplay};
@@ -731,6 +729,30 @@ impl DbInner {
         );
         let seq = SequenceNumber(self.visible_seq.load(Ordering::Acquire));
         (sv, seq)
+    }
+
+    /// An iterator over `(lo, hi)` in `sv` at `seq`, consulting the tables'
+    /// prefix filters when both bounds share one extracted prefix.
+    fn scan_range(
+        &self,
+        sv: Arc<SuperVersion>,
+        seq: SequenceNumber,
+        lo: std::ops::Bound<Vec<u8>>,
+        hi: std::ops::Bound<Vec<u8>>,
+    ) -> DbIterator {
+        let ex = self.options.prefix_extractor.as_deref();
+        let prefix = ex.and_then(|ex| range_scan_prefix(ex, &lo, &hi));
+        iterate(sv, seq, lo, hi, &self.counters, prefix)
+    }
+
+    /// An iterator over the keys starting with `p` in `sv` at `seq`,
+    /// consulting the tables' prefix filters when `p` is in the
+    /// extractor's domain.
+    fn scan_prefix(&self, sv: Arc<SuperVersion>, seq: SequenceNumber, p: &[u8]) -> DbIterator {
+        let (lo, hi) = prefix_bounds(p);
+        let ex = self.options.prefix_extractor.as_deref();
+        let prefix = ex.and_then(|ex| prefix_scan_prefix(ex, p));
+        iterate(sv, seq, lo, hi, &self.counters, prefix)
     }
 
     /// Refuses writes to a read-only database or one a background error

@@ -2,13 +2,14 @@
 //! range iterators.
 
 use std::ops::Bound;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::filter::{hash_key, KeyHash};
+use crate::filter::{hash_key, KeyHash, PrefixExtractor};
 use crate::iter::{DbIterator, EntrySource};
 use crate::key::{SequenceNumber, ValueType};
 use crate::sstable::TableGet;
-use crate::stats::GetCounts;
+use crate::stats::{Counters, GetCounts};
 use crate::version::set::TableFile;
 use crate::Result;
 
@@ -124,11 +125,61 @@ fn overlaps(smallest: &[u8], largest: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec
     above_lo && below_hi
 }
 
+/// The prefix filter a scan can consult: the extractor's name and the hash
+/// of the one prefix every key of the scan has.
+pub(super) struct ScanPrefix<'a> {
+    pub extractor: &'a str,
+    pub hash: KeyHash,
+}
+
+/// The prefix every key starting with `p` has under `ex`, if `p` is in its
+/// domain: `ex.prefix(p)` is a prefix of `p`, so every key starting with
+/// `p` starts with it, and so has it as its prefix (the extractor's
+/// prefixes are closed under extension: [`crate::filter::prefix`]).
+pub(super) fn prefix_scan_prefix<'a>(
+    ex: &'a dyn PrefixExtractor,
+    p: &[u8],
+) -> Option<ScanPrefix<'a>> {
+    Some(ScanPrefix {
+        extractor: ex.name(),
+        hash: hash_key(ex.prefix(p)?),
+    })
+}
+
+/// The prefix every key within `(lo, hi)` has under `ex`, if both bounds
+/// are keys with the same prefix `q`: the keys that start with `q` are one
+/// interval in key order, so every key between two of them starts with `q`
+/// too.
+pub(super) fn range_scan_prefix<'a>(
+    ex: &'a dyn PrefixExtractor,
+    lo: &Bound<Vec<u8>>,
+    hi: &Bound<Vec<u8>>,
+) -> Option<ScanPrefix<'a>> {
+    let key = |b: &'_ Bound<Vec<u8>>| -> Option<Vec<u8>> {
+        match b {
+            Bound::Included(k) | Bound::Excluded(k) => Some(k.clone()),
+            Bound::Unbounded => None,
+        }
+    };
+    let (a, b) = (key(lo)?, key(hi)?);
+    let q = ex.prefix(&a)?;
+    (ex.prefix(&b)? == q).then(|| ScanPrefix {
+        extractor: ex.name(),
+        hash: hash_key(q),
+    })
+}
+
+/// An iterator over `(lo, hi)` at `seq` in `sv`: every memtable, and every
+/// table whose key range overlaps the bounds, unless `prefix` is given and
+/// the table's prefix filter proves it holds no key with that prefix.
+/// Tables' block reads and prefix probes are counted in `counters`.
 pub(super) fn iterate(
     sv: Arc<SuperVersion>,
     seq: SequenceNumber,
     lo: Bound<Vec<u8>>,
     hi: Bound<Vec<u8>>,
+    counters: &Counters,
+    prefix: Option<ScanPrefix<'_>>,
 ) -> DbIterator {
     let mut sources: Vec<EntrySource> = Vec::new();
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
@@ -139,9 +190,22 @@ pub(super) fn iterate(
         sources.push(Box::new(mem.iter(l, h)));
     }
     for (_, f) in sv.version.files() {
-        if overlaps(f.smallest_user_key(), f.largest_user_key(), &lo, &hi) {
-            sources.push(Box::new(f.table.iter(lo.clone(), hi.clone())));
+        if !overlaps(f.smallest_user_key(), f.largest_user_key(), &lo, &hi) {
+            continue;
         }
+        if let Some(p) = &prefix {
+            if let Some(may) = f.table.prefix_may_match(p.extractor, p.hash) {
+                counters.prefix_probes.fetch_add(1, Ordering::Relaxed);
+                if !may {
+                    counters.prefix_negatives.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+            }
+        }
+        let it = f.table.iter(lo.clone(), hi.clone());
+        sources.push(Box::new(
+            it.count_block_reads(Arc::clone(&counters.scan_block_reads)),
+        ));
     }
     DbIterator::new(sources, seq, Box::new(sv))
 }

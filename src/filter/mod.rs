@@ -36,6 +36,7 @@
 pub mod blocked_bloom;
 pub mod bloom;
 pub mod level_filter;
+pub mod prefix;
 pub mod ribbon;
 
 use std::sync::Arc;
@@ -45,6 +46,7 @@ pub use blocked_bloom::{
 };
 pub use bloom::{bloom_stats, theoretical_fpr, BloomFilterPolicy, BloomStats, BLOOM_POLICY_NAME};
 pub use level_filter::{FilterKind, LevelFilter};
+pub use prefix::{FixedPrefix, PrefixExtractor};
 pub use ribbon::{ribbon_stats, RibbonFilterPolicy, RibbonStats, RIBBON_POLICY_NAME};
 
 /// The 128-bit hash of a user key, computed once per key by [`hash_key`].

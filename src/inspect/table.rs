@@ -237,7 +237,7 @@ pub enum PropertyValue {
 /// The properties whose values are varints (DESIGN.md 12.5); the others
 /// (the policy name, the smallest and largest user keys) and any unknown
 /// name are shown as bytes.
-const NUMBER_PROPERTIES: [&str; 12] = [
+const NUMBER_PROPERTIES: [&str; 13] = [
     "siftdb.filter.bits",
     "siftdb.filter.bits_per_key",
     "siftdb.filter.num_hashes",
@@ -247,6 +247,7 @@ const NUMBER_PROPERTIES: [&str; 12] = [
     "siftdb.num_distinct_keys",
     "siftdb.num_entries",
     "siftdb.num_tombstones",
+    "siftdb.prefix_filter.prefixes",
     "siftdb.raw_key_bytes",
     "siftdb.raw_value_bytes",
     "siftdb.smallest_seq",

@@ -15,7 +15,7 @@ use super::{
 };
 use crate::escape::escape_bytes;
 use crate::filename::{self, FileType};
-use crate::filter::{bloom_stats, hash_key, policy_for_name};
+use crate::filter::{hash_key, policy_for_name};
 use crate::fs::StdFs;
 use crate::key::{compare_internal_keys, user_key_of, ParsedInternalKey, ValueType};
 use crate::sstable::format::{Footer, BLOCK_TRAILER_LEN, FOOTER_LEN, TABLE_MAGIC};
@@ -338,6 +338,14 @@ fn verify_db_once(
     Ok(c.report)
 }
 
+/// The built-in extractor named `name` (`siftdb.fixed_prefix.N`), if it is
+/// one.
+fn fixed_prefix_of(name: &str) -> Option<crate::filter::FixedPrefix> {
+    let n: usize = name.strip_prefix("siftdb.fixed_prefix.")?.parse().ok()?;
+    let ex = crate::filter::FixedPrefix::new(n);
+    (crate::filter::PrefixExtractor::name(&ex) == name).then_some(ex)
+}
+
 /// Names the table part holding `e`'s offset, from the file's footer.
 fn locate_in_table(path: &Path, e: &Error) -> String {
     let Error::Corruption { offset, .. } = e else {
@@ -409,6 +417,24 @@ fn check_table(c: &mut Checker<'_>, table: &Table) -> Result<Option<Contents>> {
     };
     let mut misses = 0u64;
     let mut first_miss: Option<Vec<u8>> = None;
+    // The prefix filter, probed with every distinct prefix, when its
+    // extractor is one this build can rebuild from its name.
+    let prefix_check = match (&p.prefix_filter, &filter, table.prefix_filter_bytes()) {
+        (Some(pf), Some(_), Some(bytes)) => match fixed_prefix_of(&pf.extractor) {
+            Some(ex) => Some((ex, bytes)),
+            None => {
+                c.report.notes.push(format!(
+                    "{}: prefix extractor \"{}\" is not a built-in one; prefix filter not checked",
+                    file_name(path),
+                    escape_bytes(pf.extractor.as_bytes())
+                ));
+                None
+            }
+        },
+        _ => None,
+    };
+    let (mut prefix_misses, mut first_prefix_miss) = (0u64, None::<Vec<u8>>);
+    let mut last_prefix: Option<Vec<u8>> = None;
     let mut complete = true;
     let mut expected_offset = 0u64;
     let mut prev_key: Option<Vec<u8>> = None;
@@ -486,6 +512,17 @@ fn check_table(c: &mut Checker<'_>, table: &Table) -> Result<Option<Contents>> {
                         misses += 1;
                         first_miss.get_or_insert_with(|| ik.user_key.to_vec());
                     }
+                    if let Some((ex, prefix_bytes)) = &prefix_check {
+                        if let Some(q) = crate::filter::PrefixExtractor::prefix(ex, ik.user_key) {
+                            if last_prefix.as_deref() != Some(q) {
+                                if !policy.may_match(prefix_bytes, hash_key(q)) {
+                                    prefix_misses += 1;
+                                    first_prefix_miss.get_or_insert_with(|| q.to_vec());
+                                }
+                                last_prefix = Some(q.to_vec());
+                            }
+                        }
+                    }
                 }
             }
             if t.entries == 0 {
@@ -533,7 +570,16 @@ fn check_table(c: &mut Checker<'_>, table: &Table) -> Result<Option<Contents>> {
     } else {
         footer.filter.offset
     };
-    if complete && expected_offset != meta_start {
+    // A filter that asks for a placement (the blocked Bloom filter) may be
+    // preceded by up to 63 zero bytes of padding (DESIGN.md 12.4).
+    let padding = meta_start.saturating_sub(expected_offset);
+    let padded = padding > 0
+        && padding < 64
+        && !footer.filter.is_null()
+        && table
+            .map_bytes(expected_offset, padding)
+            .is_some_and(|b| b.iter().all(|&x| x == 0));
+    if complete && expected_offset != meta_start && !padded {
         let d = format!(
             "data blocks end at {expected_offset} but the next block starts at {meta_start}"
         );
@@ -546,10 +592,11 @@ fn check_table(c: &mut Checker<'_>, table: &Table) -> Result<Option<Contents>> {
     // Filter: no false negatives, and its shape matches the properties.
     if let Some((bytes, _)) = &filter {
         let at = Some(footer.filter.offset);
-        if let Some(s) = bloom_stats(bytes) {
+        let kind = crate::filter::FilterKind::from_policy_name(&p.filter_policy);
+        if let Some(s) = kind.and_then(|k| super::FilterStats::decode(k, bytes)) {
             if s.bits != p.filter_bits || s.num_hashes != p.filter_num_hashes {
                 let d = format!(
-                    "filter has m = {}, k = {}; the properties say m = {}, k = {}",
+                    "filter has {} bits, k = {}; the properties say {} bits, k = {}",
                     s.bits, s.num_hashes, p.filter_bits, p.filter_num_hashes
                 );
                 if c.problem(path, "filter block", at, d) {
@@ -565,6 +612,17 @@ fn check_table(c: &mut Checker<'_>, table: &Table) -> Result<Option<Contents>> {
                 escape_bytes(key)
             );
             if c.problem(path, "filter block", at, d) {
+                return Ok(None);
+            }
+        }
+        if let Some(q) = &first_prefix_miss {
+            let at = p.prefix_filter.as_ref().map(|pf| pf.handle.offset);
+            let d = format!(
+                "prefix filter answers \"absent\" for {prefix_misses} prefixes the table holds \
+                 (false negatives), first \"{}\"",
+                escape_bytes(q)
+            );
+            if c.problem(path, "prefix filter block", at, d) {
                 return Ok(None);
             }
         }

@@ -23,6 +23,6 @@ pub mod table_builder;
 pub use block::{Block, BlockIter};
 pub use block_builder::BlockBuilder;
 pub use format::{BlockHandle, Footer};
-pub use properties::TableProperties;
+pub use properties::{PrefixFilterProperties, TableProperties};
 pub use table::{IndexEntry, MappedTable, Table, TableBlocks, TableGet, TableIter};
 pub use table_builder::{TableBuilder, TableOptions, TableSummary};

@@ -17,19 +17,28 @@
 //! | `siftdb.num_distinct_keys` | varint: distinct user keys |
 //! | `siftdb.num_entries` | varint: internal entries, tombstones included |
 //! | `siftdb.num_tombstones` | varint |
+//! | `siftdb.prefix_filter.extractor` | raw UTF-8: the [`crate::filter::PrefixExtractor`] name (optional) |
+//! | `siftdb.prefix_filter.handle` | two varints: offset and size of the prefix filter block (with the extractor) |
+//! | `siftdb.prefix_filter.prefixes` | varint: distinct prefixes in it (with the extractor) |
 //! | `siftdb.raw_key_bytes` | varint: sum of encoded internal-key lengths |
 //! | `siftdb.raw_value_bytes` | varint: sum of value lengths |
 //! | `siftdb.smallest_seq` | varint |
 //! | `siftdb.smallest_user_key` | raw bytes |
 //!
-//! Every name above is required in format version 1. Readers ignore names
-//! they do not know, so later versions may add properties; names must
-//! strictly increase, so a duplicate is corruption.
+//! Every name above is required in format version 1, except the three
+//! `siftdb.prefix_filter.*` names, which a table written with a prefix
+//! extractor carries together (one without the others is corruption). The
+//! prefix filter block is built by the table's filter policy over the
+//! hashes ([`crate::filter::hash_key`]) of the distinct prefixes; a reader
+//! that does not know these names ignores them, and the block, as it
+//! ignores every name it does not know, so later versions may add
+//! properties. Names must strictly increase, so a duplicate is corruption.
 
 use crate::error::{Error, Result};
 use crate::key::SequenceNumber;
 use crate::sstable::block::Block;
 use crate::sstable::block_builder::BlockBuilder;
+use crate::sstable::format::BlockHandle;
 use crate::util::coding::{put_varint, Decoder};
 
 const FILTER_BITS: &str = "siftdb.filter.bits";
@@ -43,6 +52,9 @@ const NUM_DATA_BLOCKS: &str = "siftdb.num_data_blocks";
 const NUM_DISTINCT_KEYS: &str = "siftdb.num_distinct_keys";
 const NUM_ENTRIES: &str = "siftdb.num_entries";
 const NUM_TOMBSTONES: &str = "siftdb.num_tombstones";
+const PREFIX_EXTRACTOR: &str = "siftdb.prefix_filter.extractor";
+const PREFIX_HANDLE: &str = "siftdb.prefix_filter.handle";
+const PREFIX_COUNT: &str = "siftdb.prefix_filter.prefixes";
 const RAW_KEY_BYTES: &str = "siftdb.raw_key_bytes";
 const RAW_VALUE_BYTES: &str = "siftdb.raw_value_bytes";
 const SMALLEST_SEQ: &str = "siftdb.smallest_seq";
@@ -88,6 +100,20 @@ pub struct TableProperties {
     pub filter_bits: u64,
     /// The table's format version.
     pub format_version: u32,
+    /// The prefix filter, if the table was written with a prefix extractor
+    /// (and a filter policy).
+    pub prefix_filter: Option<PrefixFilterProperties>,
+}
+
+/// Where a table's prefix filter is and what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrefixFilterProperties {
+    /// The [`crate::filter::PrefixExtractor::name`] it was built with.
+    pub extractor: String,
+    /// The prefix filter block (built by the table's filter policy).
+    pub handle: BlockHandle,
+    /// Distinct prefixes in it.
+    pub prefixes: u64,
 }
 
 impl TableProperties {
@@ -99,7 +125,7 @@ impl TableProperties {
             put_varint(&mut b, x);
             b
         };
-        let entries: [(&str, Vec<u8>); 15] = [
+        let mut entries: Vec<(&str, Vec<u8>)> = vec![
             (FILTER_BITS, v(self.filter_bits)),
             (FILTER_BITS_PER_KEY, v(self.filter_bits_per_key.into())),
             (FILTER_NUM_HASHES, v(self.filter_num_hashes.into())),
@@ -116,6 +142,14 @@ impl TableProperties {
             (SMALLEST_SEQ, v(self.smallest_seq.0)),
             (SMALLEST_USER_KEY, self.smallest_user_key.clone()),
         ];
+        if let Some(pf) = &self.prefix_filter {
+            let mut handle = Vec::new();
+            pf.handle.encode_to(&mut handle);
+            entries.push((PREFIX_EXTRACTOR, pf.extractor.as_bytes().to_vec()));
+            entries.push((PREFIX_HANDLE, handle));
+            entries.push((PREFIX_COUNT, v(pf.prefixes)));
+            entries.sort_by_key(|(name, _)| *name);
+        }
         let mut b = BlockBuilder::new(PROPERTIES_RESTART_INTERVAL);
         for (name, value) in &entries {
             debug_assert!(b.is_empty() || b.last_key() < name.as_bytes());
@@ -178,6 +212,23 @@ impl TableProperties {
                     p.filter_policy = Some(s.to_string());
                 }
                 FORMAT_VERSION => p.format_version = Some(varint32()?),
+                PREFIX_EXTRACTOR => {
+                    let s = std::str::from_utf8(value)
+                        .map_err(|_| corrupt("prefix extractor name is not UTF-8".into()))?;
+                    p.prefix_extractor = Some(s.to_string());
+                }
+                PREFIX_HANDLE => {
+                    let mut d = Decoder::new(value);
+                    match BlockHandle::decode_from(&mut d) {
+                        Ok(h) if d.is_empty() => p.prefix_handle = Some(h),
+                        _ => {
+                            return Err(corrupt(format!(
+                                "property {name_str} is not a block handle"
+                            )))
+                        }
+                    }
+                }
+                PREFIX_COUNT => p.prefix_count = Some(varint()?),
                 LARGEST_SEQ => p.largest_seq = Some(seq()?),
                 LARGEST_USER_KEY => p.largest_user_key = Some(value.to_vec()),
                 NUM_DATA_BLOCKS => p.num_data_blocks = Some(varint()?),
@@ -211,6 +262,19 @@ impl TableProperties {
             filter_num_hashes: req(p.filter_num_hashes, FILTER_NUM_HASHES, file, at)?,
             filter_bits: req(p.filter_bits, FILTER_BITS, file, at)?,
             format_version: req(p.format_version, FORMAT_VERSION, file, at)?,
+            prefix_filter: match (p.prefix_extractor, p.prefix_handle, p.prefix_count) {
+                (None, None, None) => None,
+                (Some(extractor), Some(handle), Some(prefixes)) => Some(PrefixFilterProperties {
+                    extractor,
+                    handle,
+                    prefixes,
+                }),
+                _ => {
+                    return Err(corrupt(
+                        "the siftdb.prefix_filter properties must come together".into(),
+                    ))
+                }
+            },
         })
     }
 }
@@ -233,6 +297,9 @@ struct Partial {
     filter_num_hashes: Option<u32>,
     filter_bits: Option<u64>,
     format_version: Option<u32>,
+    prefix_extractor: Option<String>,
+    prefix_handle: Option<BlockHandle>,
+    prefix_count: Option<u64>,
 }
 
 #[cfg(test)]
@@ -257,6 +324,7 @@ mod tests {
             filter_num_hashes: 7,
             filter_bits: 15_000,
             format_version: 1,
+            prefix_filter: None,
         }
     }
 
@@ -356,5 +424,59 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("out of order"));
+    }
+
+    #[test]
+    fn a_prefix_filter_adds_three_properties_in_name_order() {
+        let mut p = sample();
+        p.prefix_filter = Some(PrefixFilterProperties {
+            extractor: "siftdb.fixed_prefix.5".into(),
+            handle: BlockHandle::new(4100, 300),
+            prefixes: 800,
+        });
+        let enc = p.encode();
+        let b = Block::new(&enc, Path::new("t.sst"), 0).unwrap();
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = b
+            .iter()
+            .map(|r| r.map(|(k, v)| (k, v.to_vec())))
+            .collect::<Result<_>>()
+            .unwrap();
+        assert_eq!(entries.len(), 18);
+        assert!(entries.windows(2).all(|w| w[0].0 < w[1].0));
+        // After siftdb.num_tombstones (index 10), before siftdb.raw_key_bytes.
+        assert_eq!(
+            entries[11],
+            (
+                b"siftdb.prefix_filter.extractor".to_vec(),
+                b"siftdb.fixed_prefix.5".to_vec()
+            )
+        );
+        // Offset 4100 and size 300 as two varints.
+        assert_eq!(
+            entries[12],
+            (
+                b"siftdb.prefix_filter.handle".to_vec(),
+                vec![0x84, 0x20, 0xac, 0x02]
+            )
+        );
+        assert_eq!(
+            entries[13],
+            (b"siftdb.prefix_filter.prefixes".to_vec(), vec![0xa0, 0x06])
+        );
+        assert_eq!(entries[14].0, b"siftdb.raw_key_bytes");
+        assert_eq!(decode(&enc).unwrap(), p);
+
+        // One of the three without the others is corruption.
+        let mut partial: Vec<(&str, &[u8])> = Vec::new();
+        let kept: Vec<(String, Vec<u8>)> = entries
+            .iter()
+            .filter(|(k, _)| k.as_slice() != b"siftdb.prefix_filter.prefixes")
+            .map(|(k, v)| (String::from_utf8(k.clone()).unwrap(), v.clone()))
+            .collect();
+        for (k, v) in &kept {
+            partial.push((k.as_str(), v.as_slice()));
+        }
+        let e = decode(&with_entries(&partial)).unwrap_err();
+        assert!(e.to_string().contains("must come together"), "{e}");
     }
 }

@@ -6,6 +6,7 @@ use std::cmp::Ordering;
 use std::collections::VecDeque;
 use std::ops::{Bound, Range};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use memmap2::Mmap;
@@ -73,8 +74,11 @@ pub struct Table {
     properties: TableProperties,
     /// Byte range of the filter in the map, if the table has a filter.
     filter: Option<Range<usize>>,
-    /// The policy that reads the filter, if its name is known.
+    /// The policy that reads the filter (and the prefix filter), if its
+    /// name is known.
     filter_policy: Option<Arc<dyn FilterPolicy>>,
+    /// Byte range of the prefix filter in the map, if the table has one.
+    prefix_filter: Option<Range<usize>>,
 }
 
 impl std::fmt::Debug for Table {
@@ -126,6 +130,14 @@ impl Table {
             let start = footer.filter.offset as usize;
             Some(start..start + footer.filter.size as usize)
         };
+        let prefix_filter = match &properties.prefix_filter {
+            Some(pf) => {
+                read_block_contents(bytes, pf.handle, footer_start, path, "prefix filter")?;
+                let start = pf.handle.offset as usize;
+                Some(start..start + pf.handle.size as usize)
+            }
+            None => None,
+        };
 
         let corrupt = |detail: String| Error::corruption(path, footer.properties.offset, detail);
         if properties.num_data_blocks != index.len() as u64 {
@@ -164,7 +176,35 @@ impl Table {
             properties,
             filter,
             filter_policy,
+            prefix_filter,
         })
+    }
+
+    /// Whether the table may hold a key whose prefix has hash `hash` under
+    /// the extractor named `extractor`, by its prefix filter: `None` if it
+    /// has no prefix filter built by that extractor, or its filter policy
+    /// is unknown (the table must then be read).
+    pub fn prefix_may_match(&self, extractor: &str, hash: KeyHash) -> Option<bool> {
+        let pf = self.properties.prefix_filter.as_ref()?;
+        if pf.extractor != extractor {
+            return None;
+        }
+        let policy = self.filter_policy.as_ref()?;
+        let range = self.prefix_filter.clone()?;
+        Some(policy.may_match(&self.mmap[range], hash))
+    }
+
+    /// `len` bytes of the file from `offset`, if they lie inside it (for
+    /// tools that check what lies between blocks).
+    pub fn map_bytes(&self, offset: u64, len: u64) -> Option<&[u8]> {
+        let start = usize::try_from(offset).ok()?;
+        let end = start.checked_add(usize::try_from(len).ok()?)?;
+        self.mmap.get(start..end)
+    }
+
+    /// The prefix filter block's bytes, if the table has one.
+    pub fn prefix_filter_bytes(&self) -> Option<&[u8]> {
+        self.prefix_filter.clone().map(|r| &self.mmap[r])
     }
 
     /// The table's properties.
@@ -298,6 +338,7 @@ impl Table {
             front: VecDeque::new(),
             back: VecDeque::new(),
             done: false,
+            block_reads: None,
         }
     }
 
@@ -732,9 +773,23 @@ pub struct TableIter {
     front: VecDeque<(Vec<u8>, Vec<u8>)>,
     back: VecDeque<(Vec<u8>, Vec<u8>)>,
     done: bool,
+    /// Counts every data block the iterator reads, if set.
+    block_reads: Option<Arc<AtomicU64>>,
 }
 
 impl TableIter {
+    /// Adds one to `counter` for every data block the iterator reads.
+    pub fn count_block_reads(mut self, counter: Arc<AtomicU64>) -> TableIter {
+        self.block_reads = Some(counter);
+        self
+    }
+
+    fn counted(&self) {
+        if let Some(c) = &self.block_reads {
+            c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
     fn fail(&mut self, e: Error) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
         self.done = true;
         self.front.clear();
@@ -757,6 +812,7 @@ impl Iterator for TableIter {
             if self.next_block < self.end_block {
                 let i = self.next_block;
                 self.next_block += 1;
+                self.counted();
                 if let Err(e) = self
                     .table
                     .load_block(i, &self.lo, &self.hi, &mut self.front)
@@ -782,6 +838,7 @@ impl DoubleEndedIterator for TableIter {
             if self.next_block < self.end_block {
                 self.end_block -= 1;
                 let i = self.end_block;
+                self.counted();
                 if let Err(e) = self.table.load_block(i, &self.lo, &self.hi, &mut self.back) {
                     return self.fail(e);
                 }
@@ -816,6 +873,7 @@ mod tests {
             } else {
                 None
             },
+            prefix_extractor: None,
         }
     }
 

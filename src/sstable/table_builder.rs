@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, IoContext, Result};
 use crate::escape::escape_bytes;
-use crate::filter::{hash_key, BloomFilterPolicy, FilterPolicy, KeyHash};
+use crate::filter::{hash_key, BloomFilterPolicy, FilterPolicy, KeyHash, PrefixExtractor};
 use crate::fs::{FileSystem, StdFs, WritableFile};
 use crate::key::{
     compare_internal_keys, user_key_of, InternalKey, ParsedInternalKey, SequenceNumber, ValueType,
@@ -16,7 +16,7 @@ use crate::sstable::block_builder::{BlockBuilder, MAX_BLOCK_LEN};
 use crate::sstable::format::{
     block_trailer, BlockHandle, Footer, FORMAT_VERSION, MAX_ENCODED_HANDLE_LEN,
 };
-use crate::sstable::properties::TableProperties;
+use crate::sstable::properties::{PrefixFilterProperties, TableProperties};
 
 /// Size of the write buffer in front of the file, in bytes.
 const WRITE_BUFFER_LEN: usize = 64 << 10;
@@ -34,6 +34,9 @@ pub struct TableOptions {
     /// The filter built over the table's distinct user keys, or `None` for
     /// no filter block.
     pub filter_policy: Option<Arc<dyn FilterPolicy>>,
+    /// With a filter policy: also build a prefix filter, by the same policy,
+    /// over the distinct prefixes this extractor takes from the keys.
+    pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
 }
 
 impl TableOptions {
@@ -69,6 +72,7 @@ impl TableOptions {
             block_size: o.block_size,
             restart_interval: o.block_restart_interval,
             filter_policy,
+            prefix_extractor: o.prefix_extractor.clone(),
         }
     }
 }
@@ -115,9 +119,26 @@ pub struct TableBuilder {
     smallest: Option<InternalKey>,
     /// One hash per distinct user key, collected only with a filter policy.
     hashes: Vec<KeyHash>,
+    /// One hash per distinct prefix, collected only with a filter policy
+    /// and a prefix extractor, and the last prefix hashed.
+    prefix_hashes: Vec<KeyHash>,
+    last_prefix: Option<Vec<u8>>,
     props: TableProperties,
     /// Set once `finish` succeeded; otherwise `Drop` deletes the file.
     finished: bool,
+}
+
+impl TableBuilder {
+    /// Writes a filter block built by `policy`, padded first to the place
+    /// the policy asks for.
+    fn write_filter(&mut self, policy: &dyn FilterPolicy, filter: &[u8]) -> Result<BlockHandle> {
+        if let Some((modulus, remainder)) = policy.placement() {
+            // Zero padding, in no block: readers go by handles.
+            let pad = (remainder + modulus - self.out.offset % modulus) % modulus;
+            self.out.write_all(&vec![0; pad as usize])?;
+        }
+        self.out.write_block(filter)
+    }
 }
 
 impl std::fmt::Debug for TableBuilder {
@@ -177,6 +198,8 @@ impl TableBuilder {
             last_trailer: (SequenceNumber::ZERO, ValueType::Value),
             smallest: None,
             hashes: Vec::new(),
+            prefix_hashes: Vec::new(),
+            last_prefix: None,
             props: TableProperties {
                 format_version: FORMAT_VERSION,
                 ..TableProperties::default()
@@ -269,6 +292,20 @@ impl TableBuilder {
             self.props.num_distinct_keys += 1;
             if self.opts.filter_policy.is_some() {
                 self.hashes.push(hash_key(parsed.user_key));
+                // Keys with one prefix are adjacent (an extractor's prefixes
+                // are closed under extension), so comparing with the last
+                // prefix finds each distinct one once.
+                if let Some(q) = self
+                    .opts
+                    .prefix_extractor
+                    .as_ref()
+                    .and_then(|e| e.prefix(parsed.user_key))
+                {
+                    if self.last_prefix.as_deref() != Some(q) {
+                        self.prefix_hashes.push(hash_key(q));
+                        self.last_prefix = Some(q.to_vec());
+                    }
+                }
             }
         }
         let p = &mut self.props;
@@ -327,12 +364,17 @@ impl TableBuilder {
                 self.props.filter_bits_per_key = shape.bits_per_key;
                 self.props.filter_num_hashes = shape.num_hashes;
                 self.props.filter_bits = shape.bits;
-                if let Some((modulus, remainder)) = policy.placement() {
-                    // Zero padding, in no block: readers go by handles.
-                    let pad = (remainder + modulus - self.out.offset % modulus) % modulus;
-                    self.out.write_all(&vec![0; pad as usize])?;
+                let handle = self.write_filter(&*policy, &filter)?;
+                if let Some(extractor) = self.opts.prefix_extractor.clone() {
+                    let prefix_filter = policy.create_filter(&self.prefix_hashes);
+                    let handle = self.write_filter(&*policy, &prefix_filter)?;
+                    self.props.prefix_filter = Some(PrefixFilterProperties {
+                        extractor: extractor.name().to_string(),
+                        handle,
+                        prefixes: self.prefix_hashes.len() as u64,
+                    });
                 }
-                self.out.write_block(&filter)?
+                handle
             }
             None => BlockHandle::default(),
         };
@@ -492,6 +534,7 @@ mod tests {
             block_size,
             restart_interval: 4,
             filter_policy: Some(Arc::new(BloomFilterPolicy::new(10))),
+            prefix_extractor: None,
         }
     }
 

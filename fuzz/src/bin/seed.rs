@@ -155,6 +155,7 @@ fn built_tables(c: &mut Corpus, scratch: &Path) {
             block_size,
             restart_interval: 3,
             filter_policy: filter.then(|| Arc::new(BloomFilterPolicy::new(10)) as _),
+            prefix_extractor: None,
         };
         let mut b = TableBuilder::new(&path, opts).unwrap();
         for i in 0..24u64 {
