@@ -86,6 +86,15 @@ impl PrefixExtractor for FixedPrefix {
     }
 }
 
+/// The built-in extractor named `name`, if it is one (`siftdb.fixed_prefix.N`
+/// in its canonical form): what tools use to apply a table's prefix filter
+/// without the options the database was opened with.
+pub fn builtin_extractor(name: &str) -> Option<FixedPrefix> {
+    let n: usize = name.strip_prefix("siftdb.fixed_prefix.")?.parse().ok()?;
+    let ex = FixedPrefix::new(n);
+    (ex.name() == name).then_some(ex)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,5 +112,21 @@ mod tests {
         }
         assert_eq!(FixedPrefix::new(0).len(), 1);
         assert_eq!(FixedPrefix::new(12).name(), "siftdb.fixed_prefix.12");
+    }
+
+    #[test]
+    fn built_in_extractors_are_found_by_their_canonical_names() {
+        assert_eq!(
+            builtin_extractor("siftdb.fixed_prefix.5"),
+            Some(FixedPrefix::new(5))
+        );
+        for name in [
+            "siftdb.fixed_prefix.05",
+            "siftdb.fixed_prefix.0",
+            "my.extractor",
+            "",
+        ] {
+            assert_eq!(builtin_extractor(name), None, "{name}");
+        }
     }
 }

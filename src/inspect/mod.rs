@@ -41,6 +41,7 @@ use crate::version::manifest::{self, retry_while_manifest_changes};
 use crate::{Error, Result};
 
 mod explain;
+mod explain_prefix;
 mod logs;
 mod salvage;
 mod snapshot;
@@ -53,6 +54,7 @@ pub use crate::version::manifest::{read_manifest, ManifestContents, ManifestReco
 pub use explain::{
     explain, Explain, ExplainOutcome, ExplainSource, ExplainStep, FoundEntry, Verdict,
 };
+pub use explain_prefix::{explain_prefix, PrefixExplain, PrefixOutcome, PrefixProbe, PrefixStep};
 pub use logs::{current_manifest, read_live_wals, read_wal, WalContents, WalOp, WalRecord};
 pub use salvage::{
     FileSet, KeyRange, Salvage, SalvageReport, SalvagedEntry, SkippedBlock, TableSalvage,

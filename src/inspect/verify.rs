@@ -338,14 +338,6 @@ fn verify_db_once(
     Ok(c.report)
 }
 
-/// The built-in extractor named `name` (`siftdb.fixed_prefix.N`), if it is
-/// one.
-fn fixed_prefix_of(name: &str) -> Option<crate::filter::FixedPrefix> {
-    let n: usize = name.strip_prefix("siftdb.fixed_prefix.")?.parse().ok()?;
-    let ex = crate::filter::FixedPrefix::new(n);
-    (crate::filter::PrefixExtractor::name(&ex) == name).then_some(ex)
-}
-
 /// Names the table part holding `e`'s offset, from the file's footer.
 fn locate_in_table(path: &Path, e: &Error) -> String {
     let Error::Corruption { offset, .. } = e else {
@@ -420,17 +412,19 @@ fn check_table(c: &mut Checker<'_>, table: &Table) -> Result<Option<Contents>> {
     // The prefix filter, probed with every distinct prefix, when its
     // extractor is one this build can rebuild from its name.
     let prefix_check = match (&p.prefix_filter, &filter, table.prefix_filter_bytes()) {
-        (Some(pf), Some(_), Some(bytes)) => match fixed_prefix_of(&pf.extractor) {
-            Some(ex) => Some((ex, bytes)),
-            None => {
-                c.report.notes.push(format!(
+        (Some(pf), Some(_), Some(bytes)) => {
+            match crate::filter::prefix::builtin_extractor(&pf.extractor) {
+                Some(ex) => Some((ex, bytes)),
+                None => {
+                    c.report.notes.push(format!(
                     "{}: prefix extractor \"{}\" is not a built-in one; prefix filter not checked",
                     file_name(path),
                     escape_bytes(pf.extractor.as_bytes())
                 ));
-                None
+                    None
+                }
             }
-        },
+        }
         _ => None,
     };
     let (mut prefix_misses, mut first_prefix_miss) = (0u64, None::<Vec<u8>>);

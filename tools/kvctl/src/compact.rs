@@ -36,6 +36,11 @@ pub struct CompactArgs {
     /// stored), e.g. blocked-bloom:10,ribbon:1%
     #[arg(long, value_name = "SPEC", value_parser = crate::filter_spec::parse_spec)]
     pub filters: Option<crate::filter_spec::FilterSpec>,
+    /// Also build prefix filters over the first N bytes of keys, so that
+    /// scans of a prefix of N bytes or more skip tables without it (give
+    /// it again to `compact`: it is not stored)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub prefix_len: Option<u16>,
     /// No progress spinner
     #[arg(long, short)]
     pub quiet: bool,
@@ -54,6 +59,11 @@ pub fn run(args: &CompactArgs) -> Result<(), CliError> {
     }
     if let Some(f) = &args.filters {
         options.filters = f.0.clone();
+    }
+    if let Some(n) = args.prefix_len {
+        options.prefix_extractor = Some(std::sync::Arc::new(siftdb::filter::FixedPrefix::new(
+            usize::from(n),
+        )));
     }
     let db = open_existing(&args.db, options)?;
     let before = db.stats();

@@ -137,6 +137,11 @@ pub struct ImportArgs {
     /// key or a rate, e.g. blocked-bloom:10,ribbon:1%
     #[arg(long, value_name = "SPEC", value_parser = crate::filter_spec::parse_spec)]
     pub filters: Option<crate::filter_spec::FilterSpec>,
+    /// Also build prefix filters over the first N bytes of keys, so that
+    /// scans of a prefix of N bytes or more skip tables without it (give
+    /// it again to `compact`: it is not stored)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub prefix_len: Option<u16>,
     /// Take keys and values verbatim instead of unescaping `\t`, `\n`, `\\`, `\xNN`
     /// (the `\r` of a CRLF line ending is still removed)
     #[arg(long)]
@@ -398,6 +403,11 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     }
     if let Some(f) = &args.filters {
         options.filters = f.0.clone();
+    }
+    if let Some(n) = args.prefix_len {
+        options.prefix_extractor = Some(std::sync::Arc::new(siftdb::filter::FixedPrefix::new(
+            usize::from(n),
+        )));
     }
     let format = if args.raw {
         LineFormat::Raw

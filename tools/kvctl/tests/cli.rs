@@ -879,6 +879,78 @@ fn filters_of_every_kind_are_built_per_level_and_shown_by_kind() {
     );
 }
 
+/// `import --prefix-len` builds prefix filters; `explain --prefix` shows
+/// which tables a prefix scan reads and which its prefix filters skip.
+#[test]
+fn explain_prefix_shows_the_tables_a_prefix_scan_skips() {
+    // Keys key00000 .. key02999, imported in order into level-0 tables of
+    // disjoint key ranges; a 6-byte prefix ("key001") holds 100 keys.
+    let (_tmp, db) = many_db_with(&["--write-buffer-size", "64K", "--prefix-len", "6", "-q"]);
+    let out = stdout(&ok(kvctl(&["explain", p(&db), "--prefix", "key001"])));
+    assert!(
+        out.starts_with("prefix scan of key001 at sequence 3,000\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("bloom prefix filter: maybe; 4 data blocks, 100 versions"),
+        "{out}"
+    );
+    assert!(out.contains("skipped by key range"), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&stdout(&ok(kvctl(&[
+        "explain",
+        p(&db),
+        "--prefix",
+        "key001",
+        "--json",
+    ]))))
+    .unwrap();
+    let entries: u64 = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["prefix_entries"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(entries, 100, "{v}");
+    // A prefix inside a table's key range that no key has (only even
+    // prefixes are written): its prefix filter leaves it out, nothing is
+    // read.
+    let input = _tmp.path().join("even.tsv");
+    let text: String = (0..200)
+        .step_by(2)
+        .flat_map(|i| (0..5).map(move |j| format!("p{i:03}/{j}\tv\n")))
+        .collect();
+    std::fs::write(&input, text).unwrap();
+    let even = _tmp.path().join("even");
+    ok(kvctl(&[
+        "import",
+        p(&even),
+        p(&input),
+        "--prefix-len",
+        "4",
+        "-q",
+    ]));
+    ok(kvctl(&["compact", p(&even), "--prefix-len", "4", "-q"]));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&ok(kvctl(&[
+        "explain",
+        p(&even),
+        "--prefix",
+        "p101",
+        "--json",
+    ]))))
+    .unwrap();
+    assert_eq!(v["data_block_reads"], 0, "{v}");
+    assert_eq!(v["prefix_negatives"], 1, "{v}");
+    let out = stdout(&ok(kvctl(&["explain", p(&even), "--prefix", "p101"])));
+    assert!(
+        out.contains("skipped by bloom prefix filter (says absent)"),
+        "{out}"
+    );
+    // Too short for the extractor: tables are read, and say why.
+    let out = stdout(&ok(kvctl(&["explain", p(&db), "--prefix", "key"])));
+    assert!(out.contains("the prefix is outside its domain"), "{out}");
+    assert_eq!(code(&kvctl(&["explain", p(&db)])), 2);
+}
+
 /// Sixty single `put`s, each its own process and open, write no SSTable:
 /// an open keeps a WAL whose writes fit in the memtable instead of
 /// flushing it (they wrote 59 tables before, and `stats` reported a write

@@ -15,14 +15,21 @@ use crate::format::{count, escaped_arg, group, Align, Bytes, Table};
 Walks the lookup in the engine's order: each memtable (one per live WAL, \
 newest first), level-0 SSTables newest first, then the one candidate file per \
 deeper level. For each SSTable it shows whether the key-range check or the \
-Bloom filter skipped it, or which index entry and data block were read. Exits 0 \
-whether or not the key is found.")]
+filter skipped it, or which index entry and data block were read. Exits 0 \
+whether or not the key is found.\n\n\
+With --prefix P instead of a key: the sources a prefix scan of P reads, and \
+every table its key range or its prefix filter leaves out (each table's \
+prefix filter is applied with the extractor the table records), e.g.\n  \
+kvctl explain ./db --prefix 'user:42'")]
 pub struct ExplainArgs {
     /// Database directory
     pub db: PathBuf,
     /// Key (escapes such as \x00 and \t are decoded)
-    #[arg(value_parser = escaped_arg)]
-    pub key: Bytes,
+    #[arg(value_parser = escaped_arg, required_unless_present = "prefix")]
+    pub key: Option<Bytes>,
+    /// Trace a prefix scan of this prefix instead of a lookup
+    #[arg(long, value_name = "P", value_parser = escaped_arg, conflicts_with = "key")]
+    pub prefix: Option<Bytes>,
     /// Print keys and values as hex
     #[arg(long)]
     pub hex: bool,
@@ -57,7 +64,7 @@ pub fn tally(e: &Explain) -> Tally {
     t
 }
 
-fn source_json(s: &ExplainSource, show: Show) -> Value {
+pub(super) fn source_json(s: &ExplainSource, show: Show) -> Value {
     match s {
         ExplainSource::Memtable { wal, entries } => json!({
             "source": "memtable",
@@ -150,7 +157,7 @@ pub fn explain_json(e: &Explain, show: Show) -> Value {
     })
 }
 
-fn source_text(s: &ExplainSource) -> String {
+pub(super) fn source_text(s: &ExplainSource) -> String {
     match s {
         ExplainSource::Memtable { wal, entries } => {
             format!("memtable ({wal:06}.log, {})", entries_text(*entries))
@@ -277,7 +284,18 @@ pub fn explain_text(e: &Explain, show: Show) -> String {
 pub fn run(args: &ExplainArgs) -> Result<(), CliError> {
     let show = Show { hex: args.hex };
     let snap = snapshot(&args.db)?;
-    let e = explain(&snap, &args.key)?;
+    if let Some(p) = &args.prefix {
+        let e = siftdb::inspect::explain_prefix(&snap, p)?;
+        return if args.json {
+            emit_json(&super::explain_prefix::prefix_json(&e, show))
+        } else {
+            emit(&super::explain_prefix::prefix_text(&e, show))
+        };
+    }
+    let Some(key) = &args.key else {
+        return Err(CliError::usage("give a KEY, or --prefix P"));
+    };
+    let e = explain(&snap, key)?;
     if args.json {
         emit_json(&explain_json(&e, show))
     } else {

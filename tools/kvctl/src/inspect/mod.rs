@@ -6,6 +6,7 @@
 //! the database, and none of it takes the database's lock.
 
 pub mod explain;
+pub mod explain_prefix;
 pub mod filters;
 pub mod info;
 pub mod logs;
