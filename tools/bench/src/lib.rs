@@ -7,5 +7,7 @@
 
 #![deny(missing_docs)]
 
+mod chart;
 pub mod readamp;
 mod rng;
+mod text;
