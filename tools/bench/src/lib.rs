@@ -4,10 +4,13 @@
 //! * [`readamp`]: data-block reads per point lookup over overlapping runs
 //!   and over the levels of a tree built by leveled compaction, with and
 //!   without Bloom filters (`cargo bench --bench read_amplification`).
+//! * [`filters::timing`]: the timing primitives the criterion filter
+//!   benches share.
 
 #![deny(missing_docs)]
 
 mod chart;
+pub mod filters;
 pub mod readamp;
 mod rng;
 mod text;
