@@ -833,7 +833,7 @@ fn bench_filters_usage_errors_exit_2() {
         ),
         (
             vec!["--uncached-mib", "0"],
-            "kvctl: --uncached-mib 0: it must be in 1..=8192\n".into(),
+            "kvctl: --uncached-mib 0: it must be in 1..=2048\n".into(),
         ),
     ];
     for (args, want) in cases {

@@ -122,8 +122,12 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// about 53 bytes per key while it runs.
 pub const MAX_KEYS: usize = 50_000_000;
 
-/// Most bytes of filter copies (and of the load array) accepted.
-pub const MAX_UNCACHED_BYTES: usize = 8 << 30;
+/// Most absent keys accepted (16 bytes of hash each).
+pub const MAX_ABSENT_KEYS: usize = 100_000_000;
+
+/// Most bytes of filter copies per kind (and of the load array) accepted:
+/// the sweep holds one region per kind and the load array at once.
+pub const MAX_UNCACHED_BYTES: usize = 2 << 30;
 
 /// What to run. Start from [`Config::default`] and change fields.
 #[derive(Debug, Clone)]
@@ -197,7 +201,7 @@ impl Config {
         for (name, v, max) in [
             ("keys", self.keys, MAX_KEYS),
             ("cached_keys", self.cached_keys, MAX_KEYS),
-            ("absent_keys", self.absent_keys, 10 * MAX_KEYS),
+            ("absent_keys", self.absent_keys, MAX_ABSENT_KEYS),
         ] {
             if v == 0 || v > max {
                 return bad(format!("{name} is {v}; it must be in 1..={max}"));
