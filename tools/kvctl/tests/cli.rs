@@ -805,6 +805,57 @@ fn bench_filters_runs_a_tiny_sweep() {
     assert!(svg.contains("information bound"));
 }
 
+/// A rate outside tolerance exits 1, after the CSV, the plot and the
+/// table are written. Ten absent keys can only give rates of 0, 10%, 20%,
+/// ..., none within 10% of the classic filter's 14.69% at 4 bits per key.
+#[test]
+fn bench_filters_exits_1_when_a_rate_misses_its_theory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("filters");
+    let o = kvctl(&[
+        "bench",
+        "filters",
+        "--keys",
+        "2000",
+        "--absent",
+        "10",
+        "--bits-per-key",
+        "4",
+        "--kinds",
+        "bloom",
+        "--uncached-mib",
+        "1",
+        "--rounds",
+        "1",
+        "--quiet",
+        "--out",
+        p(&out_dir),
+    ]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("kvctl: 1 false-positive rate outside tolerance (see the table above)"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "hint: rerun with --absent 122,500 or more before reading the misses as a fault"
+        ),
+        "{err}"
+    );
+    let out = stdout(&o);
+    assert!(
+        out.contains("1 of 1 false-positive rates disagree with their kind's theory"),
+        "{out}"
+    );
+    let row = out.lines().find(|l| l.starts_with("bloom ")).unwrap();
+    assert!(row.contains(" NO |"), "{row}");
+    let csv = std::fs::read_to_string(out_dir.join("filters.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 2, "{csv}");
+    assert!(csv.lines().nth(1).unwrap().ends_with(",false"), "{csv}");
+    assert!(out_dir.join("filters-fpr-vs-bits-per-key.svg").exists());
+}
+
 #[test]
 fn bench_filters_usage_errors_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
