@@ -4,8 +4,15 @@
 //! * [`readamp`]: data-block reads per point lookup over overlapping runs
 //!   and over the levels of a tree built by leveled compaction, with and
 //!   without Bloom filters (`cargo bench --bench read_amplification`).
+//! * [`filters`]: each filter kind's false-positive rate against its
+//!   theory, its stored bits per key, and its probe and build times, in
+//!   cache and far out of it (`kvctl bench filters`); [`filters::timing`]
+//!   holds the timing primitives the criterion filter benches share.
 
 #![deny(missing_docs)]
 
+mod chart;
+pub mod filters;
 pub mod readamp;
 mod rng;
+mod text;

@@ -718,6 +718,200 @@ fn bench_readamp_runs_a_small_sweep() {
     );
 }
 
+#[test]
+fn bench_filters_runs_a_tiny_sweep() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("filters");
+    let o = ok(kvctl(&[
+        "bench",
+        "filters",
+        "--keys",
+        "2000",
+        "--cached-keys",
+        "500",
+        "--absent",
+        "200000",
+        "--bits-per-key",
+        "10,14",
+        "--uncached-mib",
+        "1",
+        "--rounds",
+        "3",
+        "--out",
+        p(&out_dir),
+    ]));
+    let out = stdout(&o);
+    for needle in [
+        "Filters over 2,000 random 16-byte keys",
+        "FPR: the false-positive rate over 200,000 absent keys",
+        "All 6 false-positive rates agree with their kind's theory",
+        "filters.csv",
+        "filters-fpr-vs-bits-per-key.svg",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
+    }
+    // A row per kind and setting, each with its check.
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| {
+            l.starts_with("bloom ") || l.starts_with("blocked-bloom ") || l.starts_with("ribbon ")
+        })
+        .collect();
+    assert_eq!(rows.len(), 6, "{out}");
+    assert!(rows.iter().all(|r| r.contains(" yes |")), "{out}");
+    // The 1 MiB of copies fits a cache, and kvctl says so.
+    assert!(
+        stderr(&o).contains("warning: --uncached-mib 1 is below 64"),
+        "{}",
+        stderr(&o)
+    );
+
+    let csv = std::fs::read_to_string(out_dir.join("filters.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(
+        lines[0].starts_with(
+            "kind,bits_per_key,measured_fpr,theory_fpr,stored_bits_per_key,probe_ns_cached,\
+             probe_ns_uncached,build_ns_per_key,load_ns_dependent,"
+        ),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(lines.len(), 1 + 6, "{csv}");
+    let width = lines[0].split(',').count();
+    let keys: Vec<(String, String)> = lines[1..]
+        .iter()
+        .map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            assert_eq!(cells.len(), width, "{l}");
+            assert_eq!(cells[width - 1], "true", "{l}");
+            // Measured and theoretical rates, stored bits and times are
+            // numbers; the rate is a fraction.
+            let fpr: f64 = cells[2].parse().unwrap();
+            assert!(fpr > 0.0 && fpr < 0.02, "{l}");
+            for c in &cells[3..9] {
+                assert!(c.parse::<f64>().unwrap() > 0.0, "{l}");
+            }
+            (cells[0].to_string(), cells[1].to_string())
+        })
+        .collect();
+    let want: Vec<(String, String)> = ["10", "14"]
+        .iter()
+        .flat_map(|b| ["bloom", "blocked-bloom", "ribbon"].map(|k| (k.to_string(), b.to_string())))
+        .collect();
+    assert_eq!(keys, want);
+
+    let svg = std::fs::read_to_string(out_dir.join("filters-fpr-vs-bits-per-key.svg")).unwrap();
+    assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(200)]);
+    assert!(svg.contains("information bound"));
+}
+
+/// A rate outside tolerance exits 1, after the CSV, the plot and the
+/// table are written. Ten absent keys can only give rates of 0, 10%, 20%,
+/// ..., none within 10% of the classic filter's 14.69% at 4 bits per key.
+#[test]
+fn bench_filters_exits_1_when_a_rate_misses_its_theory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("filters");
+    let o = kvctl(&[
+        "bench",
+        "filters",
+        "--keys",
+        "2000",
+        "--absent",
+        "10",
+        "--bits-per-key",
+        "4",
+        "--kinds",
+        "bloom",
+        "--uncached-mib",
+        "1",
+        "--rounds",
+        "1",
+        "--quiet",
+        "--out",
+        p(&out_dir),
+    ]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("kvctl: 1 false-positive rate outside tolerance (see the table above)"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "hint: rerun with --absent 122,500 or more before reading the misses as a fault"
+        ),
+        "{err}"
+    );
+    let out = stdout(&o);
+    assert!(
+        out.contains("1 of 1 false-positive rates disagree with their kind's theory"),
+        "{out}"
+    );
+    let row = out.lines().find(|l| l.starts_with("bloom ")).unwrap();
+    assert!(row.contains(" NO |"), "{row}");
+    let csv = std::fs::read_to_string(out_dir.join("filters.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 2, "{csv}");
+    assert!(csv.lines().nth(1).unwrap().ends_with(",false"), "{csv}");
+    assert!(out_dir.join("filters-fpr-vs-bits-per-key.svg").exists());
+}
+
+#[test]
+fn bench_filters_usage_errors_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("afile");
+    std::fs::write(&file, "x").unwrap();
+    let cases: [(Vec<&str>, String); 5] = [
+        (
+            vec!["--kinds", "bloom,cuckoo"],
+            "unknown kind \"cuckoo\"; expected bloom, blocked-bloom or ribbon".into(),
+        ),
+        (
+            vec!["--out", p(&file)],
+            format!(
+                "kvctl: --out {}: exists and is not a directory\n",
+                file.display()
+            ),
+        ),
+        (
+            vec!["--bits-per-key", "8,0"],
+            "kvctl: invalid configuration: bits per key 0: it must be above 0 and at most 64\n"
+                .into(),
+        ),
+        (
+            vec!["--kinds", "ribbon,ribbon"],
+            "kvctl: invalid configuration: the ribbon kind is listed twice\n".into(),
+        ),
+        (
+            vec!["--uncached-mib", "0"],
+            "kvctl: --uncached-mib 0: it must be in 1..=2048\n".into(),
+        ),
+    ];
+    for (args, want) in cases {
+        let all = [&["bench", "filters", "--quiet"], &args[..]].concat();
+        let o = kvctl(&all);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(&want), "{args:?}: {}", stderr(&o));
+        assert_eq!(stdout(&o), "", "{args:?}");
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"x");
+    let h = stdout(&ok(kvctl(&["bench", "filters", "--help"])));
+    assert!(
+        h.contains("Example:\n  cargo run --release -p kvctl -- bench filters"),
+        "{h}"
+    );
+    for flag in [
+        "--keys",
+        "--bits-per-key",
+        "--kinds",
+        "--out",
+        "--seed",
+        "--quiet",
+    ] {
+        assert!(h.contains(flag), "{flag}: {h}");
+    }
+}
+
 /// Found by a new-user trial: too few keys for the leveled layout exited
 /// 4 (the I/O code) with no hint. It is a usage error that says what to
 /// change.

@@ -5,12 +5,16 @@
 use std::path::{Path, PathBuf};
 
 use plotters::coord::Shift;
-use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
 use super::model::{self, bloom_fpr};
 use super::report::is_grid;
 use super::{Error, Layout, Point, Result, Sweep, HEADLINE_BITS_PER_KEY, HEADLINE_FILES};
+use crate::chart::{
+    bounds, dashed, legend_box, log_tick, titled, DrawResult, AXIS_DESC, BLUE, GREEN, GREY, LEGEND,
+    ORANGE, RED, SIZE, TICKS,
+};
+use crate::text::thousands;
 
 /// The files [`write_plots`] writes into its directory, in order: reads per
 /// lookup vs runs, false-positive rate vs bits per key, and vs `k`, and
@@ -22,23 +26,8 @@ pub const PLOT_FILES: [&str; 4] = [
     "reads-vs-levels.svg",
 ];
 
-type DrawResult = std::result::Result<(), Box<dyn std::error::Error>>;
-
 /// Draws one plot into a file, or returns `None` if its points are absent.
 type DrawFn = fn(&[Point], &Path) -> Option<DrawResult>;
-
-const SIZE: (u32, u32) = (960, 680);
-const TITLE: u32 = 24;
-const SUBTITLE: u32 = 15;
-const AXIS_DESC: u32 = 17;
-const TICKS: u32 = 14;
-const LEGEND: u32 = 14;
-
-const RED: RGBColor = RGBColor(200, 40, 40);
-const ORANGE: RGBColor = RGBColor(230, 140, 20);
-const BLUE: RGBColor = RGBColor(30, 90, 200);
-const GREEN: RGBColor = RGBColor(20, 150, 70);
-const GREY: RGBColor = RGBColor(90, 90, 90);
 
 /// Draws the four plots of `points` (SVG, [`PLOT_FILES`]) into the
 /// existing directory `dir`, skipping a plot whose points are missing, and
@@ -68,67 +57,6 @@ pub fn write_plots(points: &[Point], dir: &Path) -> Result<Vec<PathBuf>> {
         }
     }
     Ok(written)
-}
-
-/// Splits off a title and subtitle lines; returns the plotting area.
-fn titled<'a>(
-    root: &DrawingArea<SVGBackend<'a>, Shift>,
-    title: &str,
-    subtitle: &[&str],
-) -> std::result::Result<DrawingArea<SVGBackend<'a>, Shift>, Box<dyn std::error::Error>> {
-    root.fill(&WHITE)?;
-    let (top, rest) = root.split_vertically(44 + 20 * subtitle.len() as u32);
-    top.draw(&Text::new(
-        title.to_string(),
-        (20, 10),
-        ("sans-serif", TITLE).into_font().style(FontStyle::Bold),
-    ))?;
-    for (i, line) in subtitle.iter().enumerate() {
-        top.draw(&Text::new(
-            line.to_string(),
-            (20, 42 + 20 * i as i32),
-            ("sans-serif", SUBTITLE).into_font().color(&GREY),
-        ))?;
-    }
-    Ok(rest)
-}
-
-/// `200000` as `200,000`.
-fn thousands(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// Formats a tick of a logarithmic axis without float noise (`0.001`,
-/// `0.002`, `0.005`, ..., `10`), labelling only mantissas 1, 2 and 5 so
-/// that the ticks plotters places at 1..9 of each decade stay readable.
-fn log_tick(v: &f64) -> String {
-    if *v <= 0.0 || !v.is_finite() {
-        return String::new();
-    }
-    let exp = v.log10().floor();
-    let mantissa = (v / 10f64.powf(exp) * 1000.0).round() / 1000.0;
-    if ![1.0, 2.0, 5.0, 10.0].contains(&mantissa) {
-        return String::new();
-    }
-    let s = format!("{:.6}", v);
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    s.to_string()
-}
-
-fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
-    values
-        .filter(|v| v.is_finite() && *v > 0.0)
-        .fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
-            (lo.min(v), hi.max(v))
-        })
 }
 
 /// Data-block reads per lookup of `p` as measured, for absent or present
@@ -163,45 +91,6 @@ where
                 + Circle::new((12, 0), 5, c.filled())
         });
     chart.draw_series(points.into_iter().map(|xy| Circle::new(xy, 5, c.filled())))?;
-    Ok(())
-}
-
-/// Draws a thin dashed line of colour `c` with its legend entry.
-fn dashed<'a, X, Y>(
-    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
-    label: &str,
-    c: RGBColor,
-    line: Vec<(f64, f64)>,
-) -> DrawResult
-where
-    X: Ranged<ValueType = f64>,
-    Y: Ranged<ValueType = f64>,
-{
-    chart
-        .draw_series(DashedLineSeries::new(line, 6, 4, c.stroke_width(1)))?
-        .label(label)
-        .legend(move |(x, y)| {
-            DashedPathElement::new(vec![(x, y), (x + 24, y)], 6, 4, c.stroke_width(1))
-        });
-    Ok(())
-}
-
-/// Draws the legend box of `chart` at `position`.
-fn legend_box<'a, X, Y>(
-    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
-    position: SeriesLabelPosition,
-) -> DrawResult
-where
-    X: Ranged<ValueType = f64>,
-    Y: Ranged<ValueType = f64>,
-{
-    chart
-        .configure_series_labels()
-        .position(position)
-        .label_font(("sans-serif", LEGEND))
-        .background_style(WHITE.mix(0.9))
-        .border_style(GREY)
-        .draw()?;
     Ok(())
 }
 

@@ -4,6 +4,7 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use super::{Error, Layout, Point, Result, Summary, Sweep};
+use crate::text::{header, ratio, render, sig};
 
 /// The CSV header, in column order. The first fifteen columns are the
 /// stable interface; later ones may be added to. For `layout` = `leveled`,
@@ -107,73 +108,12 @@ pub fn write_csv(points: &[Point], path: &Path) -> Result<()> {
     std::fs::write(path, s).map_err(|e| Error::io(format!("write {}", path.display()), e))
 }
 
-/// A number in 4 significant digits (fixed notation down to 0.0001).
-fn sig(v: f64) -> String {
-    if v == 0.0 {
-        return "0".into();
-    }
-    if !v.is_finite() {
-        return v.to_string();
-    }
-    let mag = v.abs().log10().floor() as i32;
-    if !(-5..=5).contains(&mag) {
-        return format!("{v:.3e}");
-    }
-    let decimals = (3 - mag).max(0) as usize;
-    format!("{v:.decimals$}")
-}
-
-fn ratio(m: f64, t: f64) -> String {
-    if t == 0.0 {
-        if m == 0.0 {
-            "1.000".into()
-        } else {
-            "-".into()
-        }
-    } else {
-        format!("{:.3}", m / t)
-    }
-}
-
 /// `measured theory ratio` cells for one quantity.
 fn triple(m: Option<f64>, t: Option<f64>) -> [String; 3] {
     match (m, t) {
         (Some(m), Some(t)) => [sig(m), sig(t), ratio(m, t)],
         _ => ["-".into(), "-".into(), "-".into()],
     }
-}
-
-/// Renders rows of cells with right-aligned columns separated by two
-/// spaces, and `|` before the columns listed in `bars`.
-fn render(out: &mut dyn Write, rows: &[Vec<String>], bars: &[usize]) -> io::Result<()> {
-    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..cols)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    for r in rows {
-        let mut line = String::new();
-        for (c, cell) in r.iter().enumerate() {
-            if c > 0 {
-                line.push_str(if bars.contains(&c) { " | " } else { "  " });
-            }
-            let pad = widths[c] - cell.chars().count();
-            if c == 0 {
-                line.push_str(cell);
-                line.push_str(&" ".repeat(pad));
-            } else {
-                line.push_str(&" ".repeat(pad));
-                line.push_str(cell);
-            }
-        }
-        writeln!(out, "{}", line.trim_end())?;
-    }
-    Ok(())
 }
 
 fn key_cells(p: &Point) -> Vec<String> {
@@ -183,17 +123,6 @@ fn key_cells(p: &Point) -> Vec<String> {
         p.bits_per_key.to_string(),
         p.hashes.to_string(),
     ]
-}
-
-/// The two header rows of a table: `groups` puts a label above the column
-/// at each index (the first of the columns it spans), `columns` names every
-/// column.
-fn header(groups: &[(usize, String)], columns: &[&str]) -> Vec<Vec<String>> {
-    let mut top = vec![String::new(); columns.len()];
-    for (at, label) in groups {
-        top[*at] = label.clone();
-    }
-    vec![top, columns.iter().map(|c| c.to_string()).collect()]
 }
 
 /// One row per point, `row(p)`, with an empty row between sweeps.
@@ -387,35 +316,6 @@ pub(crate) fn is_grid(p: &Point) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn significant_digits() {
-        assert_eq!(sig(5.9), "5.900");
-        assert_eq!(sig(0.6434), "0.6434");
-        assert_eq!(sig(0.008194), "0.008194");
-        assert_eq!(sig(32.0), "32.00");
-        assert_eq!(sig(0.0), "0");
-        assert_eq!(ratio(0.0, 0.0), "1.000");
-        assert_eq!(ratio(1.1, 1.0), "1.100");
-    }
-
-    #[test]
-    fn table_columns_line_up() {
-        let mut buf = Vec::new();
-        render(
-            &mut buf,
-            &[
-                vec!["a".into(), "1".into(), "22".into()],
-                vec!["bbb".into(), "333".into(), "4".into()],
-            ],
-            &[2],
-        )
-        .unwrap();
-        assert_eq!(
-            String::from_utf8(buf).unwrap(),
-            "a      1 | 22\nbbb  333 |  4\n"
-        );
-    }
 
     #[test]
     fn header_starts_with_the_required_columns() {
