@@ -103,8 +103,8 @@
 //!
 //! `cargo bench --bench read_amplification` runs [`Config::default`] and
 //! writes `target/readamp/readamp.csv` and four SVG plots through
-//! [`run_and_report_with`]; other tools can call [`run_and_report`]
-//! (`kvctl` has no `bench` subcommand yet).
+//! [`run_and_report_with`]; other tools call [`run_and_report`], as
+//! `kvctl bench readamp` does.
 
 mod dataset;
 mod leveled;
