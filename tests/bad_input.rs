@@ -677,3 +677,75 @@ fn a_fifo_under_a_database_file_name_is_refused_not_waited_on() {
         }
     }
 }
+
+/// A FIFO under the name of an *obsolete* WAL (numbered below the
+/// manifest's log number) is never read: read-only opens and the
+/// inspection tools used to pin it along with the live WALs and fail on
+/// it, while a writable open simply removed it (found by a new-user
+/// trial).
+#[test]
+fn a_non_file_under_an_obsolete_wal_name_does_not_stop_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    small_db(dir.path());
+    let fifo = dir.path().join("000000.log");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let unblock = || {
+        let _ = fs::OpenOptions::new().write(true).open(&fifo);
+    };
+    let d = dir.path().to_path_buf();
+    let db = within_10s(move || Db::open_read_only(&d, small_options()), unblock).unwrap();
+    assert_eq!(db.get("in-wal").unwrap().as_deref(), Some(&b"yes"[..]));
+    drop(db);
+    siftdb::inspect::DbSnapshot::open(dir.path()).unwrap();
+    let report = siftdb::inspect::verify_db(dir.path(), true, &mut |_, _| {}).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_intact(dir.path());
+}
+
+/// A directory named like a file siftdb would delete as obsolete (an old
+/// manifest, an orphan table) is left alone: the open used to fail trying
+/// to remove it, every time (found by a new-user trial).
+#[test]
+fn a_directory_under_a_database_file_name_is_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    small_db(dir.path());
+    for name in ["MANIFEST-999999", "999998.sst", "999997.tmp"] {
+        fs::create_dir(dir.path().join(name)).unwrap();
+    }
+    assert_intact(dir.path());
+    for name in ["MANIFEST-999999", "999998.sst", "999997.tmp"] {
+        assert!(dir.path().join(name).is_dir(), "{name}");
+    }
+}
+
+/// `CURRENT` as a symbolic link to nothing is damage named as such, not
+/// "a directory of something else" (found by a new-user trial).
+#[test]
+fn a_dangling_current_link_is_corruption_naming_current() {
+    let dir = tempfile::tempdir().unwrap();
+    small_db(dir.path());
+    let current = dir.path().join("CURRENT");
+    fs::remove_file(&current).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("no-such-file"), &current).unwrap();
+    for e in [
+        refused_without_changes(dir.path(), || Db::open_with(dir.path(), small_options())),
+        refused_without_changes(dir.path(), || {
+            Db::open_read_only(dir.path(), small_options())
+        }),
+    ] {
+        match e {
+            Error::Corruption { file, detail, .. } => {
+                assert_eq!(file, current);
+                assert!(
+                    detail.contains("symbolic link to a missing file"),
+                    "{detail}"
+                );
+            }
+            other => panic!("expected Corruption naming CURRENT, got {other}"),
+        }
+    }
+}

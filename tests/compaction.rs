@@ -198,6 +198,8 @@ fn snapshot_keeps_old_value_until_dropped() {
     assert_eq!(snap.get("j").unwrap(), None);
     let seen: Vec<Vec<u8>> = snap.range::<&str, _>(..).map(|r| r.unwrap().0).collect();
     assert_eq!(seen, [b"k".to_vec()]);
+    let all: Vec<Vec<u8>> = snap.iter().rev().map(|r| r.unwrap().0).collect();
+    assert_eq!(all, [b"k".to_vec()]);
     let total: u64 = db.stats().levels.iter().map(|l| l.entries).sum();
     assert_eq!(
         total, 3,

@@ -666,6 +666,13 @@ impl Snapshot {
         self.inner.scan_range(sv, self.seq, lo, hi)
     }
 
+    /// As [`Db::iter`], as of the snapshot: every live pair, in key order.
+    pub fn iter(&self) -> DbIterator {
+        let sv = self.inner.current.read().clone();
+        let all = std::ops::Bound::Unbounded;
+        self.inner.scan_range(sv, self.seq, all.clone(), all)
+    }
+
     /// As [`Db::prefix`], as of the snapshot.
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
         let sv = self.inner.current.read().clone();
@@ -697,7 +704,7 @@ mod recovery;
 
 use read::{get_from, iterate, map_bound, prefix_bounds, prefix_scan_prefix, range_scan_prefix};
 use recovery::{acquire_lock, check_fresh_directory, recover, replay_manifest, Replayed};
-pub(crate) use recovery::{is_directory, no_database, pin_wals, OpenWal};
+pub(crate) use recovery::{is_directory, live_wals, no_database, pin_wals, PinnedWal};
 pub use recovery::{RecoveryReport, WalReplay};
 
 impl DbInner {

@@ -297,6 +297,14 @@ pub(crate) fn check_fresh_directory(dir: &Path) -> Result<()> {
         let empty = entry.metadata().map(|m| m.len() == 0).unwrap_or(false);
         match kind {
             Some(FileType::Lock | FileType::Temp(_) | FileType::Manifest(_)) => {}
+            // Listed, yet it did not open: a symbolic link to nothing.
+            Some(FileType::Current) => {
+                return Err(Error::corruption(
+                    filename::current_path(dir),
+                    0,
+                    "CURRENT cannot be read: it is a symbolic link to a missing file",
+                ))
+            }
             Some(FileType::Wal(_)) if empty => {}
             Some(FileType::Table(_) | FileType::Wal(_)) => {
                 return Err(Error::corruption(
@@ -339,36 +347,70 @@ impl OpenWal {
     }
 }
 
-/// Opens every WAL among `on_disk` numbered `from` or above, in number
-/// order. One deleted since the listing is skipped: only a flush deletes a
-/// WAL, once its edit has moved the log number past it.
-fn open_wals(on_disk: &[(FileType, PathBuf)], from: u64) -> Result<Vec<OpenWal>> {
-    let mut wals = Vec::new();
-    for (t, path) in on_disk {
-        let FileType::Wal(number) = *t else { continue };
-        if number < from {
-            continue;
-        }
-        match open_regular(path) {
-            Ok(file) => wals.push(OpenWal {
-                number,
-                path: path.clone(),
-                file,
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(format!("open {}", path.display()), e)),
-        }
-    }
-    wals.sort_unstable_by_key(|w| w.number);
-    Ok(wals)
+/// A WAL as a reader pinned it: open, or the error opening it gave. A WAL
+/// the manifest turns out not to need may be anything (a FIFO, say)
+/// without failing the open: [`live_wals`] reports only the errors of the
+/// WALs it keeps.
+pub(crate) struct PinnedWal {
+    number: u64,
+    path: PathBuf,
+    file: std::io::Result<File>,
+}
+
+/// Opens every WAL among `on_disk`. One deleted since the listing is
+/// skipped: only a flush deletes a WAL, once its edit has moved the log
+/// number past it.
+fn pin_listed(on_disk: &[(FileType, PathBuf)]) -> Vec<PinnedWal> {
+    on_disk
+        .iter()
+        .filter_map(|(t, path)| {
+            let FileType::Wal(number) = *t else {
+                return None;
+            };
+            match open_regular(path) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                file => Some(PinnedWal {
+                    number,
+                    path: path.clone(),
+                    file,
+                }),
+            }
+        })
+        .collect()
 }
 
 /// Opens every WAL in `dir`, for a reader that takes no lock
 /// (`Db::open_read_only`, `inspect`) to pin before it reads the manifest: a
 /// WAL the manifest then names stays readable whatever a writer deletes
 /// meanwhile.
-pub(crate) fn pin_wals(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<OpenWal>> {
-    open_wals(&list_dir(fs, dir)?, 0)
+///
+/// # Errors
+/// [`Error::Io`] if the directory cannot be listed.
+pub(crate) fn pin_wals(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<PinnedWal>> {
+    Ok(pin_listed(&list_dir(fs, dir)?))
+}
+
+/// The pinned WALs numbered `from` or above (the live ones), in number
+/// order.
+///
+/// # Errors
+/// [`Error::Io`] naming the file for a live WAL that did not open (not a
+/// regular file included).
+pub(crate) fn live_wals(pinned: Vec<PinnedWal>, from: u64) -> Result<Vec<OpenWal>> {
+    let mut wals = pinned
+        .into_iter()
+        .filter(|w| w.number >= from)
+        .map(|w| match w.file {
+            Ok(file) => Ok(OpenWal {
+                number: w.number,
+                path: w.path,
+                file,
+            }),
+            Err(e) => Err(Error::io(format!("open {}", w.path.display()), e)),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    wals.sort_unstable_by_key(|w| w.number);
+    Ok(wals)
 }
 
 /// Reads `wal` record by record and decodes every batch, keeping none:
@@ -411,7 +453,7 @@ pub(super) fn recover(
     options: Options,
     lock: Option<File>,
     replayed: Replayed,
-    pinned_wals: Option<Vec<OpenWal>>,
+    pinned_wals: Option<Vec<PinnedWal>>,
 ) -> Result<Db> {
     let Replayed {
         manifest: manifest_path,
@@ -447,13 +489,8 @@ pub(super) fn recover(
     // each, and their descriptors closed at once, so that an open needs no
     // more descriptors however many tables there are. A file already gone
     // fails the open, and `Db::open_read_only` reads the manifest again.
-    let wals: Vec<OpenWal> = match pinned_wals {
-        Some(pinned) => pinned
-            .into_iter()
-            .filter(|w| w.number >= state.log_number)
-            .collect(),
-        None => open_wals(&on_disk, state.log_number)?,
-    };
+    let pinned = pinned_wals.unwrap_or_else(|| pin_listed(&on_disk));
+    let wals = live_wals(pinned, state.log_number)?;
     // The WAL the log number names holds the oldest writes no table holds,
     // and must be there (see `replay_manifest`). A read-only open also
     // races a writer in another process: a flush that logged its edit and
@@ -594,7 +631,10 @@ pub(super) fn recover(
                 FileType::Temp(_) => true,
                 FileType::Current | FileType::Lock => false,
             };
-            if obsolete {
+            // A directory under a siftdb name is not something siftdb made:
+            // leave it (removing it fails, and would fail every open).
+            let directory = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+            if obsolete && !directory {
                 fs.remove_file(&path)
                     .context(|| format!("remove {}", path.display()))?;
             }

@@ -14,6 +14,10 @@
 //!   for the classic filter);
 //! - Ribbon: `r = ⌈log2(1/p)⌉` result bits, rate `2^−r`
 //!   ([`super::ribbon`]).
+//!
+//! A rate below what a kind can reach is clamped to its limit: 64 bits per
+//! key for the Bloom kinds (a classic filter at about `10^-13`), `r = 32`
+//! (`2^−32`, about `2.3 · 10^-10`) for Ribbon.
 
 use std::sync::Arc;
 
@@ -84,7 +88,8 @@ pub enum LevelFilter {
     /// `kind` with this many bits per distinct key (fractional allowed;
     /// more than 0, at most 64).
     BitsPerKey(FilterKind, f64),
-    /// `kind` sized for this false-positive rate (above 0, below 1).
+    /// `kind` sized for this false-positive rate (above 0, below 1; a rate
+    /// the kind cannot reach is clamped: see the module docs).
     FalsePositiveRate(FilterKind, f64),
 }
 
@@ -110,7 +115,9 @@ impl LevelFilter {
             }
             LevelFilter::FalsePositiveRate(FilterKind::Bloom, p) => {
                 let bits = (1.0 / p).ln() / (std::f64::consts::LN_2 * std::f64::consts::LN_2);
-                Arc::new(BloomFilterPolicy::with_bits_per_key(bits))
+                Arc::new(BloomFilterPolicy::with_bits_per_key(
+                    bits.min(MAX_BITS_PER_KEY),
+                ))
             }
             LevelFilter::FalsePositiveRate(FilterKind::BlockedBloom, p) => {
                 Arc::new(BlockedBloomPolicy::new(blocked_bits_for(p)))
@@ -204,6 +211,16 @@ mod tests {
         // Ribbon at 1%: r = 7, rate 0.78%.
         assert_eq!(ribbon::theoretical_fpr(7), 1.0 / 128.0);
         assert_eq!(blocked_bits_for(1e-30), MAX_BITS_PER_KEY);
+        // Rates out of reach are clamped to each kind's limit.
+        let keys: Vec<KeyHash> = (0..100u32).map(|i| hash_key(&i.to_le_bytes())).collect();
+        let shape = |kind| {
+            let p = LevelFilter::FalsePositiveRate(kind, 1e-30)
+                .policy()
+                .unwrap();
+            p.shape(&p.create_filter(&keys))
+        };
+        assert_eq!(shape(FilterKind::Bloom).bits_per_key, 64);
+        assert_eq!(shape(FilterKind::Ribbon).bits_per_key, 32);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use super::{missing_live_file, missing_or, number_of, read_manifest, with_retries, LoadError};
-use crate::db::{no_database, pin_wals, OpenWal};
+use crate::db::{live_wals, no_database, pin_wals, PinnedWal};
 use crate::filename;
 use crate::fs::StdFs;
 use crate::key::{SequenceNumber, ValueType};
@@ -170,14 +170,11 @@ pub(super) fn read_wals(
 /// ones missing. It is then [`LoadError::Missing`], and the caller reads
 /// again.
 pub(super) fn read_pinned_wals(
-    pinned: Vec<OpenWal>,
+    pinned: Vec<PinnedWal>,
     dir: &Path,
     log_number: u64,
 ) -> std::result::Result<Vec<WalContents>, LoadError> {
-    let live: Vec<OpenWal> = pinned
-        .into_iter()
-        .filter(|w| w.number >= log_number)
-        .collect();
+    let live = live_wals(pinned, log_number)?;
     if log_number > 0 && live.first().map(|w| w.number) != Some(log_number) {
         let p = filename::wal_path(dir, log_number);
         return Err(LoadError::Missing(
