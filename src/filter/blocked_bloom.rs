@@ -416,19 +416,8 @@ pub fn theoretical_fpr(bits_per_key: f64, k: u32) -> f64 {
 mod tests {
     use super::*;
     use crate::filter::hash_key;
+    use crate::filter::testutil::{hashes, measured_fpr};
     use proptest::prelude::*;
-
-    fn hashes(range: std::ops::Range<u32>, prefix: &str) -> Vec<KeyHash> {
-        range
-            .map(|i| hash_key(format!("{prefix}{i:08}").as_bytes()))
-            .collect()
-    }
-
-    fn measured_fpr(p: &BlockedBloomPolicy, filter: &[u8], n: u32) -> f64 {
-        let absent = hashes(0..n, "absent");
-        let fp = absent.iter().filter(|h| p.may_match(filter, **h)).count();
-        fp as f64 / f64::from(n)
-    }
 
     #[test]
     fn multipliers_are_powers_of_the_odd_constant() {

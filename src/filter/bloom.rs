@@ -228,12 +228,7 @@ pub fn theoretical_fpr(bits_per_key: f64, k: u32) -> f64 {
 mod tests {
     use super::*;
     use crate::filter::hash_key;
-
-    fn hashes(range: std::ops::Range<u32>, prefix: &str) -> Vec<KeyHash> {
-        range
-            .map(|i| hash_key(format!("{prefix}{i:08}").as_bytes()))
-            .collect()
-    }
+    use crate::filter::testutil::hashes;
 
     #[test]
     fn k_is_rounded_bits_times_ln2_and_clamped() {

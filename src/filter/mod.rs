@@ -158,6 +158,26 @@ pub fn policy_for_name(name: &str) -> Option<Arc<dyn FilterPolicy>> {
     }
 }
 
+/// Key sets and rate measurements the kinds' unit tests share.
+#[cfg(test)]
+pub(crate) mod testutil {
+    use super::{hash_key, FilterPolicy, KeyHash};
+
+    /// The hashes of the keys `{prefix}{i:08}` for `i` in `range`.
+    pub fn hashes(range: std::ops::Range<u32>, prefix: &str) -> Vec<KeyHash> {
+        range
+            .map(|i| hash_key(format!("{prefix}{i:08}").as_bytes()))
+            .collect()
+    }
+
+    /// The fraction of `n` keys never added that `filter` lets through.
+    pub fn measured_fpr(p: &dyn FilterPolicy, filter: &[u8], n: u32) -> f64 {
+        let absent = hashes(0..n, "absent");
+        let fp = absent.iter().filter(|h| p.may_match(filter, **h)).count();
+        fp as f64 / f64::from(n)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

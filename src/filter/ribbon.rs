@@ -559,18 +559,7 @@ pub fn ribbon_stats(filter: &[u8]) -> Option<RibbonStats> {
 mod tests {
     use super::*;
     use crate::filter::hash_key;
-
-    fn hashes(range: std::ops::Range<u32>, prefix: &str) -> Vec<KeyHash> {
-        range
-            .map(|i| hash_key(format!("{prefix}{i:08}").as_bytes()))
-            .collect()
-    }
-
-    fn measured_fpr(p: &RibbonFilterPolicy, filter: &[u8], n: u32) -> f64 {
-        let absent = hashes(0..n, "absent");
-        let fp = absent.iter().filter(|h| p.may_match(filter, **h)).count();
-        fp as f64 / f64::from(n)
-    }
+    use crate::filter::testutil::{hashes, measured_fpr};
 
     #[test]
     fn row_follows_the_documented_formula() {
