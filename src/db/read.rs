@@ -155,15 +155,14 @@ pub(super) fn range_scan_prefix<'a>(
     lo: &Bound<Vec<u8>>,
     hi: &Bound<Vec<u8>>,
 ) -> Option<ScanPrefix<'a>> {
-    let key = |b: &'_ Bound<Vec<u8>>| -> Option<Vec<u8>> {
+    fn key(b: &Bound<Vec<u8>>) -> Option<&[u8]> {
         match b {
-            Bound::Included(k) | Bound::Excluded(k) => Some(k.clone()),
+            Bound::Included(k) | Bound::Excluded(k) => Some(k),
             Bound::Unbounded => None,
         }
-    };
-    let (a, b) = (key(lo)?, key(hi)?);
-    let q = ex.prefix(&a)?;
-    (ex.prefix(&b)? == q).then(|| ScanPrefix {
+    }
+    let q = ex.prefix(key(lo)?)?;
+    (ex.prefix(key(hi)?)? == q).then(|| ScanPrefix {
         extractor: ex.name(),
         hash: hash_key(q),
     })
