@@ -567,16 +567,18 @@ pub(super) fn recover(
         wals: checked,
         manifest_torn_tail,
     };
+    // The versions state for a log number and the byte totals, with no
+    // manifest yet.
+    let version_state = |log_number, (user_bytes_flushed, table_bytes_written)| VersionState {
+        manifest: None,
+        log_number,
+        last_seq,
+        user_bytes_flushed,
+        table_bytes_written,
+        manifest_limit: u64::MAX,
+    };
     let (wal, versions, mem) = if read_only {
-        let vs = VersionState {
-            manifest: None,
-            log_number: state.log_number,
-            last_seq,
-            user_bytes_flushed: totals.0,
-            table_bytes_written: totals.1,
-            manifest_limit: u64::MAX,
-        };
-        (None, vs, Arc::new(mem))
+        (None, version_state(state.log_number, totals), Arc::new(mem))
     } else {
         // One WAL of at most KEEP_WAL_MAX_BYTES whose batches all fit in
         // the memtable (the usual case after a clean close or a crash)
@@ -586,12 +588,8 @@ pub(super) fn recover(
         // each time. Otherwise (several WALs, a larger one, or a replay
         // that filled a memtable) flush what remains and start a fresh
         // WAL. Then a fresh manifest holds the whole state.
-        let reuse = match (kept_candidate, flushed_during_replay) {
-            (Some((number, path, valid_len)), false) if valid_len <= KEEP_WAL_MAX_BYTES => {
-                Some((number, path, valid_len))
-            }
-            _ => None,
-        };
+        let reuse = kept_candidate
+            .filter(|&(_, _, valid_len)| !flushed_during_replay && valid_len <= KEEP_WAL_MAX_BYTES);
         let (wal_number, wal) = match reuse {
             Some((number, path, valid_len)) => {
                 (number, LogWriter::open_truncated(&*fs, &path, valid_len)?)
@@ -607,14 +605,7 @@ pub(super) fn recover(
         mem.set_wal_number(wal_number);
         let manifest_number = next_file;
         next_file += 1;
-        let mut vs = VersionState {
-            manifest: None,
-            log_number: wal_number,
-            last_seq,
-            user_bytes_flushed: totals.0,
-            table_bytes_written: totals.1,
-            manifest_limit: 0,
-        };
+        let mut vs = version_state(wal_number, totals);
         let snapshot = vs.snapshot(&version, next_file);
         let manifest = Manifest::create(&*fs, &dir, manifest_number, &snapshot)?;
         vs.manifest_limit = VersionState::limit_for(&options, manifest.size());
