@@ -234,6 +234,19 @@ fn outcome_text(s: &ExplainSource, o: &ExplainOutcome, show: Show) -> String {
     }
 }
 
+/// The numbered step, source, result table of a traced lookup or scan.
+pub(super) fn steps_table<'a>(steps: impl Iterator<Item = (&'a ExplainSource, String)>) -> String {
+    let mut t = Table::new(&[
+        ("step", Align::Right),
+        ("source", Align::Left),
+        ("result", Align::Left),
+    ]);
+    for (i, (source, result)) in steps.enumerate() {
+        t.row(vec![(i + 1).to_string(), source_text(source), result]);
+    }
+    t.render("  ")
+}
+
 /// The human report.
 pub fn explain_text(e: &Explain, show: Show) -> String {
     let mut out = format!(
@@ -241,19 +254,11 @@ pub fn explain_text(e: &Explain, show: Show) -> String {
         show.bytes(&e.key),
         group(e.sequence.0)
     );
-    let mut t = Table::new(&[
-        ("step", Align::Right),
-        ("source", Align::Left),
-        ("result", Align::Left),
-    ]);
-    for (i, s) in e.steps.iter().enumerate() {
-        t.row(vec![
-            (i + 1).to_string(),
-            source_text(&s.source),
-            outcome_text(&s.source, &s.outcome, show),
-        ]);
-    }
-    out.push_str(&t.render("  "));
+    out.push_str(&steps_table(
+        e.steps
+            .iter()
+            .map(|s| (&s.source, outcome_text(&s.source, &s.outcome, show))),
+    ));
     let from = match e.steps.last().map(|s| &s.source) {
         Some(ExplainSource::Memtable { wal, .. }) => format!("memtable of {wal:06}.log"),
         Some(ExplainSource::Table { level, number, .. }) => {

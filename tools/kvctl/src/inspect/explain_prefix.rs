@@ -4,9 +4,9 @@
 use serde_json::{json, Value};
 use siftdb::inspect::{ExplainSource, PrefixExplain, PrefixOutcome, PrefixProbe};
 
-use super::explain::{source_json, source_text};
+use super::explain::{source_json, steps_table};
 use super::Show;
-use crate::format::{count, group, Align, Table};
+use crate::format::{count, group};
 
 fn filter_name(s: &ExplainSource) -> String {
     match s {
@@ -58,19 +58,11 @@ pub fn prefix_text(e: &PrefixExplain, show: Show) -> String {
         show.bytes(&e.prefix),
         group(e.sequence.0)
     );
-    let mut t = Table::new(&[
-        ("step", Align::Right),
-        ("source", Align::Left),
-        ("result", Align::Left),
-    ]);
-    for (i, s) in e.steps.iter().enumerate() {
-        t.row(vec![
-            (i + 1).to_string(),
-            source_text(&s.source),
-            outcome_text(&s.source, &s.outcome),
-        ]);
-    }
-    out.push_str(&t.render("  "));
+    out.push_str(&steps_table(
+        e.steps
+            .iter()
+            .map(|s| (&s.source, outcome_text(&s.source, &s.outcome))),
+    ));
     out.push_str(&format!(
         "cost: {}, {} skipped by key range, {} skipped by prefix filter, {}\n",
         count(e.blocks_read(), "data-block read"),
