@@ -46,7 +46,6 @@ mod common;
 
 use std::fmt::Write as _;
 use std::hint::black_box;
-use std::time::Duration;
 
 use common::{
     interleaved, key_hashes, median, present_batch, probe_batch, ratio_median, serialize,
@@ -64,14 +63,6 @@ const BUILD_KEYS: u32 = 1_000_000;
 const FPR_PROBES: u32 = 2_000_000;
 /// Interleaved rounds per setting.
 const PAIRED_ROUNDS: usize = 31;
-
-fn config() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_millis(1500))
-        .sample_size(10)
-        .without_plots()
-}
 
 /// One kind at one setting, with what the summary reports about it.
 struct Setting<P> {
@@ -428,7 +419,7 @@ fn filters(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = config();
+    config = common::config();
     targets = filters
 }
 criterion_main!(benches);

@@ -27,7 +27,6 @@ mod common;
 
 use std::fmt::Write as _;
 use std::hint::black_box;
-use std::time::Duration;
 
 use common::{
     fmix64, interleaved, key_hashes, median, probe_batch, ratio_median, synthetic, Copies, Loads,
@@ -39,14 +38,6 @@ use siftdb::filter::{ribbon::RibbonFilterPolicy, FilterPolicy, KeyHash};
 const RESULT_BITS: u32 = 8;
 const CACHED_KEYS: u32 = 100_000;
 const BUILD_KEYS: u32 = 1_000_000;
-
-fn config() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_millis(1500))
-        .sample_size(10)
-        .without_plots()
-}
 
 /// A binary fuse filter's shape for `n` keys at `arity` positions.
 #[derive(Debug, Clone, Copy)]
@@ -356,7 +347,7 @@ fn choice(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = config();
+    config = common::config();
     targets = choice
 }
 criterion_main!(benches);

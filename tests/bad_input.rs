@@ -634,11 +634,7 @@ fn a_fifo_under_a_database_file_name_is_refused_not_waited_on() {
         }
         let fifo = dir.join(&name);
         fs::remove_file(&fifo).unwrap();
-        let made = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(made.success());
+        common::mkfifo(&fifo);
         // Opening the FIFO for writing lets a blocked open go on.
         let unblock = || {
             let _ = fs::OpenOptions::new().write(true).open(&fifo);
@@ -688,11 +684,7 @@ fn a_non_file_under_an_obsolete_wal_name_does_not_stop_readers() {
     let dir = tempfile::tempdir().unwrap();
     small_db(dir.path());
     let fifo = dir.path().join("000000.log");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    common::mkfifo(&fifo);
     let unblock = || {
         let _ = fs::OpenOptions::new().write(true).open(&fifo);
     };

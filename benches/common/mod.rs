@@ -17,6 +17,16 @@ pub use timing::{
     median, random_cycle, ratio_median, serialize, synthetic, Batch, Copies, ALIGNED,
 };
 
+/// The criterion settings of the filter benches: short runs, few samples
+/// (the interleaved rounds carry the ratios).
+pub fn config() -> criterion::Criterion {
+    criterion::Criterion::default()
+        .warm_up_time(std::time::Duration::from_millis(300))
+        .measurement_time(std::time::Duration::from_millis(1500))
+        .sample_size(10)
+        .without_plots()
+}
+
 /// Total size of the filter copies and of the random-load array.
 pub const BIG_BYTES: usize = 256 << 20;
 /// Operations per contender per round.

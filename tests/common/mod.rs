@@ -46,6 +46,15 @@ pub fn gz_lines(name: &str) -> Vec<String> {
         .collect()
 }
 
+/// Makes a FIFO at `path` (with `mkfifo`), panicking if that fails.
+pub fn mkfifo(path: &Path) {
+    let made = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
 /// A small deterministic generator (SplitMix64), so tests need no rand crate.
 pub struct Rng(pub u64);
 
