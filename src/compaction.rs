@@ -49,6 +49,11 @@ pub(crate) struct Compaction {
     /// A single input with nothing to merge: the file is moved to
     /// `output_level` by a manifest edit, not rewritten.
     pub trivial_move: bool,
+    /// A filter rebuild ([`crate::Db::rebuild_filters`]): every entry is
+    /// copied as it is, no version or tombstone dropped, so the outputs
+    /// hold exactly what the inputs held (and a level-0 table keeps its
+    /// place in the newest-first order).
+    pub copy_every_entry: bool,
 }
 
 /// Counters of one compaction run.
@@ -126,6 +131,7 @@ fn leveled_compaction(v: &Version, level: usize, upper: Vec<Arc<TableFile>>) -> 
         output_level: level + 1,
         older,
         trivial_move,
+        copy_every_entry: false,
     })
 }
 
@@ -212,6 +218,7 @@ fn tiered_compaction(v: &Version, take: usize) -> Compaction {
         output_level: 0,
         older,
         trivial_move: false,
+        copy_every_entry: false,
     }
 }
 
@@ -273,6 +280,7 @@ pub(crate) fn pick_manual_bottommost(
             output_level: level,
             older: v.levels[level + 1..].iter().flatten().cloned().collect(),
             trivial_move: false,
+            copy_every_entry: false,
         })
         .collect()
 }
@@ -425,7 +433,9 @@ pub(crate) fn merge(
                 current_key = Some(p.user_key.to_vec());
                 last_seq_for_key = SequenceNumber::MAX;
             }
-            let drop = if last_seq_for_key <= ctx.smallest_snapshot {
+            let drop = if c.copy_every_entry {
+                false
+            } else if last_seq_for_key <= ctx.smallest_snapshot {
                 counts.versions_dropped += 1;
                 true
             } else if p.value_type == ValueType::Deletion

@@ -48,6 +48,7 @@ pub use iter::DbIterator;
 pub use key::{InternalKey, SequenceNumber, ValueType};
 pub use options::{CompactionStyle, Options};
 pub use stats::{LevelStats, Stats};
+pub use version::filter_memory::{FilterMemory, LevelFilterMemory};
 pub use write_batch::WriteBatch;
 
 /// The README's examples, compiled and run as doctests.

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::filter::{LevelFilter, PrefixExtractor};
+use crate::filter::{FilterBudget, LevelFilter, PrefixExtractor};
 use crate::fs::{FileSystem, StdFs};
 use crate::sync_point::SyncPoints;
 
@@ -66,6 +66,22 @@ pub struct Options {
     /// always hit saves the memory for little cost. Absent keys then read
     /// one of its data blocks. Defaults to false.
     pub skip_filters_on_last_level: bool,
+    /// One filter memory budget for the whole tree, spread over its sorted
+    /// runs so that an absent-key lookup meets the fewest false positives
+    /// (Monkey, SIGMOD 2017: each run's rate proportional to its keys;
+    /// [`crate::filter::budget`]). Every new table (flush or compaction
+    /// output) is built at the rate its run gets in the tree's shape once
+    /// the table is in place; `filters` then gives only each level's kind
+    /// (its sizes, `bits_per_key` and `bloom_hashes` are not used), and
+    /// `skip_filters_on_last_level` still applies. Tables written earlier
+    /// keep their filters until a compaction rewrites them; when the
+    /// shape's drift leaves the tree's filter memory more than 1% above the
+    /// budget, the background rewrites the table furthest above its run's
+    /// setting, one at a time ([`crate::Stats::filter_rebuilds`]), and
+    /// [`crate::Db::rebuild_filters`] brings every table to its setting at
+    /// once. [`crate::Stats::filter_memory`] shows what the filters cost
+    /// and buy. Defaults to `None`: every level at its `filters` setting.
+    pub filter_budget: Option<FilterBudget>,
     /// Build a prefix filter in every table too, over the prefixes this
     /// extractor takes from its keys (by the table's own filter policy), so
     /// that [`crate::Db::prefix`] and a [`crate::Db::range`] whose bounds
@@ -141,6 +157,7 @@ impl Default for Options {
             bloom_hashes: None,
             filters: Vec::new(),
             skip_filters_on_last_level: false,
+            filter_budget: None,
             prefix_extractor: None,
             block_size: 4 << 10,
             block_restart_interval: 16,
@@ -186,6 +203,9 @@ impl Options {
         }
         for f in &self.filters {
             f.validate().map_err(crate::Error::InvalidArgument)?;
+        }
+        if let Some(b) = &self.filter_budget {
+            b.validate().map_err(crate::Error::InvalidArgument)?;
         }
         if let Some(k) = self.bloom_hashes {
             if !(1..=30).contains(&k) {

@@ -8,11 +8,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::sstable::TableProperties;
+use crate::version::filter_memory::FilterMemory;
 use crate::version::set::Version;
 
 /// A snapshot of a database's counters and shape. Counters count events
 /// since `Db::open`; the per-level figures describe the current version.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct Stats {
     /// Point lookups (`get`) served.
@@ -67,11 +68,22 @@ pub struct Stats {
     /// Of those, tables the prefix filter proved free of the prefix: the
     /// scan skipped them without reading a block.
     pub prefix_negatives: u64,
+    /// Tables rewritten only to rebuild their filters: by
+    /// [`crate::Db::rebuild_filters`], or in the background when the tree's
+    /// filter memory drifted above [`crate::Options::filter_budget`]
+    /// (their bytes count in `compaction_bytes_written` too).
+    pub filter_rebuilds: u64,
+    /// Bytes of SSTables those rebuilds wrote.
+    pub filter_rebuild_bytes_written: u64,
     /// Times the manifest reached [`crate::Options::max_manifest_file_size`]
     /// and was replaced by a new one holding a snapshot of the state.
     pub manifest_rollovers: u64,
     /// One entry per level, level 0 first.
     pub levels: Vec<LevelStats>,
+    /// What the filters of the current version cost and buy, per level,
+    /// and the expected false positives of an absent-key lookup against
+    /// the same memory spread uniformly or optimally.
+    pub filter_memory: FilterMemory,
 }
 
 impl Stats {
@@ -189,6 +201,8 @@ pub(crate) struct Counters {
     pub tombstones_dropped: AtomicU64,
     pub versions_dropped: AtomicU64,
     pub manifest_rollovers: AtomicU64,
+    pub filter_rebuilds: AtomicU64,
+    pub filter_rebuild_bytes_written: AtomicU64,
     /// Shared with every table iterator a scan opens.
     pub scan_block_reads: Arc<AtomicU64>,
     pub prefix_probes: AtomicU64,
@@ -228,7 +242,12 @@ impl Counters {
 
     /// The counters plus the shape and the lifetime totals `(user bytes
     /// flushed, table bytes written)`.
-    pub(crate) fn snapshot(&self, levels: Vec<LevelStats>, totals: (u64, u64)) -> Stats {
+    pub(crate) fn snapshot(
+        &self,
+        levels: Vec<LevelStats>,
+        filter_memory: FilterMemory,
+        totals: (u64, u64),
+    ) -> Stats {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         Stats {
             gets: l(&self.gets),
@@ -249,10 +268,13 @@ impl Counters {
             tombstones_dropped: l(&self.tombstones_dropped),
             versions_dropped: l(&self.versions_dropped),
             manifest_rollovers: l(&self.manifest_rollovers),
+            filter_rebuilds: l(&self.filter_rebuilds),
+            filter_rebuild_bytes_written: l(&self.filter_rebuild_bytes_written),
             scan_block_reads: l(&self.scan_block_reads),
             prefix_probes: l(&self.prefix_probes),
             prefix_negatives: l(&self.prefix_negatives),
             levels,
+            filter_memory,
         }
     }
 }

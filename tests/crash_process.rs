@@ -45,7 +45,7 @@ const KEYS: u64 = 1000;
 
 /// Default durability (`sync = false`) with small buffers and level
 /// budgets, so that flushes and compactions (down to level 3 or 4) happen
-/// many times a second.
+/// many times a second, and a filter budget.
 fn crash_options() -> Options {
     let mut o = Options::default();
     o.write_buffer_size = 64 << 10;
@@ -55,6 +55,10 @@ fn crash_options() -> Options {
     o.target_file_size = 16 << 10;
     // A rollover every few dozen edits, so that kills land in them too.
     o.max_manifest_file_size = 4 << 10;
+    // Filters sized by one budget over the runs (the other campaigns keep
+    // uniform filters), so that kills land in its builds and in the
+    // background's filter rebuilds too.
+    o.filter_budget = Some(siftdb::filter::FilterBudget::bits_per_key(8.0));
     o
 }
 

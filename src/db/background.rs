@@ -19,6 +19,7 @@ use crate::version::manifest::{self, Manifest};
 use crate::version::set::Version;
 use crate::{CompactionStyle, Error, Result};
 
+use super::filter_budget::{self, NewTable};
 use super::recovery::list_dir;
 use super::{DbInner, SuperVersion, VersionState, WriteState};
 
@@ -93,13 +94,12 @@ impl DbInner {
     fn flush_memtable(&self, imm: &Arc<MemTable>) -> Result<()> {
         sync_point::reach(&self.options.sync_points, SyncPoint::FlushStart);
         let number = self.next_file_number.fetch_add(1, Ordering::SeqCst);
-        let (meta, table) = write_table(
-            self.fs(),
-            &self.dir,
-            number,
-            TableOptions::from_db_options(&self.options),
-            imm,
-        )?;
+        let table_options = {
+            let version = Arc::clone(&self.current.read().version);
+            let keys = imm.len() as u64;
+            filter_budget::table_options(&self.options, &version, NewTable::Flush { keys }, false)
+        };
+        let (meta, table) = write_table(self.fs(), &self.dir, number, table_options, imm)?;
         let mut vs = self.versions.lock();
         // WALs older than the next-oldest unflushed memtable are obsolete.
         let log_number = {
@@ -252,7 +252,8 @@ impl DbInner {
             return;
         };
         let version = Arc::clone(&self.current.read().version);
-        let c = compaction::pick(&version, &self.options, &mut pointers);
+        let c = compaction::pick(&version, &self.options, &mut pointers)
+            .or_else(|| filter_budget::drift_rebuild(&self.options, &version));
         let result = c.as_ref().map_or(Ok(()), |c| self.run_compaction(c));
         // A failure turns the database read-only before the lock is let
         // go: a manual compaction waiting for the lock must find it so, not
@@ -280,14 +281,22 @@ impl DbInner {
             // The deepest level holding data gets its own filter setting
             // (`skip_filters_on_last_level`). Only this compaction can move
             // data below its output level, and it holds the lock.
+            let version = Arc::clone(&self.current.read().version);
             let last_level = c.output_level >= 1
-                && self.current.read().version.levels[c.output_level + 1..]
+                && version.levels[c.output_level + 1..]
                     .iter()
                     .all(Vec::is_empty);
+            let table_options = filter_budget::table_options(
+                &self.options,
+                &version,
+                NewTable::Compaction(c),
+                last_level,
+            );
+            drop(version);
             let ctx = MergeContext {
                 dir: &self.dir,
                 fs: self.fs(),
-                table_options: TableOptions::for_level(&self.options, c.output_level, last_level),
+                table_options,
                 // A tiered merge writes one run, and a run is one table:
                 // cut into several, each would count as a run and trigger
                 // the next merge, without end.
@@ -329,6 +338,11 @@ impl DbInner {
         let r = Ordering::Relaxed;
         let k = &self.counters;
         k.compactions.fetch_add(1, r);
+        if c.copy_every_entry {
+            k.filter_rebuilds.fetch_add(c.inputs.len() as u64, r);
+            k.filter_rebuild_bytes_written
+                .fetch_add(counts.bytes_written, r);
+        }
         k.compaction_bytes_read.fetch_add(counts.bytes_read, r);
         k.compaction_bytes_written
             .fetch_add(counts.bytes_written, r);
@@ -371,7 +385,12 @@ impl DbInner {
                     &version,
                     level,
                     range,
-                    &TableOptions::for_level(&self.options, level, true),
+                    &filter_budget::table_options(
+                        &self.options,
+                        &version,
+                        NewTable::InPlace { level },
+                        true,
+                    ),
                     self.options.target_file_size,
                 )
             } else {
@@ -396,6 +415,35 @@ impl DbInner {
         drop(_pointers);
         // Notified under `bg`, so that no waiter misses it between its
         // check and its wait.
+        let _bg = self.bg.lock();
+        self.bg_cv.notify_all();
+        result
+    }
+}
+
+impl DbInner {
+    /// Rewrites, one by one, every table whose filter is not what the
+    /// options would build for it now, each into its own level with every
+    /// entry copied ([`filter_budget::rebuild_plan`]); returns how many. A
+    /// failure turns the database read-only, as in the background.
+    pub(super) fn rebuild_filters(&self) -> Result<usize> {
+        let _pointers = self.compaction.lock();
+        self.check_writable()?;
+        let version = Arc::clone(&self.current.read().version);
+        let plan = filter_budget::rebuild_plan(&self.options, &version);
+        drop(version);
+        let mut result = Ok(plan.iter().map(|c| c.inputs.len()).sum());
+        for c in &plan {
+            if let Err(e) = self.check_writable().and_then(|()| self.run_compaction(c)) {
+                result = Err(e);
+                break;
+            }
+        }
+        if let Err(e) = &result {
+            self.record_bg_error(format!("filter rebuild failed: {e}"));
+        }
+        drop(plan);
+        drop(_pointers);
         let _bg = self.bg.lock();
         self.bg_cv.notify_all();
         result
@@ -439,6 +487,13 @@ enum BgJob {
     Compact,
 }
 
+/// True if the background has a compaction to run on `v`: one the style
+/// calls for, or a filter rebuild of a tree that drifted from its filter
+/// budget ([`filter_budget::drift_rebuild`]).
+pub(super) fn compaction_due(v: &Version, o: &crate::Options) -> bool {
+    compaction::needs_compaction(v, o) || filter_budget::drift_rebuild(o, v).is_some()
+}
+
 /// The background thread: flushes the oldest frozen memtable, else runs
 /// the compaction the style calls for, until shut down. Flushes come first
 /// because writers wait for them. A failure is recorded and ends the
@@ -455,7 +510,7 @@ pub(super) fn background_main(inner: Arc<DbInner>) {
                     break BgJob::Flush(m);
                 }
                 if !inner.compaction.is_locked()
-                    && compaction::needs_compaction(&inner.current.read().version, &inner.options)
+                    && compaction_due(&inner.current.read().version, &inner.options)
                 {
                     break BgJob::Compact;
                 }

@@ -22,7 +22,6 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use crate::compaction;
 use crate::error::IoContext;
 use crate::filename;
 use crate::fs::FileSystem;
@@ -33,6 +32,7 @@ use crate::memtable::MemTable;
 use crate::stats::{Counters, GetCounts, LevelStats, Stats};
 use crate::sync_point::{self, SyncPoint};
 use crate::version::edit::VersionEdit;
+use crate::version::filter_memory::FilterMemory;
 use crate::version::manifest::{self, Manifest};
 use crate::version::set::Version;
 use crate::write_batch::{check_lengths, WriteBatch};
@@ -472,6 +472,42 @@ impl Db {
         self.inner.compact_manually(None)
     }
 
+    /// Rewrites every table whose filter is not the one the options would
+    /// build for it now, each into its own level, copying every entry as
+    /// it is (nothing is dropped, so the table keeps its keys, its place
+    /// and its level): after a change of [`Options::filters`],
+    /// `bits_per_key` or [`Options::filter_budget`], the whole tree adopts
+    /// the new filters for the cost of rewriting only the tables that
+    /// differ, not of a full compaction. Under a budget, each table gets
+    /// its run's setting in the current shape (a table whose bits per key
+    /// are within 2% of it is left alone), which also undoes the drift of
+    /// a tree whose shape changed since its tables were written. Returns
+    /// the number of tables rewritten; writes and reads go on meanwhile,
+    /// and background compactions wait.
+    ///
+    /// # Errors
+    /// As [`Db::compact`]: a failure turns the database read-only.
+    ///
+    /// ```
+    /// use siftdb::filter::FilterBudget;
+    /// use siftdb::{Db, Options};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path()).unwrap();
+    /// db.put(b"k", b"v").unwrap();
+    /// db.flush().unwrap();
+    /// drop(db);
+    /// // Reopened at 14 bits per key, the table written at 10 is rebuilt.
+    /// let mut o = Options::default();
+    /// o.filter_budget = Some(FilterBudget::bits_per_key(14.0));
+    /// let db = Db::open_with(dir.path(), o).unwrap();
+    /// assert_eq!(db.rebuild_filters().unwrap(), 1);
+    /// assert_eq!(db.rebuild_filters().unwrap(), 0);
+    /// assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    /// ```
+    pub fn rebuild_filters(&self) -> Result<usize> {
+        self.inner.rebuild_filters()
+    }
+
     /// As [`Db::compact`], but only for files overlapping the user keys
     /// `[lo, hi]` (level-0 files are widened to every file that overlaps
     /// them, so that no older overlapping file stays above the output).
@@ -516,7 +552,7 @@ impl Db {
             }
             let idle = {
                 let cur = inner.current.read();
-                cur.imms.is_empty() && !compaction::needs_compaction(&cur.version, &inner.options)
+                cur.imms.is_empty() && !background::compaction_due(&cur.version, &inner.options)
             };
             if idle && !inner.compaction.is_locked() {
                 return Ok(());
@@ -557,10 +593,11 @@ impl Db {
     pub fn stats(&self) -> Stats {
         let sv = self.inner.current.read().clone();
         let levels = LevelStats::of_version(&sv.version);
+        let filters = FilterMemory::of(&sv.version, self.inner.options.filter_budget.as_ref());
         let vs = self.inner.versions.lock();
         let totals = (vs.user_bytes_flushed, vs.table_bytes_written);
         drop(vs);
-        self.inner.counters.snapshot(levels, totals)
+        self.inner.counters.snapshot(levels, filters, totals)
     }
 
     /// The database directory.
@@ -699,6 +736,7 @@ impl std::fmt::Debug for Snapshot {
 }
 
 mod background;
+mod filter_budget;
 mod read;
 mod recovery;
 

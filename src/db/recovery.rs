@@ -15,7 +15,6 @@ use crate::fs::FileSystem;
 use crate::key::SequenceNumber;
 use crate::log::{LogReader, LogWriter, TornTail};
 use crate::memtable::MemTable;
-use crate::sstable::TableOptions;
 use crate::stats::Counters;
 use crate::util::file::{check_regular, open_regular};
 use crate::version::edit::VersionEdit;
@@ -25,6 +24,7 @@ use crate::write_batch::decode_batch;
 use crate::{Error, Options, Result};
 
 use super::background::{background_main, write_table};
+use super::filter_budget::{self, NewTable};
 use super::{BgState, Db, DbInner, SuperVersion, VersionState, WriteState};
 
 /// The siftdb files in a directory, classified (background.rs uses it from
@@ -461,7 +461,6 @@ pub(super) fn recover(
         torn_tail: manifest_torn_tail,
     } = replayed;
     let read_only = lock.is_none();
-    let table_options = TableOptions::from_db_options(&options);
     let fs = Arc::clone(&options.file_system);
     let on_disk = list_dir(&*fs, &dir)?;
     // New files are numbered past every number in use. A number no real
@@ -523,7 +522,10 @@ pub(super) fn recover(
         }
         let number = *next_file;
         *next_file += 1;
-        let (meta, table) = write_table(&fs, &dir, number, table_options.clone(), mem)?;
+        let keys = mem.len() as u64;
+        let table_options =
+            filter_budget::table_options(&options, version, NewTable::Flush { keys }, false);
+        let (meta, table) = write_table(&fs, &dir, number, table_options, mem)?;
         totals.0 += mem.user_bytes();
         totals.1 += meta.file_size;
         let edit = VersionEdit {

@@ -35,6 +35,7 @@
 
 pub mod blocked_bloom;
 pub mod bloom;
+pub mod budget;
 pub mod level_filter;
 pub mod prefix;
 pub mod ribbon;
@@ -45,6 +46,7 @@ pub use blocked_bloom::{
     blocked_bloom_stats, BlockedBloomPolicy, BlockedBloomStats, BLOCKED_BLOOM_POLICY_NAME,
 };
 pub use bloom::{bloom_stats, theoretical_fpr, BloomFilterPolicy, BloomStats, BLOOM_POLICY_NAME};
+pub use budget::{FilterBudget, RunShape};
 pub use level_filter::{FilterKind, LevelFilter};
 pub use prefix::{FixedPrefix, PrefixExtractor};
 pub use ribbon::{ribbon_stats, RibbonFilterPolicy, RibbonStats, RIBBON_POLICY_NAME};

@@ -142,13 +142,15 @@ impl DbSnapshot {
     /// What [`crate::Db::stats`] reports for this state: per-level shape
     /// (sizes as the manifest records them) and the lifetime totals of
     /// manifest tags 7 and 8, so that [`Stats::write_amplification`]
-    /// applies. The event counters are 0: nothing was read through a `Db`.
+    /// applies, and the filter memory (with no budget: options are not
+    /// stored). The event counters are 0: nothing was read through a `Db`.
     pub fn stats(&self) -> Stats {
         let totals = (
             self.state.user_bytes_flushed,
             self.state.table_bytes_written,
         );
-        Counters::default().snapshot(LevelStats::of_version(&self.version), totals)
+        let filters = crate::version::filter_memory::FilterMemory::of(&self.version, None);
+        Counters::default().snapshot(LevelStats::of_version(&self.version), filters, totals)
     }
 }
 

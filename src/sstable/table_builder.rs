@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use crate::error::{Error, IoContext, Result};
 use crate::escape::escape_bytes;
-use crate::filter::{hash_key, BloomFilterPolicy, FilterPolicy, KeyHash, PrefixExtractor};
+use crate::filter::{
+    hash_key, BloomFilterPolicy, FilterKind, FilterPolicy, KeyHash, LevelFilter, PrefixExtractor,
+};
 use crate::fs::{FileSystem, StdFs, WritableFile};
 use crate::key::{
     compare_internal_keys, user_key_of, InternalKey, ParsedInternalKey, SequenceNumber, ValueType,
@@ -54,8 +56,18 @@ impl TableOptions {
     /// `bits_per_key` is 0. `last_level` says the table goes to the
     /// deepest level holding data; with
     /// [`crate::Options::skip_filters_on_last_level`] it then gets no
-    /// filter.
+    /// filter. Under a [`crate::Options::filter_budget`], the level's kind
+    /// at the budget's average bits per key: the engine sizes the filters
+    /// of the tables it writes by the tree's shape instead
+    /// ([`TableOptions::with_filter`]).
     pub fn for_level(o: &crate::Options, level: usize, last_level: bool) -> Self {
+        if let Some(b) = &o.filter_budget {
+            let filter = match level_kind(o, level, last_level) {
+                Some(kind) => LevelFilter::BitsPerKey(kind, b.bits_per_key),
+                None => LevelFilter::None,
+            };
+            return Self::with_filter(o, &filter);
+        }
         let filter_policy: Option<Arc<dyn FilterPolicy>> =
             if last_level && o.skip_filters_on_last_level {
                 None
@@ -74,6 +86,34 @@ impl TableOptions {
             filter_policy,
             prefix_extractor: o.prefix_extractor.clone(),
         }
+    }
+
+    /// The layout of a table under database options `o` with the filter
+    /// `filter` (block size, restart interval and prefix extractor from
+    /// `o`).
+    pub fn with_filter(o: &crate::Options, filter: &LevelFilter) -> Self {
+        TableOptions {
+            block_size: o.block_size,
+            restart_interval: o.block_restart_interval,
+            filter_policy: filter.policy(),
+            prefix_extractor: o.prefix_extractor.clone(),
+        }
+    }
+}
+
+/// The filter kind the tables of `level` get under `o` (`None`: no
+/// filter), whatever their size: the kind of the level's
+/// [`crate::Options::filters`] entry (the last entry serving deeper
+/// levels), the classic Bloom filter when `filters` is empty; none for the
+/// deepest level (`last_level`) with
+/// [`crate::Options::skip_filters_on_last_level`].
+pub fn level_kind(o: &crate::Options, level: usize, last_level: bool) -> Option<FilterKind> {
+    if last_level && o.skip_filters_on_last_level {
+        return None;
+    }
+    match o.filters.get(level).or(o.filters.last()) {
+        Some(f) => f.kind(),
+        None => Some(FilterKind::Bloom),
     }
 }
 

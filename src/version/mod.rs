@@ -5,9 +5,13 @@
 //!   [`edit::FileMetaData`] describes one SSTable.
 //! - [`manifest`]: the `MANIFEST-NNNNNN` log of edits (framed by
 //!   [`crate::log`]) and the `CURRENT` file that names the live manifest.
+//! - [`filter_memory`]: [`filter_memory::FilterMemory`], what a version's
+//!   filters cost and buy per level, against the same memory spread
+//!   uniformly or optimally.
 //! - [`set`]: [`set::Version`], the files of the tree at one moment, and
 //!   how replaying edits rebuilds it.
 
 pub mod edit;
+pub mod filter_memory;
 pub mod manifest;
 pub mod set;

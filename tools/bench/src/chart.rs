@@ -2,6 +2,7 @@
 //! backend): sizes, colours, a title block, log-axis ticks, dashed lines
 //! and the legend box.
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -49,6 +50,39 @@ pub(crate) fn titled<'a>(
     Ok(rest)
 }
 
+/// The chart [`bits_vs_log_chart`] returns.
+pub(crate) type BitsVsLog<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, LogCoord<f64>>>;
+
+/// A chart on `area` over bits per key `0..x_max` (linear, whole-number
+/// ticks, `x_labels` of them) against a rate or cost over `y` (log scale),
+/// with the harnesses' margins, fonts and mesh drawn.
+pub(crate) fn bits_vs_log_chart<'a, 'b: 'a>(
+    area: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    x_max: f64,
+    y: (f64, f64),
+    (x_desc, y_desc): (&str, &str),
+    x_labels: usize,
+) -> std::result::Result<BitsVsLog<'a, 'b>, Box<dyn std::error::Error>> {
+    let mut chart = ChartBuilder::on(area)
+        .margin(20)
+        .x_label_area_size(55)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0f64..x_max, (y.0..y.1).log_scale())?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .axis_desc_style(("sans-serif", AXIS_DESC))
+        .label_style(("sans-serif", TICKS))
+        .x_labels(x_labels)
+        .x_label_formatter(&|v| format!("{}", v.round()))
+        .y_label_formatter(&log_tick)
+        .light_line_style(WHITE)
+        .draw()?;
+    Ok(chart)
+}
+
 /// Formats a tick of a logarithmic axis without float noise (`0.001`,
 /// `0.002`, `0.005`, ..., `10`), labelling only mantissas 1, 2 and 5 so
 /// that the ticks plotters places at 1..9 of each decade stay readable.
@@ -76,8 +110,8 @@ pub(crate) fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
 }
 
 /// Draws a thin dashed line of colour `c` with its legend entry.
-pub(crate) fn dashed<'a, X, Y>(
-    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+pub(crate) fn dashed<'a, 'b: 'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>,
     label: &str,
     c: RGBColor,
     line: Vec<(f64, f64)>,
@@ -96,8 +130,8 @@ where
 }
 
 /// Draws the legend box of `chart` at `position`.
-pub(crate) fn legend_box<'a, X, Y>(
-    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+pub(crate) fn legend_box<'a, 'b: 'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>,
     position: SeriesLabelPosition,
 ) -> DrawResult
 where

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use siftdb::filter::FilterKind;
-use siftdb_bench::filters;
 use siftdb_bench::readamp::{self, describe, Config};
+use siftdb_bench::{filters, monkey};
 
 use crate::error::{CliError, EXIT_CORRUPTION, EXIT_IO};
 use crate::format::{count, group};
@@ -41,6 +41,48 @@ pub enum BenchCommand {
     /// Each filter kind's false-positive rate against its theory, bits per
     /// key stored, probe time in and out of cache, and build time
     Filters(FiltersArgs),
+    /// One filter memory budget spread over a leveled tree's runs (Monkey)
+    /// against the same memory as uniform bits per key, on one tree
+    Monkey(MonkeyArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Loads --keys random keys into one leveled tree of four levels below level 0, then for each budget reopens it with uniform bits per key and with the Monkey budget, rebuilds the filters in place (Db::rebuild_filters: every point probes the same tables) and looks up every absent key (as many as --keys) and --present-lookups present ones, counting data-block reads. Then --drift-writes random overwrites with compaction running show how far the live tree drifts from the optimum. Prints the table and the targets, writes monkey.csv and monkey-reads-vs-memory.svg to --out, and exits 1 if a target is missed. About 4 minutes with the defaults in a release build.\n\n\
+Example:\n  cargo run --release -p kvctl -- bench monkey --keys 200000 --budgets 4,10,16"
+)]
+pub struct MonkeyArgs {
+    /// Present keys in the tree (as many absent keys are looked up)
+    #[arg(long, default_value_t = 1_000_000)]
+    pub keys: usize,
+    /// Present keys looked up per point
+    #[arg(long, default_value_t = 200_000)]
+    pub present_lookups: usize,
+    /// Budgets to sweep, bits per key (each for both policies; must
+    /// bracket the reference)
+    #[arg(long, value_delimiter = ',', default_values_t = vec![2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0, 16.0])]
+    pub budgets: Vec<f64>,
+    /// The budget the targets are read at
+    #[arg(long, default_value_t = 10.0)]
+    pub reference: f64,
+    /// Random overwrites of the drift phase (0 skips it)
+    #[arg(long, default_value_t = 1_000_000)]
+    pub drift_writes: usize,
+    /// Seed of the keys and lookups
+    #[arg(long, default_value_t = 0x5EED)]
+    pub seed: u64,
+    /// Skip the SVG plot
+    #[arg(long)]
+    pub no_plot: bool,
+    /// Where monkey.csv and the plot go
+    #[arg(long, default_value = "target/bench-monkey")]
+    pub out: PathBuf,
+    /// Where the database is built (a temporary directory inside it)
+    #[arg(long)]
+    pub work_dir: Option<PathBuf>,
+    /// No progress lines
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]
@@ -151,6 +193,65 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     match &args.what {
         BenchCommand::Readamp(a) => readamp(a),
         BenchCommand::Filters(a) => filter_sweep(a),
+        BenchCommand::Monkey(a) => monkey_sweep(a),
+    }
+}
+
+fn monkey_sweep(a: &MonkeyArgs) -> Result<(), CliError> {
+    check_out(&a.out)?;
+    let mut cfg = monkey::Config::default();
+    cfg.keys = a.keys;
+    cfg.present_lookups = a.present_lookups;
+    cfg.budgets = a.budgets.clone();
+    cfg.budgets.sort_by(f64::total_cmp);
+    cfg.reference_bits = a.reference;
+    cfg.drift_writes = a.drift_writes;
+    cfg.seed = a.seed;
+    if let Some(w) = &a.work_dir {
+        cfg.work_dir = w.clone();
+    }
+    if !cfg.budgets.contains(&a.reference) {
+        return Err(CliError::usage(format!(
+            "--reference {} is not among --budgets",
+            a.reference
+        )));
+    }
+    if cfg!(debug_assertions) {
+        eprintln!(
+            "kvctl: warning: this kvctl is a debug build and will be slow; use `cargo run \
+             --release -p kvctl -- bench monkey`"
+        );
+    }
+    let quiet = a.quiet;
+    let summary = monkey::run(&cfg, &mut |line| {
+        if !quiet {
+            eprintln!("{line}");
+        }
+    })
+    .map_err(|e| match e {
+        monkey::Error::Config(_) => CliError::usage(e.to_string()),
+        e => CliError::new(EXIT_IO, e.to_string()),
+    })?;
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| CliError::new(EXIT_IO, format!("create {}: {e}", a.out.display())))?;
+    monkey::write_csv(&summary, &a.out).map_err(|e| CliError::new(EXIT_IO, e.to_string()))?;
+    if !a.no_plot {
+        monkey::write_plot(&summary, &a.out).map_err(|e| CliError::new(EXIT_IO, e.to_string()))?;
+    }
+    let mut out = Vec::new();
+    let _ = monkey::write_table(&summary, a.reference, &mut out);
+    let mut stdout = io::stdout().lock();
+    let _ = stdout.write_all(&out);
+    let _ = writeln!(stdout, "wrote {}", a.out.join(monkey::CSV_FILE).display());
+    match summary.targets(a.reference) {
+        Some(t) if t.all_met() => Ok(()),
+        Some(_) => Err(CliError::new(
+            EXIT_MODEL_MISS,
+            "a target was missed (see the lines above)",
+        )),
+        None => Err(CliError::usage(
+            "the budgets do not bracket the reference's reads: widen --budgets",
+        )),
     }
 }
 

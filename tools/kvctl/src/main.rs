@@ -57,7 +57,7 @@ enum Command {
     Stats(stats::StatsArgs),
     /// Compact the whole database (or a key range) down to its deepest level
     Compact(compact::CompactArgs),
-    /// Run benchmarks: `bench readamp` (reads per lookup against the model), `bench filters` (each filter kind's rate, space and speed)
+    /// Run benchmarks: `bench readamp` (reads per lookup against the model), `bench filters` (each filter kind's rate, space and speed), `bench monkey` (one filter budget over the levels against uniform bits)
     Bench(bench::BenchArgs),
     /// Build a database from built-in real data and measure what Bloom filters save
     Demo(demo::DemoArgs),

@@ -8,8 +8,7 @@ use siftdb::filter::FilterKind;
 
 use super::{kinds, Error, Measurement, Result};
 use crate::chart::{
-    bounds, dashed, legend_box, log_tick, titled, DrawResult, AXIS_DESC, BLUE, GREEN, RED, SIZE,
-    TICKS,
+    bits_vs_log_chart, bounds, dashed, legend_box, titled, DrawResult, BLUE, GREEN, RED, SIZE,
 };
 use crate::text::thousands;
 
@@ -89,22 +88,16 @@ fn draw(rows: &[Measurement], path: &Path) -> DrawResult {
         "Filter false-positive rate vs bits per key stored",
         &[&line1, line2],
     )?;
-    let mut chart = ChartBuilder::on(&area)
-        .margin(20)
-        .x_label_area_size(55)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0f64..hi_bits, (lo..1.0f64).log_scale())?;
-    chart
-        .configure_mesh()
-        .x_desc("filter bits per key stored")
-        .y_desc("false-positive rate (fraction, log scale)")
-        .axis_desc_style(("sans-serif", AXIS_DESC))
-        .label_style(("sans-serif", TICKS))
-        .x_labels(hi_bits as usize + 1)
-        .x_label_formatter(&|v| format!("{}", v.round()))
-        .y_label_formatter(&log_tick)
-        .light_line_style(WHITE)
-        .draw()?;
+    let mut chart = bits_vs_log_chart(
+        &area,
+        hi_bits,
+        (lo, 1.0),
+        (
+            "filter bits per key stored",
+            "false-positive rate (fraction, log scale)",
+        ),
+        hi_bits as usize + 1,
+    )?;
 
     let bound: Vec<(f64, f64)> = (0..=400)
         .map(|i| {

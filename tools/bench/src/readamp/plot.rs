@@ -11,8 +11,8 @@ use super::model::{self, bloom_fpr};
 use super::report::is_grid;
 use super::{Error, Layout, Point, Result, Sweep, HEADLINE_BITS_PER_KEY, HEADLINE_FILES};
 use crate::chart::{
-    bounds, dashed, legend_box, log_tick, titled, DrawResult, AXIS_DESC, BLUE, GREEN, GREY, LEGEND,
-    ORANGE, RED, SIZE, TICKS,
+    bits_vs_log_chart, bounds, dashed, legend_box, log_tick, titled, DrawResult, AXIS_DESC, BLUE,
+    GREEN, GREY, LEGEND, ORANGE, RED, SIZE, TICKS,
 };
 use crate::text::thousands;
 
@@ -338,22 +338,16 @@ fn fpr_vs_bits(points: &[Point], path: &Path) -> Option<DrawResult> {
                  bits per key.",
             ],
         )?;
-        let mut chart = ChartBuilder::on(&area)
-            .margin(20)
-            .x_label_area_size(55)
-            .y_label_area_size(80)
-            .build_cartesian_2d(0f64..f64::from(max_b) + 1.0, (lo * 0.5..1.0f64).log_scale())?;
-        chart
-            .configure_mesh()
-            .x_desc("filter bits per key (m/n)")
-            .y_desc("false-positive rate (fraction, log scale)")
-            .axis_desc_style(("sans-serif", AXIS_DESC))
-            .label_style(("sans-serif", TICKS))
-            .x_labels(max_b as usize + 2)
-            .x_label_formatter(&|v| format!("{}", v.round()))
-            .y_label_formatter(&log_tick)
-            .light_line_style(WHITE)
-            .draw()?;
+        let mut chart = bits_vs_log_chart(
+            &area,
+            f64::from(max_b) + 1.0,
+            (lo * 0.5, 1.0),
+            (
+                "filter bits per key (m/n)",
+                "false-positive rate (fraction, log scale)",
+            ),
+            max_b as usize + 2,
+        )?;
         chart
             .draw_series(LineSeries::new(theory.clone(), BLUE.stroke_width(2)))?
             .label("theory with siftdb's integer k: (1 − e^(−k·n/m))^k")

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::{json, Value};
 use siftdb::inspect::{TableInfo, DEGRADED_FACTOR};
+use siftdb::FilterMemory;
 
 use super::sst::filter_json;
 use super::{emit, emit_json, percent, snapshot, table_name};
@@ -19,13 +20,87 @@ for its m bits, k probes and n keys. blocked-bloom: implied = the mean over its 
 512-bit blocks of (bits set / 512)^k; design = the blocked theory of DESIGN.md \
 12.6.2. ribbon: both 2^-r, fixed by its width r. A WARNING row marks a filter whose \
 implied rate is more than twice its design (built over more keys than the table \
-holds, or damaged bits).")]
+holds, or damaged bits).\n\n\
+Below the tables, one row per level: runs (each level-0 table, one per deeper level), keys, \
+filter bytes, bits per key in force, the bits per key the same total memory would give the \
+level spread optimally (Monkey), and the expected false positives per absent-key lookup the \
+level adds (the key-weighted mean of its tables' design rates; every level-0 table counts). \
+Then the whole tree's expected false positives against the same memory as uniform bits per \
+key and spread optimally.")]
 pub struct FiltersArgs {
     /// Database directory
     pub db: PathBuf,
     /// Print JSON (schema in DESIGN.md, "kvctl JSON output")
     #[arg(long)]
     pub json: bool,
+}
+
+/// The per-level summary as JSON: `levels` and the tree's figures.
+pub fn memory_json(m: &FilterMemory) -> Value {
+    let levels: Vec<Value> = m
+        .levels
+        .iter()
+        .map(|l| {
+            json!({
+                "level": l.level,
+                "runs": l.runs,
+                "keys": l.keys,
+                "filter_bytes": l.filter_bytes,
+                "bits_per_key": l.bits_per_key,
+                "optimal_bits_per_key": l.optimal_bits_per_key,
+                "false_positives": l.false_positives,
+            })
+        })
+        .collect();
+    json!({
+        "levels": levels,
+        "keys": m.keys,
+        "filter_bytes": m.filter_bytes,
+        "expected_false_positives": m.expected_false_positives,
+        "uniform_false_positives": m.uniform_false_positives,
+        "optimal_false_positives": m.optimal_false_positives,
+    })
+}
+
+/// The per-level summary as text: what the filters cost and buy, against
+/// the same memory spread uniformly and optimally (Monkey).
+pub fn memory_text(m: &FilterMemory) -> String {
+    let mut t = Table::new(&[
+        ("level", Align::Left),
+        ("runs", Align::Right),
+        ("keys", Align::Right),
+        ("filter bytes", Align::Right),
+        ("bits/key", Align::Right),
+        ("optimal bits/key", Align::Right),
+        ("false positives", Align::Right),
+    ]);
+    for l in &m.levels {
+        t.row(vec![
+            format!("L{}", l.level),
+            group(l.runs as u64),
+            group(l.keys),
+            group(l.filter_bytes),
+            format!("{:.2}", l.bits_per_key),
+            format!("{:.2}", l.optimal_bits_per_key),
+            format!("{:.5}", l.false_positives),
+        ]);
+    }
+    let mut out = t.render("");
+    let bits = if m.keys == 0 {
+        0.0
+    } else {
+        8.0 * m.filter_bytes as f64 / m.keys as f64
+    };
+    out.push_str(&format!(
+        "expected false positives per absent-key lookup: {:.5} ({} bytes of filters, {bits:.2} \
+         bits per key); the same memory as uniform bits per key: {:.5}; spread optimally \
+         (Monkey): {:.5}\n",
+        m.expected_false_positives,
+        group(m.filter_bytes),
+        m.uniform_false_positives,
+        m.optimal_false_positives
+    ));
+    out
 }
 
 /// The JSON document `filters --json` prints.
@@ -122,10 +197,18 @@ pub fn filters_text(tables: &[TableInfo]) -> String {
 }
 
 pub fn run(args: &FiltersArgs) -> Result<(), CliError> {
-    let tables = snapshot(&args.db)?.tables();
+    let snap = snapshot(&args.db)?;
+    let tables = snap.tables();
+    let memory = FilterMemory::of(&snap.version, None);
     if args.json {
-        emit_json(&filters_json(&tables))
+        let mut v = filters_json(&tables);
+        v["memory"] = memory_json(&memory);
+        emit_json(&v)
     } else {
-        emit(&filters_text(&tables))
+        emit(&format!(
+            "{}\n{}",
+            filters_text(&tables),
+            memory_text(&memory)
+        ))
     }
 }
