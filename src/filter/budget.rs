@@ -153,7 +153,8 @@ impl Allocation {
     /// Expected false positives, so data-block reads, of an absent-key
     /// lookup that probes every run: `Σ p_i`.
     pub fn expected_false_positives(&self) -> f64 {
-        self.runs.iter().map(|r| r.fpr).sum()
+        // (An empty sum of floats is −0.0; adding 0.0 makes it 0.)
+        self.runs.iter().map(|r| r.fpr).sum::<f64>() + 0.0
     }
 
     /// Filter bits the allocation spends on `runs` (the shapes it was

@@ -210,11 +210,18 @@ fn monkey_sweep(a: &MonkeyArgs) -> Result<(), CliError> {
     if let Some(w) = &a.work_dir {
         cfg.work_dir = w.clone();
     }
-    if !cfg.budgets.contains(&a.reference) {
-        return Err(CliError::usage(format!(
-            "--reference {} is not among --budgets",
-            a.reference
-        )));
+    // Refuse a bad configuration before the minutes of loading.
+    cfg.validate().map_err(|e| {
+        CliError::usage(format!("{e}")).with_hint("see --budgets, --reference and --keys")
+    })?;
+    if a.keys < monkey::FEW_KEYS {
+        eprintln!(
+            "kvctl: warning: --keys {} is below {}: its level-0 runs hold under 1,000 keys, \
+             whose filters pass more than their theory at high bits per key, so a prediction \
+             or a target may miss by that and by sampling noise alone",
+            group(a.keys as u64),
+            group(monkey::FEW_KEYS as u64)
+        );
     }
     if cfg!(debug_assertions) {
         eprintln!(

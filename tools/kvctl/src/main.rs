@@ -73,7 +73,7 @@ enum Command {
     Wal(inspect::logs::WalArgs),
     /// Show the path of one point lookup: memtables, SSTables, filters, blocks
     Explain(inspect::explain::ExplainArgs),
-    /// Per-SSTable Bloom filter health: bits set, implied vs design false-positive rate
+    /// Per-SSTable filter health (implied vs design false-positive rate), then per level: filter memory, bits per key in force and optimal, expected false positives
     Filters(inspect::filters::FiltersArgs),
 }
 

@@ -1245,3 +1245,47 @@ fn export_into_a_fifo_writes_into_it_and_leaves_it_a_fifo() {
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(stderr(&o).contains("is a directory"), "{}", stderr(&o));
 }
+
+/// Found by a new-user trial: a bad budget was refused only after the
+/// tree was loaded, with exit 4 (the I/O code), and a sweep that could
+/// not bracket the reference ran to the end first. Both are usage errors
+/// found before anything is loaded.
+#[test]
+fn bench_monkey_refuses_a_bad_sweep_before_loading() {
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path().to_str().unwrap();
+    for (args, want) in [
+        (
+            vec!["--budgets", "0,10,12"],
+            "budget 0: every budget must be above 0 and at most 40 bits per key",
+        ),
+        (
+            vec!["--budgets", "4,10,50"],
+            "budget 50: every budget must be above 0 and at most 40 bits per key",
+        ),
+        (
+            vec!["--budgets", "10"],
+            "the budgets need one below and one above the reference, 10",
+        ),
+        (
+            vec!["--budgets", "4,8", "--reference", "6"],
+            "the reference, 6, is not among the budgets",
+        ),
+        (
+            vec!["--keys", "10"],
+            "keys is 10; it must be at least 1,000",
+        ),
+    ] {
+        let all = [
+            &["bench", "monkey", "--quiet", "--work-dir", work],
+            &args[..],
+        ]
+        .concat();
+        let o = kvctl(&all);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+        assert_eq!(stdout(&o), "", "{args:?}");
+    }
+    // Nothing was built.
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}

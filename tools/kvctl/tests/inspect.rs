@@ -791,8 +791,8 @@ L0     000006.sst  bloom   100  1,000    7     10.00     49.2%        0.70%     
 L0     000004.sst  bloom   100  1,000    7     10.00     50.3%        0.81%       0.82%  ok
 3 SSTables, 0 above 2x their design rate
 
-level  runs  keys  filter bytes  bits/key  optimal bits/key  false positives
-L0        3   302           381     10.09             10.09          0.02443
+level  runs  keys  filter bytes  bits/key  optimal bits/key  expected FP per absent lookup
+L0        3   302           381     10.09             10.09                        0.02443
 expected false positives per absent-key lookup: 0.02443 (381 bytes of filters, 10.09 bits per key); \
 the same memory as uniform bits per key: 0.02351; spread optimally (Monkey): 0.02351
 "

@@ -10,10 +10,10 @@
 //!    database under leveled compaction with level sizes chosen so that the
 //!    tree has four levels below level 0 (level 1 at about 1/1000 of the
 //!    data, size ratio 10: levels 1 to 3 full, level 4 holding about 89%),
-//!    tables cut at four times level 1's size; then, with compaction off,
-//!    four level-0 runs of about 0.05% of the keys each (a level 0 between
-//!    compactions). Every point opens the tree with compaction off, so its
-//!    shape stays.
+//!    tables cut at half of level 1's size; then, with compaction off,
+//!    four level-0 runs of about 0.1% of the keys each (a level 0 between
+//!    compactions; the load may leave a fifth). Every point opens the tree
+//!    with compaction off, so its shape stays.
 //! 2. **Every point on that same tree.** For each budget `b` in
 //!    [`Config::budgets`] and each policy, the database is reopened with
 //!    the policy (uniform: [`LevelFilter::BitsPerKey`] classic Bloom at
@@ -122,6 +122,54 @@ pub struct Config {
     pub seed: u64,
     /// Where the database is built (a temporary directory inside it).
     pub work_dir: PathBuf,
+}
+
+/// Below this many keys the level-0 runs hold under 1,000 keys each,
+/// where the classic Bloom filter passes noticeably more than its theory
+/// at high bits per key, and sampling noise grows: a prediction may miss
+/// its 10% by that alone.
+pub const FEW_KEYS: usize = 1_000_000;
+
+impl Config {
+    /// Checks the configuration before anything is loaded.
+    ///
+    /// # Errors
+    /// [`Error::Config`] naming the setting: fewer than 1,000 keys; no
+    /// budget, or one not in `(0, 40]`; a reference not among the budgets,
+    /// or without a budget on each side of it (the targets interpolate
+    /// between neighbours).
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(Error::Config(m));
+        if self.keys < 1000 {
+            return bad(format!("keys is {}; it must be at least 1,000", self.keys));
+        }
+        if self.budgets.is_empty() {
+            return bad("budgets is empty; give at least three".into());
+        }
+        if let Some(b) = self.budgets.iter().find(|&&b| !(b > 0.0 && b <= 40.0)) {
+            return bad(format!(
+                "budget {b}: every budget must be above 0 and at most 40 bits per key"
+            ));
+        }
+        if !self.budgets.contains(&self.reference_bits) {
+            return bad(format!(
+                "the reference, {}, is not among the budgets",
+                self.reference_bits
+            ));
+        }
+        let (below, above) = (
+            self.budgets.iter().any(|&b| b < self.reference_bits),
+            self.budgets.iter().any(|&b| b > self.reference_bits),
+        );
+        if !(below && above) {
+            return bad(format!(
+                "the budgets need one below and one above the reference, {} (the \
+                 memory Monkey needs for uniform's reads is interpolated between them)",
+                self.reference_bits
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for Config {
@@ -246,6 +294,9 @@ pub struct Drift {
     pub compaction_bytes: u64,
     /// See `compaction_bytes`.
     pub filter_rebuild_bytes: u64,
+    /// Tables the background rebuilt during the overwrites and the
+    /// settling after them.
+    pub filter_rebuilds: u64,
     /// Bytes of keys and values the overwrites wrote.
     pub user_bytes: u64,
 }
@@ -266,10 +317,9 @@ pub struct Summary {
 }
 
 /// How the tree is laid out: level 1 at `level_base` bytes, size ratio
-/// 10, memtables of the size of level 1, tables cut at four times it (so
-/// that tables hold thousands of keys, where the filters' rates follow
-/// their theory; a 250-key classic Bloom filter at 16 bits per key passes
-/// 1.2 to 1.4 times its theoretical rate).
+/// 10, memtables of twice that, tables cut at half of it (so that level 1
+/// holds a table or two when the load ends), level 0 compacted from 2
+/// tables (so that the load leaves at most one there).
 #[derive(Debug, Clone, Copy)]
 struct Layout {
     level_base: u64,
@@ -289,10 +339,12 @@ impl Layout {
         } else {
             CompactionStyle::None
         };
-        o.write_buffer_size = self.level_base.clamp(32 << 10, 4 << 20) as usize;
+        o.write_buffer_size = (2 * self.level_base).clamp(64 << 10, 8 << 20) as usize;
         o.max_bytes_for_level_base = self.level_base;
         o.level_size_multiplier = 10;
-        o.target_file_size = (4 * self.level_base).clamp(64 << 10, 8 << 20);
+        o.target_file_size = (self.level_base / 2).max(32 << 10);
+        // The load leaves at most one table in level 0.
+        o.level0_compaction_trigger = 2;
         match policy {
             Policy::Uniform => o.filters = vec![LevelFilter::BitsPerKey(FilterKind::Bloom, bits)],
             Policy::Monkey => o.filter_budget = Some(FilterBudget::bits_per_key(bits)),
@@ -307,11 +359,7 @@ impl Layout {
 /// [`Error::Config`] for an empty key set or no budgets; [`Error::Db`] if
 /// the engine fails.
 pub fn run(cfg: &Config, progress: &mut dyn FnMut(&str)) -> Result<Summary> {
-    if cfg.keys < 1000 || cfg.budgets.is_empty() {
-        return Err(Error::Config(
-            "need at least 1,000 keys and one budget".into(),
-        ));
-    }
+    cfg.validate()?;
     let started = Instant::now();
     let ds = Dataset::synthetic(cfg.keys, 16, cfg.value_len, cfg.seed)
         .map_err(|e| Error::Config(e.to_string()))?;
@@ -330,7 +378,7 @@ pub fn run(cfg: &Config, progress: &mut dyn FnMut(&str)) -> Result<Summary> {
         level_base: (data_bytes / 1000).max(16 << 10),
     };
     let per_run = (cfg.keys / 1000)
-        .min(layout.level_base as usize / entry_bytes / 2)
+        .min(layout.level_base as usize / entry_bytes)
         .max(1);
     progress(&format!(
         "loading {} keys (level 1 at {} KiB, ratio 10), then {LEVEL0_RUNS} level-0 runs of {per_run}",
@@ -515,12 +563,11 @@ fn drift(
                 filter_rebuilds: stats.filter_rebuilds - start.filter_rebuilds,
             };
             progress(&format!(
-                "drift after {i} overwrites: expected {:.4} against optimal {:.4} ({:+.1}%), memory {:.3} of the budget, {} filter rebuilds",
+                "drift after {i} overwrites: expected {:.4} against optimal {:.4} ({:+.1}%), memory {:.3} of the budget",
                 s.expected,
                 s.optimal,
                 100.0 * (s.expected / s.optimal - 1.0),
                 s.memory_over_budget,
-                s.filter_rebuilds
             ));
             samples.push(s);
         }
@@ -545,6 +592,7 @@ fn drift(
     ));
     db.close()?;
     Ok(Drift {
+        filter_rebuilds: end.filter_rebuilds - start.filter_rebuilds,
         samples,
         settled_memory,
         settled_drift,
@@ -705,7 +753,10 @@ mod tests {
         // Level 0's four runs and at least three levels below (level 1,
         // smaller than one memtable here, may be empty).
         let levels = &s.points[0].levels;
-        assert_eq!(levels[0].runs, LEVEL0_RUNS, "{levels:?}");
+        assert!(
+            (LEVEL0_RUNS..=LEVEL0_RUNS + 1).contains(&levels[0].runs),
+            "{levels:?}"
+        );
         assert!(
             levels.iter().filter(|l| l.level >= 1).count() >= 3,
             "{levels:?}"

@@ -23,10 +23,10 @@ implied rate is more than twice its design (built over more keys than the table 
 holds, or damaged bits).\n\n\
 Below the tables, one row per level: runs (each level-0 table, one per deeper level), keys, \
 filter bytes, bits per key in force, the bits per key the same total memory would give the \
-level spread optimally (Monkey), and the expected false positives per absent-key lookup the \
-level adds (the key-weighted mean of its tables' design rates; every level-0 table counts). \
-Then the whole tree's expected false positives against the same memory as uniform bits per \
-key and spread optimally.")]
+level spread optimally (Monkey; for level 0, the mean over its runs), and the expected false \
+positives per absent-key lookup the level adds (level 0: the sum of its tables' design rates; \
+a deeper level: their mean weighted by keys). Then the whole tree's expected false positives \
+against the same memory as uniform bits per key and spread optimally (DESIGN.md 3.2).")]
 pub struct FiltersArgs {
     /// Database directory
     pub db: PathBuf,
@@ -72,7 +72,7 @@ pub fn memory_text(m: &FilterMemory) -> String {
         ("filter bytes", Align::Right),
         ("bits/key", Align::Right),
         ("optimal bits/key", Align::Right),
-        ("false positives", Align::Right),
+        ("expected FP per absent lookup", Align::Right),
     ]);
     for l in &m.levels {
         t.row(vec![
