@@ -10,7 +10,7 @@ use siftdb::Options;
 
 use crate::data::open_existing;
 use crate::error::{write_failed, CliError};
-use crate::format::{count, escaped_arg, human_bytes, Bytes};
+use crate::format::{count, escaped_arg, group, human_bytes, Bytes};
 use crate::stats::{levels_table, write_amplification_line};
 
 #[derive(Debug, Args)]
@@ -36,6 +36,17 @@ pub struct CompactArgs {
     /// stored), e.g. blocked-bloom:10,ribbon:1%
     #[arg(long, value_name = "SPEC", value_parser = crate::filter_spec::parse_spec)]
     pub filters: Option<crate::filter_spec::FilterSpec>,
+    /// One filter memory budget for the whole tree, in bits per key on
+    /// average, spread over the levels so that absent keys meet the
+    /// fewest false positives (Monkey; DESIGN.md 3.2); `--filters` then
+    /// gives only each level's kind. Not stored: give the budget the database was built with
+    #[arg(long, value_name = "BITS", conflicts_with = "bits_per_key")]
+    pub filter_budget: Option<f64>,
+    /// Rewrite only the SSTables whose filter differs from what the options
+    /// above would build, each in place with every entry copied
+    /// (`Db::rebuild_filters`), instead of compacting
+    #[arg(long, conflicts_with_all = ["from", "to"])]
+    pub filters_only: bool,
     /// Also build prefix filters over the first N bytes of keys, so that
     /// scans of a prefix of N bytes or more skip tables without it (give
     /// it again to `compact`: it is not stored)
@@ -60,6 +71,9 @@ pub fn run(args: &CompactArgs) -> Result<(), CliError> {
     if let Some(f) = &args.filters {
         options.filters = f.0.clone();
     }
+    options.filter_budget = args
+        .filter_budget
+        .map(siftdb::filter::FilterBudget::bits_per_key);
     if let Some(n) = args.prefix_len {
         options.prefix_extractor = Some(std::sync::Arc::new(siftdb::filter::FixedPrefix::new(
             usize::from(n),
@@ -79,6 +93,27 @@ pub fn run(args: &CompactArgs) -> Result<(), CliError> {
         pb
     };
     let start = Instant::now();
+    if args.filters_only {
+        let rebuilt = db.rebuild_filters();
+        spinner.finish_and_clear();
+        let rebuilt = rebuilt?;
+        let after = db.stats();
+        let f = &after.filter_memory;
+        let s = format!(
+            "rebuilt the filters of {} in {:.2} s, writing {}; expected false positives per absent-key lookup {:.5} (optimal for the shape at that memory {:.5}), {} bytes of filters\n",
+            count(rebuilt as u64, "SSTable"),
+            start.elapsed().as_secs_f64(),
+            human_bytes(after.filter_rebuild_bytes_written),
+            f.expected_false_positives,
+            f.optimal_false_positives,
+            group(f.filter_bytes)
+        );
+        db.close()?;
+        return io::stdout()
+            .lock()
+            .write_all(s.as_bytes())
+            .map_err(write_failed);
+    }
     let result = match (&args.from, &args.to) {
         (Some(lo), Some(hi)) => db.compact_range(lo, hi),
         _ => db.compact(),

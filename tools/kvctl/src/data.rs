@@ -137,6 +137,12 @@ pub struct ImportArgs {
     /// key or a rate, e.g. blocked-bloom:10,ribbon:1%
     #[arg(long, value_name = "SPEC", value_parser = crate::filter_spec::parse_spec)]
     pub filters: Option<crate::filter_spec::FilterSpec>,
+    /// One filter memory budget for the whole tree, in bits per key on
+    /// average, spread over the levels so that absent keys meet the
+    /// fewest false positives (Monkey; DESIGN.md 3.2); `--filters` then
+    /// gives only each level's kind. Not stored: give it again to `compact`
+    #[arg(long, value_name = "BITS", conflicts_with = "bits_per_key")]
+    pub filter_budget: Option<f64>,
     /// Also build prefix filters over the first N bytes of keys, so that
     /// scans of a prefix of N bytes or more skip tables without it (give
     /// it again to `compact`: it is not stored)
@@ -404,6 +410,9 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     if let Some(f) = &args.filters {
         options.filters = f.0.clone();
     }
+    options.filter_budget = args
+        .filter_budget
+        .map(siftdb::filter::FilterBudget::bits_per_key);
     if let Some(n) = args.prefix_len {
         options.prefix_extractor = Some(std::sync::Arc::new(siftdb::filter::FixedPrefix::new(
             usize::from(n),

@@ -1289,3 +1289,56 @@ fn bench_monkey_refuses_a_bad_sweep_before_loading() {
     // Nothing was built.
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn import_with_a_filter_budget_and_compact_filters_only() {
+    let (_tmp, db) = many_db_with(&["--write-buffer-size", "16K", "--filter-budget", "12"]);
+    let json = |args: &[&str]| -> serde_json::Value {
+        serde_json::from_str(&stdout(&ok(kvctl(args)))).unwrap()
+    };
+    let m = json(&["filters", p(&db), "--json"])["memory"].clone();
+    let bits = |m: &serde_json::Value| {
+        8.0 * m["filter_bytes"].as_f64().unwrap() / m["keys"].as_f64().unwrap()
+    };
+    assert!((11.0..=12.0).contains(&bits(&m)), "{m:#}");
+    // Half the budget, filters only: every table rewritten in place, the
+    // same keys, half the memory.
+    let out = stdout(&ok(kvctl(&[
+        "compact",
+        p(&db),
+        "--filters-only",
+        "--filter-budget",
+        "6",
+        "-q",
+    ])));
+    assert!(out.starts_with("rebuilt the filters of "), "{out}");
+    let after = json(&["filters", p(&db), "--json"])["memory"].clone();
+    assert_eq!(after["keys"], m["keys"]);
+    assert!((5.5..=6.0).contains(&bits(&after)), "{after:#}");
+    assert!(
+        after["expected_false_positives"].as_f64() > m["expected_false_positives"].as_f64(),
+        "{after:#}"
+    );
+    // Again: nothing differs any more.
+    let out = stdout(&ok(kvctl(&[
+        "compact",
+        p(&db),
+        "--filters-only",
+        "--filter-budget",
+        "6",
+        "-q",
+    ])));
+    assert!(
+        out.starts_with("rebuilt the filters of 0 SSTables"),
+        "{out}"
+    );
+    let o = kvctl(&["get", p(&db), "key01234"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = kvctl(&["compact", p(&db), "--filter-budget", "0"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("filter_budget: bits per key must be above 0 and at most 40, not 0"),
+        "{}",
+        stderr(&o)
+    );
+}
