@@ -67,8 +67,8 @@ pub(super) fn table_options(
     }
 }
 
-/// The filter the table `new` (of a level below the deepest, or the
-/// deepest: `last_level`) is built with: its run's setting under a budget,
+/// The filter the table `new` is built with (`last_level`: it goes to
+/// the deepest level holding data): its run's setting under a budget,
 /// else the level's configured one (a classic Bloom filter at
 /// `bits_per_key` when `filters` is empty; `bloom_hashes` is not part of
 /// it).
@@ -94,9 +94,8 @@ fn configured_filter(
 /// True if `table`'s filter is what `want` builds: no filter for
 /// [`LevelFilter::None`]; else the same kind and, for bits per key, the
 /// same `k` and an array within 2% of the one `want` builds for the
-/// table's keys; for a
-/// rate, the same rate (the same `r` for Ribbon; for the Bloom kinds, a
-/// design rate within 10% of it).
+/// table's keys; for a rate, the same rate (the same `r` for Ribbon; for
+/// the Bloom kinds, a design rate within 10% of it).
 fn filter_matches(table: &Table, want: &LevelFilter) -> bool {
     let p = table.properties();
     let Some(kind) = want.kind() else {
@@ -129,7 +128,7 @@ fn filter_matches(table: &Table, want: &LevelFilter) -> bool {
         (LevelFilter::FalsePositiveRate(_, rate), _) => {
             (design_fpr(table) - rate).abs() <= 0.1 * rate
         }
-        (LevelFilter::None, _) => unreachable!("handled above"),
+        (LevelFilter::None, _) => p.filter_policy.is_empty(), // (returned above)
     }
 }
 
