@@ -82,11 +82,25 @@ fn the_budget_holds_while_the_shape_changes_and_reads_match_the_model() {
     let deep: Vec<_> = f.levels.iter().filter(|l| l.level >= 1).collect();
     assert!(deep.len() >= 3, "{f:#?}");
     // The last level holds most keys and gets the fewest bits per key;
-    // the level above it, a quarter of its size, more.
+    // the level above it more: by the closed form, ln(n_last / n_above) /
+    // ln²2 more (1.4 bits at a ratio of 2, 2.9 at 4; how full the last
+    // level is depends on when compactions ran). The tables in force may
+    // lag the allocation, but not far.
     let (last, above) = (deep[deep.len() - 1], deep[deep.len() - 2]);
     assert!(last.keys > above.keys, "{f:#?}");
     assert!(last.bits_per_key < budget, "{f:#?}");
-    assert!(above.bits_per_key > last.bits_per_key + 1.0, "{f:#?}");
+    assert!(above.bits_per_key > last.bits_per_key, "{f:#?}");
+    let ln2_sq = std::f64::consts::LN_2 * std::f64::consts::LN_2;
+    let closed_form = (last.keys as f64 / above.keys as f64).ln() / ln2_sq;
+    let gap = above.optimal_bits_per_key - last.optimal_bits_per_key;
+    assert!(
+        (0.8 * closed_form..1.25 * closed_form).contains(&gap),
+        "{gap} against {closed_form}: {f:#?}"
+    );
+    assert!(
+        f.expected_false_positives < 1.2 * f.optimal_false_positives,
+        "{f:#?}"
+    );
     // Fewer false positives than the same memory spread uniformly.
     assert!(
         f.expected_false_positives < 0.9 * f.uniform_false_positives,
