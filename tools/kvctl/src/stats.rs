@@ -17,7 +17,8 @@ pub struct StatsArgs {
     /// Database directory
     pub db: PathBuf,
     /// Print JSON: {"levels": [...], "total": {...}, "write_amplification": f64,
-    /// "user_bytes_flushed": u64, "table_bytes_written": u64}, every level included
+    /// "user_bytes_flushed": u64, "table_bytes_written": u64, "filter_memory": {...}},
+    /// every level included
     #[arg(long)]
     pub json: bool,
 }
@@ -51,7 +52,27 @@ pub fn stats_json(stats: &Stats) -> serde_json::Value {
         "write_amplification": stats.write_amplification(),
         "user_bytes_flushed": stats.total_user_bytes_flushed,
         "table_bytes_written": stats.total_table_bytes_written,
+        "filter_memory": crate::inspect::filters::memory_json(&stats.filter_memory),
     })
+}
+
+/// One line on what the filters cost and buy (per level: `kvctl filters`).
+fn filter_memory_line(stats: &Stats) -> String {
+    let m = &stats.filter_memory;
+    if m.keys == 0 {
+        return String::new();
+    }
+    format!(
+        "filters {} for {} keys ({:.2} bits per key): {:.5} expected false positives per \
+         absent-key lookup; {:.5} with the same memory as uniform bits per key, {:.5} spread \
+         optimally (per level: kvctl filters)\n",
+        human_bytes(m.filter_bytes),
+        group(m.keys),
+        8.0 * m.filter_bytes as f64 / m.keys as f64,
+        m.expected_false_positives,
+        m.uniform_false_positives,
+        m.optimal_false_positives
+    )
 }
 
 /// The levels table: non-empty levels, then a total row. With
@@ -128,6 +149,7 @@ pub fn run(args: &StatsArgs) -> Result<(), CliError> {
             s.push_str("(no SSTables yet: writes since the last flush are in the WAL)\n");
         }
         s.push_str(&write_amplification_line(&stats));
+        s.push_str(&filter_memory_line(&stats));
         s
     };
     out.write_all(text.as_bytes()).map_err(write_failed)

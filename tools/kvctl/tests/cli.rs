@@ -236,9 +236,21 @@ fn stats_json_counts_files_and_entries() {
         assert!(levels[0][key].is_u64(), "{key} missing: {v}");
     }
 
+    // What the filters cost and buy, as `filters --json` has it.
+    let m = &v["filter_memory"];
+    assert_eq!(m["keys"], 3000, "{v}");
+    let fp = m["expected_false_positives"].as_f64().unwrap();
+    assert!(fp > 0.0 && fp < 0.1, "{v}");
+
     // The text table shows the same numbers.
     let table = stdout(&ok(kvctl(&["stats", p(&db)])));
     assert!(table.starts_with("level"), "{table}");
+    let line = table.lines().find(|l| l.starts_with("filters ")).unwrap();
+    assert!(line.contains("for 3,000 keys"), "{line}");
+    assert!(
+        line.contains(&format!("{fp:.5} expected false positives")),
+        "{line}"
+    );
     let total_row = table.lines().find(|l| l.starts_with("total")).unwrap();
     assert!(
         total_row.contains(&files.to_string()) && total_row.contains("3,000"),
