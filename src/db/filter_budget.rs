@@ -110,7 +110,7 @@ fn filter_matches(table: &Table, want: &LevelFilter) -> bool {
     match (*want, kind) {
         (LevelFilter::FalsePositiveRate(..), FilterKind::Ribbon)
         | (LevelFilter::BitsPerKey(..), FilterKind::Ribbon) => {
-            p.filter_bits_per_key == policy.shape(&policy.create_filter(&[])).bits_per_key
+            Some(p.filter_bits_per_key) == ribbon_policy(want).map(|r| r.result_bits())
         }
         (LevelFilter::BitsPerKey(_, b), kind) => {
             // The array `want` would build for this many keys.
@@ -392,19 +392,30 @@ fn filter_bits(setting: &LevelFilter, keys: u64) -> f64 {
             u64::from(BlockedBloomPolicy::new(b).blocks_for(n)) * 512
                 + 8 * blocked_bloom::HEADER_LEN as u64
         }
-        _ => match setting.policy() {
-            // Ribbon (and a rate for the Bloom kinds, which the allocator
-            // does not produce): the size its parameters give.
+        _ => match ribbon_policy(setting) {
+            // The size its first attempt builds (a rate for the Bloom
+            // kinds, which the allocator does not produce, counts as 0).
             Some(p) => {
-                let shape = p.shape(&p.create_filter(&[]));
-                let r = u64::from(shape.bits_per_key.max(1));
-                let blocks = u64::from(RibbonFilterPolicy::new(r as u32).blocks_for(n));
-                blocks * 128 * r + 8 * ribbon::HEADER_LEN as u64
+                let r = u64::from(p.result_bits());
+                u64::from(p.blocks_for(n)) * 128 * r + 8 * ribbon::HEADER_LEN as u64
             }
             None => 0,
         },
     };
     bits as f64
+}
+
+/// The Ribbon policy `setting` builds with, if it is a Ribbon setting.
+fn ribbon_policy(setting: &LevelFilter) -> Option<RibbonFilterPolicy> {
+    match *setting {
+        LevelFilter::BitsPerKey(FilterKind::Ribbon, b) => {
+            Some(RibbonFilterPolicy::with_bits_per_key(b))
+        }
+        LevelFilter::FalsePositiveRate(FilterKind::Ribbon, p) => {
+            Some(RibbonFilterPolicy::with_fpr(p))
+        }
+        _ => None,
+    }
 }
 
 /// Bytes of `table`'s filter block (0 without one).
