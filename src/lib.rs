@@ -46,7 +46,7 @@ pub use db::{Db, LiveFile, RecoveryReport, Snapshot, WalReplay};
 pub use error::{Error, Result};
 pub use iter::DbIterator;
 pub use key::{InternalKey, SequenceNumber, ValueType};
-pub use options::{CompactionStyle, Options};
+pub use options::{CompactionStyle, Options, WriteOptions};
 pub use stats::{LevelStats, Stats};
 pub use version::filter_memory::{FilterMemory, LevelFilterMemory};
 pub use write_batch::WriteBatch;

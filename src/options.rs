@@ -99,7 +99,11 @@ pub struct Options {
     /// If true, every write waits for `fdatasync` of the WAL, so it survives
     /// power loss; if false, a write is handed to the operating system
     /// before it returns, so it survives a process crash but not a machine
-    /// crash. Defaults to false.
+    /// crash. The default for [`Db::write`](crate::Db::write),
+    /// [`Db::put`](crate::Db::put) and [`Db::delete`](crate::Db::delete);
+    /// [`Db::write_with`](crate::Db::write_with) chooses per write and
+    /// [`Db::persist`](crate::Db::persist) syncs on demand. Concurrent sync
+    /// writes share one `fdatasync` per group commit. Defaults to false.
     pub sync: bool,
     /// Create the database if the directory holds none. Defaults to true.
     pub create_if_missing: bool,
@@ -234,4 +238,21 @@ impl Options {
         }
         Ok(())
     }
+}
+
+/// How one write is made durable, for [`Db::write_with`](crate::Db::write_with).
+///
+/// ```
+/// let sync = siftdb::WriteOptions { sync: true };
+/// assert!(!siftdb::WriteOptions::default().sync);
+/// # let _ = sync;
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Return only once the write, and every write acknowledged before it,
+    /// is `fdatasync`ed in the WAL (survives a power loss). When false, the
+    /// write survives a process crash but a power loss may drop it (and
+    /// only a suffix of the acknowledged writes: never one with an older
+    /// one missing). Defaults to false.
+    pub sync: bool,
 }

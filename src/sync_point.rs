@@ -34,6 +34,15 @@ pub enum SyncPoint {
     /// before any table or WAL is opened or the directory listed. No lock
     /// is held.
     ReadOnlyOpenAfterManifest,
+    /// In every write, right after its batch joined the group-commit queue
+    /// and before it waits to lead or to be committed. The queue's lock is
+    /// held: the callback may count, but must not block.
+    WriteQueued,
+    /// In a writer that has just become the group-commit leader, before it
+    /// takes the group of queued batches it will commit. No lock is held;
+    /// writers that arrive while a callback blocks here queue behind it
+    /// and join its group.
+    WriteLeaderBeforeGroup,
 }
 
 /// The callback [`crate::Options::sync_points`] holds. Cloning shares it.

@@ -1,26 +1,30 @@
-//! Process-crash campaign: a child process writes numbered batches with
-//! default durability (`sync = false`) while flushes and compactions run
+//! Process-crash campaign: a child process writes numbered batches from
+//! several threads at once (so group commit forms groups), with default
+//! durability (`sync = false`) while flushes and compactions run
 //! constantly; the parent kills it with SIGKILL at a random moment, reopens
 //! the database and checks it against a model.
 //!
 //! Protocol. The child is this test binary re-executed as
 //! `--exact crash_child` with `SIFTDB_CRASH_CHILD=<db dir>`,
-//! `SIFTDB_CRASH_SEED` and `SIFTDB_CRASH_START=<first batch id>`. It opens
-//! the database, prints `SIFTDB-CRASH opened`, then writes batch `start`,
-//! `start + 1`, ... forever; after each `Db::write` returns it prints
-//! `SIFTDB-CRASH ack <id> <flushes> <compactions>` and flushes stdout. The
-//! contents of batch `id` are a pure function of `(seed, id)`, so the parent
+//! `SIFTDB_CRASH_SEED` and `SIFTDB_CRASH_START=<first batch id of writer
+//! 0>,<of writer 1>,...`. It opens the database, prints `SIFTDB-CRASH
+//! opened`, then runs one thread per writer; writer `w` writes its batches
+//! `start_w`, `start_w + 1`, ... forever, over a key space of its own, and
+//! after each `Db::write` returns prints `SIFTDB-CRASH ack <w> <id>
+//! <flushes> <compactions>` and flushes stdout. The contents of batch `id`
+//! of writer `w` are a pure function of `(seed, w, id)`, so the parent
 //! rebuilds them. After the kill the parent drains the pipe, so it knows
-//! every acknowledged id; `A` is the last one and `A + 1` the only batch
-//! that may have been in flight.
+//! every acknowledged id of every writer; for writer `w`, `A_w` is the last
+//! one and `A_w + 1` the only batch of `w` that may have been in flight.
 //!
-//! Checks after every kill: the database opens; its contents (full scan and
-//! a `get` of every key of the key space) equal exactly the model after
-//! batches `..=A` or the model after batches `..=A+1` (every acknowledged
-//! batch applied, the in-flight one all or nothing, nothing else); and the
-//! directory holds only `CURRENT`, `LOCK`, the manifest `CURRENT` names, one
-//! WAL and the live SSTables (no `.tmp`, no orphan). The next child goes on
-//! in the same directory from the first batch not applied.
+//! Checks after every kill: the database opens; for every writer, its
+//! contents over that writer's keys (full scan and a `get` of every key of
+//! the key space) equal exactly the writer's model after batches `..=A_w`
+//! or after `..=A_w+1` (every acknowledged batch of every thread applied,
+//! each in-flight one all or nothing, nothing else); and the directory
+//! holds only `CURRENT`, `LOCK`, the manifest `CURRENT` names, one WAL and
+//! the live SSTables (no `.tmp`, no orphan). The next child goes on in the
+//! same directory from each writer's first batch not applied.
 //!
 //! `SIFTDB_CRASH_CYCLES` (default 30) sets the number of kills;
 //! `SIFTDB_CRASH_SEED` the seed (printed, so a failure can be replayed).
@@ -40,8 +44,10 @@ const CHILD_ENV: &str = "SIFTDB_CRASH_CHILD";
 const SEED_ENV: &str = "SIFTDB_CRASH_SEED";
 const START_ENV: &str = "SIFTDB_CRASH_START";
 const MARK: &str = "SIFTDB-CRASH";
-/// Distinct user keys the batches touch.
-const KEYS: u64 = 1000;
+/// Distinct user keys each writer's batches touch.
+const KEYS: u64 = 400;
+/// Writer threads in the child.
+const WRITERS: u64 = 3;
 
 /// Default durability (`sync = false`) with small buffers and level
 /// budgets, so that flushes and compactions (down to level 3 or 4) happen
@@ -62,26 +68,31 @@ fn crash_options() -> Options {
     o
 }
 
-/// Key `i` of the key space.
-fn key(i: u64) -> Vec<u8> {
-    format!("key{i:04}").into_bytes()
+/// Key `i` of writer `w`'s key space.
+fn key(w: u64, i: u64) -> Vec<u8> {
+    format!("w{w}-key{i:04}").into_bytes()
+}
+
+/// Every key any writer touches.
+fn key_space() -> impl Iterator<Item = Vec<u8>> {
+    (0..WRITERS).flat_map(|w| (0..KEYS).map(move |i| key(w, i)))
 }
 
 /// The updates of batch `id`: 1 to 8 puts and deletes over the key space;
 /// the last is always a put whose value names the batch, so that applying
 /// a batch always changes the state.
-fn batch_ops(seed: u64, id: u64) -> Vec<Update> {
-    let mut rng = Rng(seed ^ id.wrapping_mul(0xd134_2543_de82_ef95));
+fn batch_ops(seed: u64, w: u64, id: u64) -> Vec<Update> {
+    let mut rng = Rng(seed ^ id.wrapping_mul(0xd134_2543_de82_ef95) ^ w.rotate_left(40));
     let n = 1 + rng.below(8);
     (0..n)
         .map(|i| {
-            let key = key(rng.below(KEYS));
+            let key = key(w, rng.below(KEYS));
             if i + 1 < n && rng.below(10) < 3 {
                 (key, None)
             } else {
                 let fill = rng.below(100) as usize;
                 let c = b'a' + rng.below(26) as u8;
-                let mut v = format!("b{id}.{i}.").into_bytes();
+                let mut v = format!("w{w}b{id}.{i}.").into_bytes();
                 v.resize(v.len() + fill, c);
                 (key, Some(v))
             }
@@ -89,18 +100,25 @@ fn batch_ops(seed: u64, id: u64) -> Vec<Update> {
         .collect()
 }
 
-/// The child: writes batches from `SIFTDB_CRASH_START` on until killed.
-/// Without `SIFTDB_CRASH_CHILD` (a normal test run) it does nothing.
+/// The child: each writer writes its batches from its `SIFTDB_CRASH_START`
+/// on until killed. Without `SIFTDB_CRASH_CHILD` (a normal test run) it
+/// does nothing.
 #[test]
 fn crash_child() {
     let Some(dir) = std::env::var_os(CHILD_ENV) else {
         return;
     };
     let seed = env_u64(SEED_ENV, 0);
-    let start = env_u64(START_ENV, 0);
+    let starts: Vec<u64> = std::env::var(START_ENV)
+        .expect("child: start ids")
+        .split(',')
+        .map(|s| s.parse().expect("child: start id"))
+        .collect();
+    assert_eq!(starts.len() as u64, WRITERS);
     let db = Db::open_with(&dir, crash_options()).expect("child: open");
-    let mut out = std::io::stdout().lock();
-    let say = |out: &mut std::io::StdoutLock<'_>, line: String| {
+    let out = std::sync::Mutex::new(std::io::stdout());
+    let say = |line: String| {
+        let mut out = out.lock().unwrap();
         if writeln!(out, "{MARK} {line}")
             .and_then(|_| out.flush())
             .is_err()
@@ -109,26 +127,34 @@ fn crash_child() {
             std::process::exit(3);
         }
     };
-    say(&mut out, "opened".into());
+    say("opened".into());
     // A backstop in case the parent dies without killing us.
     let deadline = Instant::now() + Duration::from_secs(120);
-    for id in start.. {
-        db.write(write_batch(&batch_ops(seed, id)))
-            .expect("child: write");
-        let s = db.stats();
-        say(
-            &mut out,
-            format!("ack {id} {} {}", s.flushes, s.compactions),
-        );
-        if Instant::now() > deadline {
-            std::process::exit(2);
+    std::thread::scope(|s| {
+        for (w, &start) in starts.iter().enumerate() {
+            let (db, say) = (&db, &say);
+            s.spawn(move || {
+                for id in start.. {
+                    db.write(write_batch(&batch_ops(seed, w as u64, id)))
+                        .expect("child: write");
+                    let st = db.stats();
+                    say(format!("ack {w} {id} {} {}", st.flushes, st.compactions));
+                    if Instant::now() > deadline {
+                        std::process::exit(2);
+                    }
+                }
+            });
         }
-    }
+    });
 }
 
 enum Event {
     Opened,
-    Ack { id: u64, activity: u64 },
+    Ack {
+        writer: usize,
+        id: u64,
+        activity: u64,
+    },
 }
 
 fn parse_line(line: &str) -> Option<Event> {
@@ -138,9 +164,14 @@ fn parse_line(line: &str) -> Option<Event> {
         "opened" => Some(Event::Opened),
         "ack" => {
             let mut num = || words.next()?.parse::<u64>().ok();
+            let writer = num()? as usize;
             let id = num()?;
             let activity = num()? + num()?;
-            Some(Event::Ack { id, activity })
+            Some(Event::Ack {
+                writer,
+                id,
+                activity,
+            })
         }
         _ => None,
     }
@@ -165,18 +196,19 @@ fn crash_process_campaign() {
     let scratch = scratch_dir();
     let dir = scratch.path().join("db");
     let mut rng = Rng(seed.rotate_left(17));
-    let mut model = State::new();
-    // Batches 0..applied are in the database.
-    let mut applied = 0u64;
+    // Per writer: its model, and the batches `0..applied` in the database.
+    let mut model = vec![State::new(); WRITERS as usize];
+    let mut applied = vec![0u64; WRITERS as usize];
     let mut t = Totals::default();
     let started = Instant::now();
 
     for cycle in 0..cycles {
-        let start = applied;
+        let start = applied.clone();
+        let starts = start.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let mut child = child_test_command("crash_child")
             .env(CHILD_ENV, &dir)
             .env(SEED_ENV, seed.to_string())
-            .env(START_ENV, start.to_string())
+            .env(START_ENV, starts.join(","))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -213,7 +245,7 @@ fn crash_process_campaign() {
         });
         let on_activity = rng.below(3) == 0;
         let t0 = Instant::now();
-        let mut acks: Vec<u64> = Vec::new();
+        let mut acks: Vec<Vec<u64>> = vec![Vec::new(); WRITERS as usize];
         let mut opened = false;
         let mut last_activity = None;
         let mut early_exit = false;
@@ -224,8 +256,12 @@ fn crash_process_campaign() {
             }
             match rx.recv_timeout(left) {
                 Ok(Event::Opened) => opened = true,
-                Ok(Event::Ack { id, activity }) => {
-                    acks.push(id);
+                Ok(Event::Ack {
+                    writer,
+                    id,
+                    activity,
+                }) => {
+                    acks[writer].push(id);
                     let busy = last_activity.is_some_and(|a| activity > a);
                     last_activity = Some(activity);
                     if on_activity && busy && t0.elapsed() >= Duration::from_millis(10) {
@@ -248,7 +284,7 @@ fn crash_process_campaign() {
         for ev in rx.try_iter() {
             match ev {
                 Event::Opened => opened = true,
-                Event::Ack { id, .. } => acks.push(id),
+                Event::Ack { writer, id, .. } => acks[writer].push(id),
             }
         }
         {
@@ -261,17 +297,26 @@ fn crash_process_campaign() {
         if !opened {
             t.killed_before_open += 1;
         }
-        for (i, id) in acks.iter().enumerate() {
-            assert_eq!(*id, start + i as u64, "cycle {cycle}: acks out of sequence");
+        // Per writer: the model through its last acknowledged batch, and
+        // with its in-flight batch too.
+        let mut with_in_flight = Vec::new();
+        for w in 0..WRITERS as usize {
+            for (i, id) in acks[w].iter().enumerate() {
+                assert_eq!(
+                    *id,
+                    start[w] + i as u64,
+                    "cycle {cycle}: writer {w}: acks out of sequence"
+                );
+            }
+            let n_acked = acks[w].len() as u64;
+            t.acked += n_acked;
+            for id in start[w]..start[w] + n_acked {
+                apply(&mut model[w], &batch_ops(seed, w as u64, id));
+            }
+            let mut m = model[w].clone();
+            apply(&mut m, &batch_ops(seed, w as u64, start[w] + n_acked));
+            with_in_flight.push(m);
         }
-        let n_acked = acks.len() as u64;
-        t.acked += n_acked;
-        for id in start..start + n_acked {
-            apply(&mut model, &batch_ops(seed, id));
-        }
-        let in_flight = start + n_acked;
-        let mut with_in_flight = model.clone();
-        apply(&mut with_in_flight, &batch_ops(seed, in_flight));
 
         // Reopen without background compaction, so the directory listing
         // cannot change under the check.
@@ -287,29 +332,35 @@ fn crash_process_campaign() {
         t.deepest_level = t
             .deepest_level
             .max(files.iter().map(|f| f.level).max().unwrap_or(0));
-        let state = campaign::read_state(&db, (0..KEYS).map(key))
+        let state = campaign::read_state(&db, key_space())
             .unwrap_or_else(|e| panic!("cycle {cycle}: {e}; {SEED_ENV}={seed}"));
-        if state == model {
-            t.in_flight_absent += 1;
-            applied = in_flight;
-        } else if state == with_in_flight {
-            t.in_flight_applied += 1;
-            model = with_in_flight;
-            applied = in_flight + 1;
-        } else {
-            let diff = campaign::diff(&model, &state);
-            panic!(
-                "cycle {cycle}: after batches {start}..{in_flight} were acknowledged, the database \
-                 matches neither the model through batch {} nor through {in_flight}; first \
-                 differences: {diff:#?}; {SEED_ENV}={seed}",
-                in_flight as i64 - 1
-            );
+        for w in 0..WRITERS as usize {
+            let mine = campaign::with_prefix(&state, format!("w{w}-").as_bytes());
+            let in_flight = start[w] + acks[w].len() as u64;
+            if mine == model[w] {
+                t.in_flight_absent += 1;
+                applied[w] = in_flight;
+            } else if mine == with_in_flight[w] {
+                t.in_flight_applied += 1;
+                model[w] = with_in_flight[w].clone();
+                applied[w] = in_flight + 1;
+            } else {
+                let diff = campaign::diff(&model[w], &mine);
+                panic!(
+                    "cycle {cycle}: writer {w}: after batches {}..{in_flight} were acknowledged, \
+                     its keys match neither its model through batch {} nor through \
+                     {in_flight}; first differences: {diff:#?}; {SEED_ENV}={seed}",
+                    start[w],
+                    in_flight as i64 - 1
+                );
+            }
         }
         db.close().expect("close after check");
     }
     println!(
-        "crash campaign: {cycles} kills in {:.1} s; {} batches acknowledged, none lost; \
-         in-flight batch applied {} times, absent {} times; {} kills before the child's \
+        "crash campaign: {cycles} kills in {:.1} s; {} batches acknowledged by {WRITERS} \
+         writers, none lost; in-flight batch applied {} times, absent {} times (per writer \
+         and kill); {} kills before the child's \
          open returned, {} right after a flush/compaction; up to {} SSTables, down to level {}",
         started.elapsed().as_secs_f64(),
         t.acked,

@@ -53,23 +53,18 @@ impl DbInner {
                 self.bg_cv.wait(&mut bg);
             }
         }
-        // Without `sync` the old WAL's last records may still be only in
-        // the page cache. Sync them before any write goes to the new WAL:
-        // otherwise a power loss could keep later records (in the new WAL)
-        // and lose earlier ones, a hole in the acknowledged writes (found by
-        // tests/power_loss.rs). A failed sync is a failed WAL sync: the
-        // database turns read-only. With `sync` every record is synced.
-        if !self.options.sync {
-            if let Some(Err(e)) = w.wal.as_mut().map(|wal| wal.sync()) {
-                self.record_bg_error(e.to_string());
-                return Err(e);
-            }
-        }
         let number = self.next_file_number.fetch_add(1, Ordering::SeqCst);
         // `create` syncs the directory, so the new WAL cannot vanish.
         let wal = LogWriter::create(&**self.fs(), &filename::wal_path(&self.dir, number))?;
-        // The old WAL is complete and durable: closing it loses nothing.
-        drop(w.wal.replace(wal));
+        // The old WAL's last records may still be only in the page cache:
+        // the background thread syncs it (or a sync write does, first), off
+        // the writer's path. A power loss before that may keep records of
+        // the new WAL and lose the old one's tail; recovery then stops at
+        // the gap in sequence numbers, so what survives is a prefix of the
+        // acknowledged writes (RELIABILITY.md 5, DESIGN.md 11).
+        if let Some(old) = w.wal.replace(wal) {
+            self.close_wal(old);
+        }
         let mem = Arc::new(MemTable::new(number));
         let frozen = std::mem::replace(&mut w.mem, Arc::clone(&mem));
         {
@@ -483,6 +478,8 @@ fn remove_obsolete_wals(fs: &dyn FileSystem, dir: &Path, log_number: u64) -> Res
 
 /// What the background thread does next.
 enum BgJob {
+    /// Sync the WALs rotations closed (`write.rs`).
+    SyncClosedWals,
     Flush(Arc<MemTable>),
     Compact,
 }
@@ -494,9 +491,10 @@ pub(super) fn compaction_due(v: &Version, o: &crate::Options) -> bool {
     compaction::needs_compaction(v, o) || filter_budget::drift_rebuild(o, v).is_some()
 }
 
-/// The background thread: flushes the oldest frozen memtable, else runs
-/// the compaction the style calls for, until shut down. Flushes come first
-/// because writers wait for them. A failure is recorded and ends the
+/// The background thread: syncs the WALs rotations closed, else flushes the
+/// oldest frozen memtable, else runs the compaction the style calls for,
+/// until shut down. Syncs and flushes come first because sync writes and
+/// stalled writers wait for them. A failure is recorded and ends the
 /// thread; the database then refuses writes (reads still work).
 pub(super) fn background_main(inner: Arc<DbInner>) {
     loop {
@@ -505,6 +503,11 @@ pub(super) fn background_main(inner: Arc<DbInner>) {
             loop {
                 if bg.shutdown || bg.error.is_some() {
                     return;
+                }
+                // Not `lock`: a sync writer may hold the list through a
+                // sync (it empties it then), and `bg` is held here.
+                if inner.closed_wals.try_lock().is_some_and(|c| !c.is_empty()) {
+                    break BgJob::SyncClosedWals;
                 }
                 if let Some(m) = inner.current.read().imms.last().cloned() {
                     break BgJob::Flush(m);
@@ -518,6 +521,11 @@ pub(super) fn background_main(inner: Arc<DbInner>) {
             }
         };
         match job {
+            // A failure is recorded by the call: the database turns
+            // read-only and this thread ends.
+            BgJob::SyncClosedWals => {
+                let _ = inner.sync_closed_wals();
+            }
             BgJob::Flush(imm) => {
                 if let Err(e) = inner.flush_memtable(&imm) {
                     inner.record_bg_error(format!("flush failed: {e}"));

@@ -4,10 +4,12 @@
 //!   cleanup);
 //! - [`background`]: memtable rotation, flushes, compactions and the
 //!   background thread;
-//! - [`read`]: point lookups and iterators over one super-version.
+//! - [`read`]: point lookups and iterators over one super-version;
+//! - [`write`]: group commit, per-write sync and `persist`.
 //!
 //! Concurrency: any number of threads may call any method through a shared
-//! `&Db` (or `Arc<Db>`). Writers are serialised by one mutex around the WAL;
+//! `&Db` (or `Arc<Db>`). Writers queue and are committed in groups by one
+//! leader at a time (group commit);
 //! readers take no lock beyond cloning an `Arc` of the current
 //! [`SuperVersion`]. One background thread flushes frozen memtables and
 //! runs compactions.
@@ -36,7 +38,7 @@ use crate::version::filter_memory::FilterMemory;
 use crate::version::manifest::{self, Manifest};
 use crate::version::set::Version;
 use crate::write_batch::{check_lengths, WriteBatch};
-use crate::{Error, Options, Result};
+use crate::{Error, Options, Result, WriteOptions};
 
 /// What a reader needs to see the whole database at one moment: the active
 /// memtable, the frozen memtables waiting for flush (newest first) and the
@@ -110,6 +112,12 @@ struct DbInner {
     options: Options,
     read_only: bool,
     write: Mutex<WriteState>,
+    /// Writers waiting to be committed in a group (`write.rs`).
+    write_queue: WriteQueue,
+    /// WALs closed by a rotation and not yet synced, oldest first
+    /// (`write.rs`): the background thread syncs them, or a sync write
+    /// does first.
+    closed_wals: Mutex<Vec<LogWriter>>,
     versions: Mutex<VersionState>,
     current: RwLock<Arc<SuperVersion>>,
     /// Largest sequence number whose batch is fully in a memtable: the
@@ -319,56 +327,53 @@ impl Db {
 
     /// Applies every update of `batch` atomically: one WAL record, one
     /// range of sequence numbers, made visible to readers all at once.
+    /// Synced before it returns if [`Options::sync`] is set (else see
+    /// [`Db::write_with`] and [`Db::persist`]).
     ///
     /// # Errors
     /// [`Error::Io`] if the WAL write or sync fails (the database then
     /// turns read-only: a partly written record must not be followed by
     /// more); [`Error::Background`] after an earlier background failure;
     /// [`Error::ReadOnly`] on a read-only handle (an empty batch included).
-    pub fn write(&self, mut batch: WriteBatch) -> Result<()> {
-        if batch.is_empty() {
-            return self.inner.check_writable();
-        }
-        let inner = &*self.inner;
-        let mut w = inner.write.lock();
-        inner.check_writable()?;
-        inner.throttle_for_level0()?;
-        if w.mem.approximate_size() >= inner.options.write_buffer_size {
-            inner.rotate_memtable(&mut w)?;
-        }
-        let first = w.last_seq + 1;
-        if first + batch.len() as u64 > SequenceNumber::MAX.0 {
-            return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
-        }
-        let payload = batch.encode(SequenceNumber(first));
-        let sync = inner.options.sync;
-        let logged = match w.wal.as_mut() {
-            Some(wal) => wal
-                .append(payload)
-                .and_then(|_| if sync { wal.sync() } else { Ok(()) }),
-            None => Err(Error::ReadOnly),
-        };
-        if let Err(e) = logged {
-            inner.record_bg_error(e.to_string());
-            return Err(e);
-        }
-        let mut user_bytes = 0u64;
-        for (i, op) in batch.iter().enumerate() {
-            w.mem.insert(
-                op.key,
-                SequenceNumber(first + i as u64),
-                op.value_type,
-                op.value,
-            );
-            user_bytes += (op.key.len() + op.value.len()) as u64;
-        }
-        w.last_seq += batch.len() as u64;
-        inner.visible_seq.store(w.last_seq, Ordering::Release);
-        inner
-            .counters
-            .user_bytes_written
-            .fetch_add(user_bytes, Ordering::Relaxed);
-        Ok(())
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.inner.write_batch(batch, self.inner.options.sync)
+    }
+
+    /// As [`Db::write`], with this write's own [`WriteOptions`]: with
+    /// `sync: true` the call returns only once the batch, and every write
+    /// acknowledged before it, is `fdatasync`ed (survives a power loss),
+    /// whatever [`Options::sync`] says; with `sync: false` it survives a
+    /// process crash. Concurrent writers are committed in groups, one WAL
+    /// `write` and at most one `fdatasync` per group (DESIGN.md 11), so
+    /// sync writes from many threads share their syncs.
+    ///
+    /// ```
+    /// use siftdb::{Db, WriteBatch, WriteOptions};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path()).unwrap();
+    /// let mut batch = WriteBatch::new();
+    /// batch.put("order:17", "paid").unwrap();
+    /// db.write_with(batch, &WriteOptions { sync: true }).unwrap(); // durable now
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Db::write`].
+    pub fn write_with(&self, batch: WriteBatch, options: &WriteOptions) -> Result<()> {
+        self.inner.write_batch(batch, options.sync)
+    }
+
+    /// Makes every write acknowledged before the call durable against
+    /// power loss: `fdatasync`s the WAL (and any older WAL not yet synced).
+    /// Without [`Options::sync`], call it at the points where losing the
+    /// latest writes to a power cut would matter (a commit, a checkpoint
+    /// of the application); a process crash loses nothing either way.
+    ///
+    /// # Errors
+    /// [`Error::ReadOnly`] on a read-only handle; [`Error::Io`] if the sync
+    /// fails (the database then turns read-only: what reached the disk is
+    /// unknown); [`Error::Background`] after an earlier failure.
+    pub fn persist(&self) -> Result<()> {
+        self.inner.persist()
     }
 
     /// The value of `key`, or `None` if it is absent or deleted.
@@ -633,7 +638,9 @@ impl Db {
         if let Some(t) = self.bg_thread.take() {
             let _ = t.join();
         }
-        match self.inner.write.lock().wal.as_mut() {
+        let mut w = self.inner.write.lock();
+        self.inner.sync_closed_wals()?;
+        match w.wal.as_mut() {
             Some(wal) => wal.sync(),
             None => Ok(()),
         }
@@ -739,11 +746,13 @@ mod background;
 mod filter_budget;
 mod read;
 mod recovery;
+mod write;
 
 use read::{get_from, iterate, map_bound, prefix_bounds, prefix_scan_prefix, range_scan_prefix};
 use recovery::{acquire_lock, check_fresh_directory, recover, replay_manifest, Replayed};
 pub(crate) use recovery::{is_directory, live_wals, no_database, pin_wals, PinnedWal};
 pub use recovery::{RecoveryReport, WalReplay};
+use write::WriteQueue;
 
 impl DbInner {
     /// The super-version and sequence number a new read uses, taken in

@@ -416,28 +416,69 @@ pub(crate) fn live_wals(pinned: Vec<PinnedWal>, from: u64) -> Result<Vec<OpenWal
 /// Reads `wal` record by record and decodes every batch, keeping none:
 /// what the replay will find, without replaying it.
 ///
+/// `next_seq` is the sequence number the next batch must start at, at
+/// most: it is checked and advanced record by record, across the WALs in
+/// order, and set to `None` at a gap. Batches take consecutive sequence
+/// numbers in WAL order, so a batch that starts later than the writes
+/// before it end follows writes that a power loss took (the tail of an
+/// older WAL, unsynced, while newer records reached the disk; DESIGN.md
+/// 11). Replaying it would leave a hole in the acknowledged writes, so it
+/// is cut there like a torn tail, and every later WAL is dropped whole
+/// (a torn tail at offset 0): what survives is a prefix. A batch that
+/// starts earlier than expected is accepted (databases written before the
+/// manifest's last sequence was kept exact, 2026-12-02, may show that).
+///
 /// # Errors
 /// [`Error::Corruption`] for a damaged record or a payload that is not a
 /// batch; [`Error::Io`] if reading fails.
-fn check_wal(wal: &OpenWal) -> Result<WalReplay> {
+fn check_wal(wal: &OpenWal, next_seq: &mut Option<u64>) -> Result<WalReplay> {
     let file = wal
         .file
         .try_clone()
         .context(|| format!("open {}", wal.path.display()))?;
     let mut reader = LogReader::from_file(file, &wal.path)?;
     let (mut batches, mut entries) = (0, 0);
-    while let Some(rec) = reader.next_record()? {
-        let batch =
-            decode_batch(&rec.payload).map_err(|d| Error::corruption(&wal.path, rec.offset, d))?;
-        batches += 1;
-        entries += batch.ops.len() as u64;
+    let mut gap = None;
+    match *next_seq {
+        None => {
+            gap = Some(TornTail {
+                offset: 0,
+                reason: "follows a gap in sequence numbers in an older WAL (see that WAL's \
+                         torn tail): dropped whole"
+                    .to_string(),
+            })
+        }
+        Some(mut expected) => {
+            while let Some(rec) = reader.next_record()? {
+                let batch = decode_batch(&rec.payload)
+                    .map_err(|d| Error::corruption(&wal.path, rec.offset, d))?;
+                if batch.first_seq.0 > expected {
+                    gap = Some(TornTail {
+                        offset: rec.offset,
+                        reason: format!(
+                            "gap in sequence numbers: this batch starts at sequence {}, but \
+                             the writes before it end at {} (a power loss kept newer WAL \
+                             records and lost older ones); dropped from here, with every \
+                             later WAL, so that what survives is a prefix",
+                            batch.first_seq.0,
+                            expected - 1
+                        ),
+                    });
+                    break;
+                }
+                batches += 1;
+                entries += batch.ops.len() as u64;
+                expected = expected.max(batch.first_seq.0 + batch.ops.len() as u64);
+            }
+            *next_seq = gap.is_none().then_some(expected);
+        }
     }
     Ok(WalReplay {
         path: wal.path.clone(),
         size: reader.file_len(),
         batches,
         entries,
-        torn_tail: reader.torn_tail().cloned(),
+        torn_tail: gap.or_else(|| reader.torn_tail().cloned()),
     })
 }
 
@@ -540,10 +581,17 @@ pub(super) fn recover(
     // replaying any: replay may flush tables, and damage found after that
     // would fail the open with files already changed. Both passes stream,
     // so memory holds one record at a time, whatever the WALs' size.
+    // The first batch must start right after the manifest's last sequence
+    // (the newest write in the tables): a later start means the oldest
+    // live WAL lost records to a power loss.
+    let mut next_seq = Some(last_seq + 1);
     let checked = wals
         .iter()
-        .map(check_wal)
+        .map(|w| check_wal(w, &mut next_seq))
         .collect::<Result<Vec<WalReplay>>>()?;
+    // What the tables hold: the last sequence a fresh manifest records, so
+    // that the next open can check the first WAL batch against it.
+    let mut durable_seq = last_seq;
     let kept_candidate = match (&wals[..], &checked[..]) {
         ([w], [c]) => Some((w.number, w.path.clone(), c.valid_len())),
         _ => None,
@@ -562,6 +610,7 @@ pub(super) fn recover(
             if !read_only && mem.approximate_size() >= options.write_buffer_size {
                 flush_recovered(&mut mem, &mut version, &mut next_file, &mut totals)?;
                 flushed_during_replay = true;
+                durable_seq = last_seq;
             }
         }
     }
@@ -571,16 +620,21 @@ pub(super) fn recover(
     };
     // The versions state for a log number and the byte totals, with no
     // manifest yet.
-    let version_state = |log_number, (user_bytes_flushed, table_bytes_written)| VersionState {
-        manifest: None,
-        log_number,
-        last_seq,
-        user_bytes_flushed,
-        table_bytes_written,
-        manifest_limit: u64::MAX,
-    };
+    let version_state =
+        |log_number, last_seq, (user_bytes_flushed, table_bytes_written)| VersionState {
+            manifest: None,
+            log_number,
+            last_seq,
+            user_bytes_flushed,
+            table_bytes_written,
+            manifest_limit: u64::MAX,
+        };
     let (wal, versions, mem) = if read_only {
-        (None, version_state(state.log_number, totals), Arc::new(mem))
+        (
+            None,
+            version_state(state.log_number, durable_seq, totals),
+            Arc::new(mem),
+        )
     } else {
         // One WAL of at most KEEP_WAL_MAX_BYTES whose batches all fit in
         // the memtable (the usual case after a clean close or a crash)
@@ -598,6 +652,7 @@ pub(super) fn recover(
             }
             None => {
                 flush_recovered(&mut mem, &mut version, &mut next_file, &mut totals)?;
+                durable_seq = last_seq;
                 let number = next_file;
                 next_file += 1;
                 let path = filename::wal_path(&dir, number);
@@ -607,7 +662,7 @@ pub(super) fn recover(
         mem.set_wal_number(wal_number);
         let manifest_number = next_file;
         next_file += 1;
-        let mut vs = version_state(wal_number, totals);
+        let mut vs = version_state(wal_number, durable_seq, totals);
         let snapshot = vs.snapshot(&version, next_file);
         let manifest = Manifest::create(&*fs, &dir, manifest_number, &snapshot)?;
         vs.manifest_limit = VersionState::limit_for(&options, manifest.size());
@@ -643,6 +698,8 @@ pub(super) fn recover(
             mem: Arc::clone(&mem),
             last_seq,
         }),
+        write_queue: Default::default(),
+        closed_wals: Mutex::new(Vec::new()),
         versions: Mutex::new(versions),
         current: RwLock::new(Arc::new(SuperVersion {
             mem,

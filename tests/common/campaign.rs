@@ -218,3 +218,13 @@ pub fn tiny_options(sync: bool) -> siftdb::Options {
     o.sync = sync;
     o
 }
+
+/// The part of `state` whose keys start with `prefix` (one writer's keys,
+/// in the campaigns with several writers).
+pub fn with_prefix(state: &State, prefix: &[u8]) -> State {
+    state
+        .range(prefix.to_vec()..)
+        .take_while(|(k, _)| k.starts_with(prefix))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}

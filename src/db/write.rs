@@ -1,0 +1,313 @@
+//! The write path: group commit, per-write durability and
+//! [`Db::persist`](super::Db::persist) (DESIGN.md 11).
+//!
+//! Writers queue their batches. The writer at the front of the queue, when
+//! no other is committing, becomes the *leader*: it takes the batches queued
+//! behind it (up to [`MAX_GROUP_BYTES`]), gives them consecutive sequence
+//! numbers in queue order, appends them to the WAL as one record each in a
+//! single `write`, and `fdatasync`s once if any of them asked for sync. It
+//! then inserts every batch into the memtable, publishes the new visible
+//! sequence and wakes the followers with the group's outcome. So N
+//! concurrent sync writers cost about one `fdatasync` per group instead of
+//! one each, each batch stays one WAL record (atomic), and sequence numbers
+//! follow commit order.
+//!
+//! A WAL closed by a memtable rotation is synced by the background thread
+//! (or, first, by any sync write or `persist` that comes before that), so a
+//! rotation costs the writer no `fdatasync`. A power loss may then keep
+//! records of the new WAL and lose the tail of the old one; recovery stops
+//! at the first gap in sequence numbers (`recovery.rs`), so what survives
+//! is still a prefix of the acknowledged writes.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering;
+
+use crate::key::SequenceNumber;
+use crate::log::LogWriter;
+use crate::sync_point::{self, SyncPoint};
+use crate::write_batch::WriteBatch;
+use crate::{Error, Result};
+
+use super::DbInner;
+
+/// Most bytes of batches one leader commits in a group. A leader whose own
+/// batch is small takes at most [`SMALL_LEADER_EXTRA`] more, so that a
+/// single small write is not held up behind a megabyte of others' (the
+/// bounds of LevelDB's `BuildBatchGroup`).
+const MAX_GROUP_BYTES: usize = 1 << 20;
+/// See [`MAX_GROUP_BYTES`].
+const SMALL_LEADER_EXTRA: usize = 128 << 10;
+
+/// A batch waiting in the queue.
+struct QueuedWrite {
+    id: u64,
+    batch: WriteBatch,
+    sync: bool,
+}
+
+/// The queue of writers (DESIGN.md 11). Guarded by [`WriteQueue::lock`].
+#[derive(Default)]
+pub(super) struct WriteQueue {
+    state: parking_lot::Mutex<QueueState>,
+    /// Woken when a group completes: its followers find their outcome, and
+    /// the next writer in line may lead.
+    done: parking_lot::Condvar,
+}
+
+#[derive(Default)]
+struct QueueState {
+    waiting: VecDeque<QueuedWrite>,
+    /// A leader is committing a group (taken out of `waiting`).
+    leading: bool,
+    next_id: u64,
+    /// Outcomes of committed followers, by id, until they collect them.
+    outcomes: HashMap<u64, Result<()>>,
+}
+
+impl DbInner {
+    /// Commits `batch` through the queue, synced if `sync`; returns when it
+    /// is in the WAL (and synced, if asked) and visible to readers.
+    ///
+    /// # Errors
+    /// As [`Db::write`](super::Db::write); a follower gets the error of its
+    /// group (an I/O error as a copy with the same kind and message).
+    pub(super) fn write_batch(&self, batch: WriteBatch, sync: bool) -> Result<()> {
+        if batch.is_empty() {
+            return self.check_writable();
+        }
+        let queue = &self.write_queue;
+        let mut q = queue.state.lock();
+        let id = q.next_id;
+        q.next_id += 1;
+        q.waiting.push_back(QueuedWrite { id, batch, sync });
+        let points = &self.options.sync_points;
+        sync_point::reach(points, SyncPoint::WriteQueued);
+        loop {
+            if let Some(outcome) = q.outcomes.remove(&id) {
+                return outcome;
+            }
+            if !q.leading && q.waiting.front().is_some_and(|w| w.id == id) {
+                break;
+            }
+            queue.done.wait(&mut q);
+        }
+        // This writer leads: take the group.
+        q.leading = true;
+        if points.is_some() {
+            drop(q);
+            sync_point::reach(points, SyncPoint::WriteLeaderBeforeGroup);
+            q = queue.state.lock();
+        }
+        let mut group = take_group(&mut q.waiting);
+        drop(q);
+        let outcome = self.commit_group(&mut group);
+        let mut q = queue.state.lock();
+        q.leading = false;
+        for w in &group[1..] {
+            q.outcomes
+                .insert(w.id, outcome.as_ref().map(|_| ()).map_err(copy_error));
+        }
+        queue.done.notify_all();
+        outcome
+    }
+
+    /// Logs the batches of one group and applies them to the memtable, as
+    /// the leader.
+    fn commit_group(&self, group: &mut [QueuedWrite]) -> Result<()> {
+        let sync = group.iter().any(|w| w.sync);
+        let mut ws = self.write.lock();
+        self.check_writable()?;
+        self.throttle_for_level0()?;
+        if ws.mem.approximate_size() >= self.options.write_buffer_size {
+            self.rotate_memtable(&mut ws)?;
+        }
+        let count: u64 = group.iter().map(|w| w.batch.len() as u64).sum();
+        let first = ws.last_seq + 1;
+        if first + count > SequenceNumber::MAX.0 {
+            return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
+        }
+        // Each batch is one record (so each stays atomic on its own), and
+        // the group is one `write`.
+        let mut payloads = Vec::with_capacity(group.len());
+        let mut seq = first;
+        for w in group.iter_mut() {
+            let len = w.batch.len() as u64;
+            payloads.push(w.batch.encode(SequenceNumber(seq)));
+            seq += len;
+        }
+        let logged = match ws.wal.as_mut() {
+            Some(wal) => wal.append_all(&payloads).and_then(|_| {
+                if sync {
+                    // Every acknowledged write in an older WAL must be
+                    // durable before this one is reported durable.
+                    self.sync_closed_wals()?;
+                    wal.sync()
+                } else {
+                    Ok(())
+                }
+            }),
+            None => Err(Error::ReadOnly),
+        };
+        if let Err(e) = logged {
+            self.record_bg_error(e.to_string());
+            return Err(e);
+        }
+        let mut user_bytes = 0u64;
+        let mut seq = first;
+        for w in group.iter() {
+            for op in w.batch.iter() {
+                ws.mem
+                    .insert(op.key, SequenceNumber(seq), op.value_type, op.value);
+                user_bytes += (op.key.len() + op.value.len()) as u64;
+                seq += 1;
+            }
+        }
+        ws.last_seq += count;
+        self.visible_seq.store(ws.last_seq, Ordering::Release);
+        self.counters
+            .user_bytes_written
+            .fetch_add(user_bytes, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Syncs every WAL a rotation closed and nobody synced yet, oldest
+    /// first, holding the list's lock throughout, so that when this
+    /// returns (from any thread) every one of them is durable.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if a sync fails; the database then turns read-only.
+    pub(super) fn sync_closed_wals(&self) -> Result<()> {
+        let mut closed = self.closed_wals.lock();
+        while let Some(wal) = closed.first_mut() {
+            if let Err(e) = wal.sync() {
+                // The background thread takes this lock while it holds
+                // `bg`: release it before `record_bg_error` takes `bg`.
+                drop(closed);
+                self.record_bg_error(e.to_string());
+                return Err(e);
+            }
+            closed.remove(0);
+        }
+        Ok(())
+    }
+
+    /// Queues `wal`, just closed by a rotation, for [`Self::sync_closed_wals`].
+    pub(super) fn close_wal(&self, wal: LogWriter) {
+        self.closed_wals.lock().push(wal);
+    }
+
+    /// Makes every write acknowledged so far durable against power loss.
+    ///
+    /// # Errors
+    /// [`Error::ReadOnly`] on a read-only handle; [`Error::Io`] if a sync
+    /// fails (the database then turns read-only); [`Error::Background`]
+    /// after an earlier failure.
+    pub(super) fn persist(&self) -> Result<()> {
+        // The write lock waits for a leader mid-commit: every acknowledged
+        // write is then in the current WAL or an older one.
+        let mut w = self.write.lock();
+        self.check_writable()?;
+        self.sync_closed_wals()?;
+        let synced = match w.wal.as_mut() {
+            Some(wal) => wal.sync(),
+            None => Err(Error::ReadOnly),
+        };
+        if let Err(e) = &synced {
+            self.record_bg_error(e.to_string());
+        }
+        synced
+    }
+}
+
+/// Takes the group a leader commits: the batch at the front (the leader's
+/// own) and those queued behind it, in order, within the size bound.
+fn take_group(waiting: &mut VecDeque<QueuedWrite>) -> Vec<QueuedWrite> {
+    let leader = waiting.pop_front().expect("the leader is queued");
+    let first = leader.batch.encoded_len();
+    let limit = if first <= SMALL_LEADER_EXTRA {
+        first + SMALL_LEADER_EXTRA
+    } else {
+        MAX_GROUP_BYTES
+    };
+    let mut bytes = first;
+    let mut group = vec![leader];
+    while let Some(next) = waiting.front() {
+        bytes += next.batch.encoded_len();
+        if bytes > limit {
+            break;
+        }
+        group.extend(waiting.pop_front());
+    }
+    group
+}
+
+/// The error a follower reports for its group's failure `e`, which the
+/// leader returns itself (an [`Error`] is not `Clone`: an I/O error is
+/// copied with its kind and message).
+fn copy_error(e: &Error) -> Error {
+    match e {
+        Error::Io { context, source } => Error::io(
+            context.clone(),
+            std::io::Error::new(source.kind(), source.to_string()),
+        ),
+        Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
+        Error::ReadOnly => Error::ReadOnly,
+        Error::Background(s) => Error::Background(s.clone()),
+        other => Error::Background(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queued(id: u64, value_len: usize) -> QueuedWrite {
+        let mut batch = WriteBatch::new();
+        batch.put(b"k", vec![0u8; value_len]).unwrap();
+        QueuedWrite {
+            id,
+            batch,
+            sync: false,
+        }
+    }
+
+    #[test]
+    fn a_group_takes_the_queue_in_order_within_the_bound() {
+        let mut q: VecDeque<_> = (0..5).map(|i| queued(i, 100)).collect();
+        let g = take_group(&mut q);
+        assert_eq!(g.iter().map(|w| w.id).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+        assert!(q.is_empty());
+
+        // A small leader takes at most 128 KiB more: 50 KiB batches, so
+        // the leader and two followers.
+        let mut q: VecDeque<_> = (0..5).map(|i| queued(i, 50 << 10)).collect();
+        let g = take_group(&mut q);
+        assert_eq!(g.iter().map(|w| w.id).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(q.front().map(|w| w.id), Some(3));
+
+        // A large leader goes up to 1 MiB in all.
+        let mut q: VecDeque<_> = [
+            queued(0, 600 << 10),
+            queued(1, 300 << 10),
+            queued(2, 300 << 10),
+        ]
+        .into_iter()
+        .collect();
+        let g = take_group(&mut q);
+        assert_eq!(g.iter().map(|w| w.id).collect::<Vec<_>>(), [0, 1]);
+        // A leader over the bound goes alone.
+        let mut q: VecDeque<_> = [queued(0, 2 << 20), queued(1, 10)].into_iter().collect();
+        assert_eq!(take_group(&mut q).len(), 1);
+    }
+
+    #[test]
+    fn a_follower_gets_the_same_kind_of_error() {
+        let e = Error::io("sync log x", std::io::Error::other("EIO"));
+        let copy = copy_error(&e);
+        assert_eq!(copy.to_string(), e.to_string());
+        assert!(
+            matches!(copy, Error::Io { ref source, .. } if source.kind() == std::io::ErrorKind::Other)
+        );
+        assert!(matches!(copy_error(&Error::ReadOnly), Error::ReadOnly));
+    }
+}

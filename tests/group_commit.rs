@@ -1,0 +1,357 @@
+//! Group commit, per-write sync and `Db::persist` (DESIGN.md 11).
+//!
+//! The first leader is held at a sync point while the others queue, so a
+//! group of known size forms every time instead of when the scheduler
+//! happens to make one; the WAL is then read record by record to check what
+//! the group wrote: one record per batch, consecutive sequence numbers in
+//! queue order, one `write` and one `fdatasync` for them all.
+
+mod common;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+
+use common::fault_fs::{FaultFs, OpKind, EIO};
+use common::pause::PauseOnce;
+use common::power_fs::{PowerFs, Unsynced};
+use siftdb::log::read_log;
+use siftdb::sync_point::{SyncPoint, SyncPoints};
+use siftdb::write_batch::decode_batch;
+use siftdb::{Db, Error, Options, WriteBatch, WriteOptions};
+
+/// `(first sequence, [(key, value)])` of every batch in the WALs of `dir`,
+/// in WAL order.
+type LoggedBatch = (u64, Vec<(Vec<u8>, Vec<u8>)>);
+
+fn logged_batches(dir: &Path) -> Vec<LoggedBatch> {
+    let mut wals: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    wals.sort();
+    let mut out = Vec::new();
+    for w in wals {
+        for rec in read_log(&w).unwrap().records {
+            let b = decode_batch(&rec.payload).unwrap();
+            let ops = b
+                .ops
+                .iter()
+                .map(|op| (op.key.to_vec(), op.value.to_vec()))
+                .collect();
+            out.push((b.first_seq.get(), ops));
+        }
+    }
+    out
+}
+
+fn batch_of(thread: usize, i: usize, puts: usize) -> WriteBatch {
+    let mut b = WriteBatch::new();
+    for j in 0..puts {
+        b.put(format!("t{thread}/{i:05}/{j}"), format!("{thread}:{i}"))
+            .unwrap();
+    }
+    b
+}
+
+/// Counted operations of `kind` on WALs so far.
+fn wal_ops(fs: &FaultFs, kind: OpKind) -> usize {
+    fs.ops()
+        .iter()
+        .filter(|o| o.kind == kind && o.file_kind() == "log")
+        .count()
+}
+
+/// A database whose first group-commit leader is held before it takes its
+/// group, with a count of writers queued so far.
+struct HeldLeader {
+    pause: PauseOnce,
+    queued: Arc<AtomicUsize>,
+    options: Options,
+}
+
+fn held_leader(fs: &FaultFs) -> HeldLeader {
+    let pause = PauseOnce::new(SyncPoint::WriteLeaderBeforeGroup);
+    pause.arm();
+    let queued = Arc::new(AtomicUsize::new(0));
+    let (p, q) = (pause.clone(), Arc::clone(&queued));
+    let mut o = Options::default();
+    o.file_system = fs.arc();
+    o.sync_points = Some(SyncPoints::new(move |point| {
+        if point == SyncPoint::WriteQueued {
+            q.fetch_add(1, Ordering::SeqCst);
+        }
+        p.reached(point);
+    }));
+    HeldLeader {
+        pause,
+        queued,
+        options: o,
+    }
+}
+
+impl HeldLeader {
+    fn wait_for_queued(&self, n: usize) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.queued.load(Ordering::SeqCst) < n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "writers did not queue"
+            );
+            std::thread::yield_now();
+        }
+    }
+}
+
+#[test]
+fn queued_writers_are_committed_with_one_write_and_one_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    let held = held_leader(&fs);
+    let db = Arc::new(Db::open_with(dir.path(), held.options.clone()).unwrap());
+    let (writes0, syncs0) = (wal_ops(&fs, OpKind::Write), wal_ops(&fs, OpKind::Sync));
+    const WRITERS: usize = 8;
+    std::thread::scope(|s| {
+        let leader = {
+            let db = Arc::clone(&db);
+            s.spawn(move || db.write_with(batch_of(0, 0, 3), &WriteOptions { sync: true }))
+        };
+        held.pause.wait_until_held();
+        let followers: Vec<_> = (1..WRITERS)
+            .map(|t| {
+                let db = Arc::clone(&db);
+                // Followers mix sync and plain writes: the group syncs once
+                // because its leader asked.
+                let sync = t.is_multiple_of(2);
+                s.spawn(move || db.write_with(batch_of(t, 0, t), &WriteOptions { sync }))
+            })
+            .collect();
+        held.wait_for_queued(WRITERS);
+        held.pause.release();
+        leader.join().unwrap().unwrap();
+        for f in followers {
+            f.join().unwrap().unwrap();
+        }
+    });
+    assert_eq!(
+        wal_ops(&fs, OpKind::Write) - writes0,
+        1,
+        "one write for the group"
+    );
+    assert_eq!(
+        wal_ops(&fs, OpKind::Sync) - syncs0,
+        1,
+        "one sync for the group"
+    );
+    assert_eq!(
+        db.last_sequence().get(),
+        3 + (1..WRITERS).sum::<usize>() as u64
+    );
+    drop(db);
+
+    // One record per batch, the leader's first, sequence numbers
+    // consecutive; each batch whole in its record.
+    let logged = logged_batches(dir.path());
+    assert_eq!(logged.len(), WRITERS);
+    assert_eq!(logged[0].1[0].1, b"0:0");
+    let mut next = 1;
+    let mut threads = Vec::new();
+    for (first, ops) in &logged {
+        assert_eq!(*first, next);
+        next += ops.len() as u64;
+        let t: usize = String::from_utf8_lossy(&ops[0].1)
+            .split(':')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(ops.len(), if t == 0 { 3 } else { t });
+        assert!(ops.iter().all(|(_, v)| v == format!("{t}:0").as_bytes()));
+        threads.push(t);
+    }
+    threads.sort();
+    assert_eq!(threads, (0..WRITERS).collect::<Vec<_>>());
+
+    let db = Db::open(dir.path()).unwrap();
+    for t in 0..WRITERS {
+        let puts = if t == 0 { 3 } else { t };
+        for j in 0..puts {
+            let v = db.get(format!("t{t}/00000/{j}")).unwrap();
+            assert_eq!(v.as_deref(), Some(format!("{t}:0").as_bytes()));
+        }
+    }
+}
+
+#[test]
+fn a_failed_sync_fails_every_batch_of_its_group_and_every_later_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    let held = held_leader(&fs);
+    let db = Arc::new(Db::open_with(dir.path(), held.options.clone()).unwrap());
+    const WRITERS: usize = 6;
+    let results = std::thread::scope(|s| {
+        let leader = {
+            let db = Arc::clone(&db);
+            s.spawn(move || db.write_with(batch_of(0, 0, 1), &WriteOptions { sync: true }))
+        };
+        held.pause.wait_until_held();
+        let followers: Vec<_> = (1..WRITERS)
+            .map(|t| {
+                let db = Arc::clone(&db);
+                s.spawn(move || db.write(batch_of(t, 0, 1)))
+            })
+            .collect();
+        held.wait_for_queued(WRITERS);
+        fs.fail_next(OpKind::Sync, "log", EIO);
+        held.pause.release();
+        let mut r = vec![leader.join().unwrap()];
+        r.extend(followers.into_iter().map(|f| f.join().unwrap()));
+        r
+    });
+    // The leader reports the failed sync; each follower an I/O error of
+    // the same kind (the same group).
+    for (t, r) in results.iter().enumerate() {
+        match r {
+            Err(Error::Io { context, .. }) => {
+                assert!(context.contains("sync log"), "{t}: {context}")
+            }
+            other => panic!("writer {t}: {other:?}"),
+        }
+    }
+    assert_eq!(fs.failed().len(), 1);
+    // Nothing after it is acknowledged.
+    assert!(matches!(db.put("later", "x"), Err(Error::Background(_))));
+    assert!(matches!(db.persist(), Err(Error::Background(_))));
+    assert_eq!(db.last_sequence().get(), 0, "nothing became visible");
+    assert_eq!(db.get(format!("t1/{:05}/0", 0)).unwrap(), None);
+}
+
+#[test]
+fn concurrent_mixed_writers_keep_order_atomicity_and_every_acknowledged_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    const THREADS: usize = 8;
+    const BATCHES: usize = 150;
+    let mut o = Options::default();
+    // Several rotations: groups span WALs, and the background syncs the
+    // closed ones.
+    o.write_buffer_size = 48 << 10;
+    {
+        let db = Arc::new(Db::open_with(dir.path(), o.clone()).unwrap());
+        let start = Arc::new(Barrier::new(THREADS));
+        std::thread::scope(|s| {
+            for t in 0..THREADS {
+                let (db, start) = (Arc::clone(&db), Arc::clone(&start));
+                s.spawn(move || {
+                    start.wait();
+                    for i in 0..BATCHES {
+                        let sync = (i + t).is_multiple_of(5);
+                        db.write_with(batch_of(t, i, 3), &WriteOptions { sync })
+                            .unwrap();
+                        if i % 50 == 49 {
+                            std::thread::yield_now();
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(db.last_sequence().get(), (THREADS * BATCHES * 3) as u64);
+        db.wait_for_compactions().unwrap();
+    }
+    let db = Db::open_with(dir.path(), o).unwrap();
+    for t in 0..THREADS {
+        let got: Vec<_> = db.prefix(format!("t{t}/")).map(|r| r.unwrap()).collect();
+        assert_eq!(got.len(), BATCHES * 3, "thread {t}");
+        for (k, v) in got {
+            let i: usize = String::from_utf8_lossy(&k)[format!("t{t}/").len()..][..5]
+                .parse()
+                .unwrap();
+            assert_eq!(v, format!("{t}:{i}").into_bytes());
+        }
+    }
+}
+
+#[test]
+fn wal_records_follow_commit_order_across_threads() {
+    // Each thread's batches are logged in the order the thread wrote them,
+    // each batch whole in one record, with sequence numbers consecutive
+    // across the whole log.
+    let dir = tempfile::tempdir().unwrap();
+    const THREADS: usize = 6;
+    const BATCHES: usize = 200;
+    {
+        let db = Arc::new(Db::open(dir.path()).unwrap());
+        std::thread::scope(|s| {
+            for t in 0..THREADS {
+                let db = Arc::clone(&db);
+                s.spawn(move || {
+                    for i in 0..BATCHES {
+                        let sync = i % 7 == t % 7;
+                        db.write_with(batch_of(t, i, 1 + i % 3), &WriteOptions { sync })
+                            .unwrap();
+                    }
+                });
+            }
+        });
+    }
+    let logged = logged_batches(dir.path());
+    assert_eq!(logged.len(), THREADS * BATCHES);
+    let mut next_seq = 1;
+    let mut next_i = [0usize; THREADS];
+    for (first, ops) in &logged {
+        assert_eq!(*first, next_seq);
+        next_seq += ops.len() as u64;
+        let v = String::from_utf8(ops[0].1.clone()).unwrap();
+        let (t, i) = v.split_once(':').unwrap();
+        let (t, i): (usize, usize) = (t.parse().unwrap(), i.parse().unwrap());
+        assert_eq!(i, next_i[t], "thread {t}'s batches out of order");
+        next_i[t] += 1;
+        assert_eq!(ops.len(), 1 + i % 3);
+        assert!(ops.iter().all(|(_, val)| *val == ops[0].1));
+    }
+    assert_eq!(next_i, [BATCHES; THREADS]);
+}
+
+#[test]
+fn per_write_sync_and_persist_survive_a_power_cut() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("db");
+    let fs = PowerFs::new();
+    let mut o = Options::default();
+    o.file_system = fs.arc();
+    let db = Db::open_with(&dir, o).unwrap();
+    db.put("plain-1", "a").unwrap();
+    let mut b = WriteBatch::new();
+    b.put("synced", "b").unwrap();
+    db.write_with(b, &WriteOptions { sync: true }).unwrap();
+    db.put("plain-2", "c").unwrap();
+    db.put("plain-3", "d").unwrap();
+    db.persist().unwrap();
+    db.put("unsynced", "e").unwrap();
+    fs.cut_power_now();
+    drop(db);
+    // The disk keeps nothing that was not synced.
+    fs.crash_image_with(Unsynced::With(&mut |_, _, _| 0));
+    let db = Db::open(&dir).unwrap();
+    for (k, v) in [
+        ("plain-1", "a"),
+        ("synced", "b"),
+        ("plain-2", "c"),
+        ("plain-3", "d"),
+    ] {
+        assert_eq!(db.get(k).unwrap().as_deref(), Some(v.as_bytes()), "{k}");
+    }
+    assert_eq!(db.get("unsynced").unwrap(), None);
+}
+
+#[test]
+fn persist_on_a_read_only_handle_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    Db::open(dir.path()).unwrap().put("k", "v").unwrap();
+    let ro = Db::open_read_only(dir.path(), Options::default()).unwrap();
+    assert!(matches!(ro.persist(), Err(Error::ReadOnly)));
+    assert!(matches!(
+        ro.write_with(batch_of(0, 0, 1), &WriteOptions { sync: true }),
+        Err(Error::ReadOnly)
+    ));
+}
