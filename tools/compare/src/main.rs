@@ -1,0 +1,186 @@
+//! `siftdb-compare`: runs db_bench-style workloads on siftdb and fjall 3
+//! with identical settings, interleaving the engines, and prints the
+//! median ops/s, the ratio and latency percentiles of each (README.md).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Parser;
+
+use siftdb_compare::engine::{self, EngineConfig, EngineKind};
+use siftdb_compare::report;
+use siftdb_compare::workloads::{self, RunConfig, Workload};
+
+/// Command-line arguments.
+#[derive(Debug, Parser)]
+#[command(
+    name = "siftdb-compare",
+    about = "Side-by-side benchmark of siftdb against fjall 3 (identical settings, interleaved samples)"
+)]
+struct Args {
+    /// Keys per filled database and operations per workload (seekrandom
+    /// does num/10 seeks).
+    #[arg(long, default_value_t = 1_000_000)]
+    num: u64,
+    /// Sample rounds; each round runs every workload on each engine in
+    /// turn. The median sample per engine is reported.
+    #[arg(long, default_value_t = 3)]
+    samples: usize,
+    /// Comma-separated workloads: fillseq, fillrandom, overwrite,
+    /// readrandom, readmissing, seekrandom, fillsync (= fillsync-1,
+    /// fillsync-4, fillsync-16) or one fillsync-T. Default: all.
+    #[arg(long, value_delimiter = ',')]
+    workloads: Option<Vec<String>>,
+    /// Comma-separated engines: siftdb, fjall. Default: both.
+    #[arg(long, value_delimiter = ',')]
+    engines: Option<Vec<String>>,
+    /// Print one JSON document instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Directory to make the temporary databases under (default: a
+    /// temporary directory in /tmp, removed at exit).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Synced puts per fillsync run, split evenly over its threads.
+    #[arg(long, default_value_t = 2000)]
+    sync_ops: u64,
+    /// fjall's block cache capacity in MiB.
+    #[arg(long, default_value_t = 1024)]
+    fjall_cache_mib: u64,
+    /// fjall's background worker threads (default: fjall's own,
+    /// min(cores, 4)).
+    #[arg(long)]
+    fjall_worker_threads: Option<usize>,
+    /// Seed of key orders and values.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+}
+
+fn parse_workloads(names: &Option<Vec<String>>) -> Result<Vec<Workload>, String> {
+    let Some(names) = names else {
+        return Ok(Workload::all());
+    };
+    let mut picked = Vec::new();
+    for n in names.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        let ws = Workload::parse(n).ok_or_else(|| format!("unknown workload {n:?}"))?;
+        picked.extend(ws);
+    }
+    // Report order, no duplicates.
+    Ok(Workload::all()
+        .into_iter()
+        .filter(|w| picked.contains(w))
+        .collect())
+}
+
+fn parse_engines(names: &Option<Vec<String>>) -> Result<Vec<EngineKind>, String> {
+    let Some(names) = names else {
+        return Ok(EngineKind::ALL.to_vec());
+    };
+    let mut picked = Vec::new();
+    for n in names.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        picked.push(EngineKind::parse(n).ok_or_else(|| format!("unknown engine {n:?}"))?);
+    }
+    Ok(EngineKind::ALL
+        .into_iter()
+        .filter(|e| picked.contains(e))
+        .collect())
+}
+
+fn run(args: Args) -> engine::Result<()> {
+    let selected = parse_workloads(&args.workloads)?;
+    let engines = parse_engines(&args.engines)?;
+    if selected.is_empty() || engines.is_empty() {
+        return Err("no workload or no engine selected".into());
+    }
+    if args.num == 0 || args.samples == 0 || args.sync_ops == 0 {
+        return Err("--num, --samples and --sync-ops must be at least 1".into());
+    }
+    // Keep the default temporary directory alive until the end.
+    let (_tmp, dir) = match &args.dir {
+        Some(d) => (None, d.clone()),
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix("siftdb-compare-")
+                .tempdir_in("/tmp")?;
+            let p = t.path().to_path_buf();
+            (Some(t), p)
+        }
+    };
+    let cfg = RunConfig {
+        num: args.num,
+        sync_ops: args.sync_ops,
+        seed: args.seed,
+        dir: dir.clone(),
+        engine: EngineConfig {
+            fjall_cache_mib: args.fjall_cache_mib,
+            fjall_worker_threads: args.fjall_worker_threads,
+        },
+    };
+    let settings = report::Settings {
+        engines: engines.clone(),
+        num: args.num,
+        samples: args.samples,
+        sync_ops: args.sync_ops,
+        key_len: engine::KEY_LEN,
+        value_len: engine::VALUE_LEN,
+        bits_per_key: engine::BITS_PER_KEY,
+        block_size: engine::BLOCK_SIZE,
+        restart_interval: engine::RESTART_INTERVAL,
+        memtable_bytes: engine::MEMTABLE_BYTES,
+        fjall_cache_mib: args.fjall_cache_mib,
+        fjall_worker_threads: args.fjall_worker_threads,
+        seek_nexts: workloads::SEEK_NEXTS,
+        seed: args.seed,
+        dir: dir.display().to_string(),
+        fjall_version: report::fjall_version(),
+        siftdb_commit: report::siftdb_commit(),
+    };
+    let date = report::utc_now();
+    let started = Instant::now();
+    let groups = workloads::plan_groups(&selected);
+    let mut samples = Vec::new();
+    for round in 0..args.samples {
+        for group in &groups {
+            for &kind in &engines {
+                let results = workloads::run_group(kind, group, &cfg, round)?;
+                for r in results {
+                    eprintln!(
+                        "[{:>6.1}s] round {}/{} {:<12} {:<6} {:>12.0} ops/s  p50 {:.2} µs  p99 {:.2} µs  p99.9 {:.2} µs",
+                        started.elapsed().as_secs_f64(),
+                        round + 1,
+                        args.samples,
+                        r.workload,
+                        kind.name(),
+                        r.ops_per_sec,
+                        r.p50_us,
+                        r.p99_us,
+                        r.p999_us
+                    );
+                    samples.push(r);
+                }
+            }
+        }
+    }
+    let rep = report::Report {
+        date,
+        total_wall_secs: started.elapsed().as_secs_f64(),
+        machine: report::Machine::detect(),
+        notes: report::notes(&settings),
+        settings,
+        workloads: report::summarise(&selected, &samples),
+        samples,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rep)?);
+    } else {
+        print!("{}", report::render_text(&rep));
+    }
+    Ok(())
+}
+
+fn main() {
+    if let Err(e) = run(Args::parse()) {
+        eprintln!("siftdb-compare: error: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,748 @@
+//! The db_bench-style workloads, and the plain functions that run one
+//! sample of them on one engine.
+//!
+//! Keys are 16 ASCII decimal digits (`%016d`, db_bench's layout), so key
+//! order is numeric order. Key number `2 i` is the `i`-th present key and
+//! `2 i + 1` an absent one: absent keys fall between present ones, inside
+//! every table's key range, so `readmissing` exercises the Bloom filters
+//! rather than a range check. Values are 100 pseudo-random bytes, distinct
+//! per key, so a wrong value is caught.
+
+use std::path::{Path, PathBuf};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{self, EngineConfig, EngineKind, OpenMode, Result, KEY_LEN, VALUE_LEN};
+
+/// Entries read after each seek in `seekrandom`.
+pub const SEEK_NEXTS: usize = 10;
+
+/// Writer thread counts of the `fillsync` workloads.
+pub const SYNC_THREADS: [usize; 3] = [1, 4, 16];
+
+/// One workload, named as in db_bench.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Workload {
+    /// `num` puts in ascending key order into a fresh database.
+    FillSeq,
+    /// `num` puts in a random permutation of the keys into a fresh database.
+    FillRandom,
+    /// `num` puts of uniformly random present keys (with replacement) into
+    /// a database holding `num` keys.
+    Overwrite,
+    /// `num` gets of uniformly random present keys; every one must be found
+    /// with its value.
+    ReadRandom,
+    /// `num` gets of uniformly random absent keys; none may be found.
+    ReadMissing,
+    /// `num / 10` seeks to a random present key, each followed by
+    /// [`SEEK_NEXTS`] `next`s.
+    SeekRandom,
+    /// `sync_ops` puts, each `fdatasync`ed, split over this many threads,
+    /// into a fresh database.
+    FillSync(usize),
+}
+
+impl Workload {
+    /// Every workload, in the order reports list them.
+    pub fn all() -> Vec<Workload> {
+        let mut v = vec![
+            Workload::FillSeq,
+            Workload::FillRandom,
+            Workload::Overwrite,
+            Workload::ReadRandom,
+            Workload::ReadMissing,
+            Workload::SeekRandom,
+        ];
+        v.extend(SYNC_THREADS.iter().map(|&t| Workload::FillSync(t)));
+        v
+    }
+
+    /// The db_bench name (`fillsync-4` for four threads).
+    pub fn name(self) -> String {
+        match self {
+            Workload::FillSeq => "fillseq".into(),
+            Workload::FillRandom => "fillrandom".into(),
+            Workload::Overwrite => "overwrite".into(),
+            Workload::ReadRandom => "readrandom".into(),
+            Workload::ReadMissing => "readmissing".into(),
+            Workload::SeekRandom => "seekrandom".into(),
+            Workload::FillSync(t) => format!("fillsync-{t}"),
+        }
+    }
+
+    /// Parses one name of a `--workloads` list; `fillsync` stands for all
+    /// three thread counts.
+    pub fn parse(s: &str) -> Option<Vec<Workload>> {
+        if s == "fillsync" {
+            return Some(
+                SYNC_THREADS
+                    .iter()
+                    .map(|&t| Workload::FillSync(t))
+                    .collect(),
+            );
+        }
+        Workload::all()
+            .into_iter()
+            .find(|w| w.name() == s)
+            .map(|w| vec![w])
+    }
+
+    /// Runs on a database prepared by a random-order fill, flush and settle
+    /// (the read workloads and `overwrite`), rather than a fresh one.
+    pub fn needs_filled_db(self) -> bool {
+        matches!(
+            self,
+            Workload::Overwrite
+                | Workload::ReadRandom
+                | Workload::ReadMissing
+                | Workload::SeekRandom
+        )
+    }
+
+    /// A number mixed into the seed so each workload draws its own keys.
+    fn seed_tag(self) -> u64 {
+        match self {
+            Workload::FillSeq => 1,
+            Workload::FillRandom => 2,
+            Workload::Overwrite => 3,
+            Workload::ReadRandom => 4,
+            Workload::ReadMissing => 5,
+            Workload::SeekRandom => 6,
+            Workload::FillSync(t) => 100 + t as u64,
+        }
+    }
+}
+
+/// What one run of the tool asks of every sample.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// Keys in a filled database, and operations of every workload but
+    /// `seekrandom` (`num / 10`) and `fillsync` (`sync_ops`).
+    pub num: u64,
+    /// Synced puts per `fillsync` run, split evenly over its threads.
+    pub sync_ops: u64,
+    /// Seed of every key order and of the values; the same in a round for
+    /// both engines, so they see the same operations.
+    pub seed: u64,
+    /// Directory under which each sample makes (and removes) a temporary
+    /// directory for its database.
+    pub dir: PathBuf,
+    /// Engine settings that the command line can change.
+    pub engine: EngineConfig,
+}
+
+/// The outcome of one workload on one engine in one round.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SampleResult {
+    /// The engine it ran on.
+    pub engine: EngineKind,
+    /// The workload's name ([`Workload::name`]).
+    pub workload: String,
+    /// The sample round (0-based).
+    pub round: usize,
+    /// Operations timed.
+    pub ops: u64,
+    /// Wall time of the whole phase, in seconds.
+    pub wall_secs: f64,
+    /// `ops / wall_secs`.
+    pub ops_per_sec: f64,
+    /// Median per-operation latency, in microseconds.
+    pub p50_us: f64,
+    /// 99th percentile latency, in microseconds.
+    pub p99_us: f64,
+    /// 99.9th percentile latency, in microseconds.
+    pub p999_us: f64,
+    /// Largest latency, in microseconds.
+    pub max_us: f64,
+    /// For reads: keys found (checked: all for `readrandom` and
+    /// `seekrandom`, none for `readmissing`).
+    pub found: Option<u64>,
+    /// For `seekrandom`: entries read, seeks included.
+    pub entries_read: Option<u64>,
+    /// For workloads on a prepared database: its tree when the workload
+    /// started, and how long the untimed flush and settle took.
+    pub tree: Option<String>,
+    /// Seconds the untimed flush-and-settle of the prepared database took.
+    pub settle_secs: Option<f64>,
+}
+
+/// Deterministic 64-bit generator (SplitMix64, Steele et al. 2014).
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (Lemire's multiply-shift; bias below 2^-32 for
+    /// the sizes used here).
+    fn below(&mut self, n: u64) -> u64 {
+        ((self.next() as u128 * n as u128) >> 64) as u64
+    }
+}
+
+fn rng(seed: u64, round: usize, tag: u64) -> SplitMix64 {
+    let mut r = SplitMix64(seed ^ (round as u64).wrapping_mul(0x1000_0001) ^ (tag << 40));
+    r.next();
+    r
+}
+
+/// The key with number `n`: 16 ASCII decimal digits.
+pub fn key(n: u64) -> [u8; KEY_LEN] {
+    let mut k = [b'0'; KEY_LEN];
+    let mut n = n;
+    for b in k.iter_mut().rev() {
+        *b = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    assert_eq!(n, 0, "key number too large for {KEY_LEN} digits");
+    k
+}
+
+/// The `i`-th present key.
+pub fn present_key(i: u64) -> [u8; KEY_LEN] {
+    key(2 * i)
+}
+
+/// The `i`-th absent key: between present keys `i` and `i + 1`.
+pub fn absent_key(i: u64) -> [u8; KEY_LEN] {
+    key(2 * i + 1)
+}
+
+/// `num` pseudo-random values of [`VALUE_LEN`] bytes, laid end to end;
+/// value `i` is what present key `i` holds in a filled database.
+pub struct Values(Vec<u8>);
+
+impl Values {
+    /// Generates `num` values from `seed` (the same for every round: the
+    /// values are data, not an operation order).
+    pub fn new(num: u64, seed: u64) -> Values {
+        let mut r = SplitMix64(seed ^ 0x5eed_0000_0000_0000);
+        let len = num as usize * VALUE_LEN;
+        let mut v = Vec::with_capacity(len + 8);
+        while v.len() < len {
+            v.extend_from_slice(&r.next().to_le_bytes());
+        }
+        v.truncate(len);
+        Values(v)
+    }
+
+    /// Value `i` (modulo the number of values).
+    pub fn get(&self, i: u64) -> &[u8] {
+        let n = (self.0.len() / VALUE_LEN) as u64;
+        let at = (i % n) as usize * VALUE_LEN;
+        &self.0[at..at + VALUE_LEN]
+    }
+}
+
+fn permutation(num: u64, r: &mut SplitMix64) -> Vec<u64> {
+    let mut p: Vec<u64> = (0..num).collect();
+    for i in (1..p.len()).rev() {
+        let j = r.below(i as u64 + 1) as usize;
+        p.swap(i, j);
+    }
+    p
+}
+
+fn uniform(count: u64, below: u64, r: &mut SplitMix64) -> Vec<u64> {
+    (0..count).map(|_| r.below(below)).collect()
+}
+
+/// Per-operation latencies of one phase, in nanoseconds, and its wall time.
+struct Timing {
+    lat_ns: Vec<u64>,
+    wall: Duration,
+}
+
+fn percentile_us(sorted_ns: &[u64], q: f64) -> f64 {
+    if sorted_ns.is_empty() {
+        return 0.0;
+    }
+    let rank = ((q * sorted_ns.len() as f64).ceil() as usize).clamp(1, sorted_ns.len());
+    sorted_ns[rank - 1] as f64 / 1000.0
+}
+
+fn result(kind: EngineKind, w: Workload, round: usize, mut t: Timing) -> SampleResult {
+    t.lat_ns.sort_unstable();
+    let ops = t.lat_ns.len() as u64;
+    let secs = t.wall.as_secs_f64();
+    SampleResult {
+        engine: kind,
+        workload: w.name(),
+        round,
+        ops,
+        wall_secs: secs,
+        ops_per_sec: if secs > 0.0 { ops as f64 / secs } else { 0.0 },
+        p50_us: percentile_us(&t.lat_ns, 0.50),
+        p99_us: percentile_us(&t.lat_ns, 0.99),
+        p999_us: percentile_us(&t.lat_ns, 0.999),
+        max_us: t.lat_ns.last().map_or(0.0, |&n| n as f64 / 1000.0),
+        found: None,
+        entries_read: None,
+        tree: None,
+        settle_secs: None,
+    }
+}
+
+/// Times `op` over `items`: one clock read per operation, each latency the
+/// time since the previous read (so it includes the loop's own few
+/// nanoseconds), and the wall time from before the first operation to
+/// after the last.
+fn timed<T>(items: &[T], mut op: impl FnMut(&T) -> Result<()>) -> Result<Timing> {
+    let mut lat_ns = Vec::with_capacity(items.len());
+    let start = Instant::now();
+    let mut prev = start;
+    for item in items {
+        op(item)?;
+        let now = Instant::now();
+        lat_ns.push((now - prev).as_nanos() as u64);
+        prev = now;
+    }
+    Ok(Timing {
+        lat_ns,
+        wall: prev - start,
+    })
+}
+
+/// Flushes every dirty page of the machine (`sync(1)`), so that no sample
+/// pays for the write-back of the one before it.
+fn sync_filesystems() {
+    let _ = std::process::Command::new("sync").status();
+}
+
+/// A temporary directory under `cfg.dir` with a path for a database in it.
+fn sample_dir(cfg: &RunConfig) -> Result<(tempfile::TempDir, PathBuf)> {
+    std::fs::create_dir_all(&cfg.dir)?;
+    let tmp = tempfile::Builder::new()
+        .prefix("siftdb-compare-")
+        .tempdir_in(&cfg.dir)?;
+    let db = tmp.path().join("db");
+    Ok((tmp, db))
+}
+
+/// Runs one sample of `workload` on engine `kind` in round `round`: makes
+/// its database (fresh, or filled and settled for the read workloads and
+/// `overwrite`), times the workload, checks what it read, removes the
+/// database. A plain function of its arguments, so that it can equally run
+/// in a child process.
+pub fn run_one(
+    kind: EngineKind,
+    workload: Workload,
+    cfg: &RunConfig,
+    round: usize,
+) -> Result<SampleResult> {
+    let mut v = run_group(kind, &[workload], cfg, round)?;
+    Ok(v.remove(0))
+}
+
+/// Runs a sample of each of `workloads` on engine `kind`, in the given
+/// order, and returns their results in that order. Workloads that need a
+/// filled database ([`Workload::needs_filled_db`]) share one, filled once
+/// (untimed) by `num` puts in random order and then flushed and settled;
+/// put `overwrite` last, since it changes that database. Every other
+/// workload gets a fresh database of its own.
+pub fn run_group(
+    kind: EngineKind,
+    workloads: &[Workload],
+    cfg: &RunConfig,
+    round: usize,
+) -> Result<Vec<SampleResult>> {
+    let values = Values::new(cfg.num, cfg.seed);
+    let mut out = Vec::with_capacity(workloads.len());
+    let mut filled: Option<Filled> = None;
+    for &w in workloads {
+        let r = if w.needs_filled_db() {
+            if filled.is_none() {
+                filled = Some(Filled::build(kind, cfg, round, &values)?);
+            }
+            let f = filled.as_ref().expect("filled just above");
+            let mut r = run_on_filled(kind, w, f.db.as_ref(), cfg, round, &values)?;
+            r.tree = Some(f.tree.clone());
+            r.settle_secs = Some(f.settle_secs);
+            r
+        } else {
+            run_fresh(kind, w, cfg, round, &values)?
+        };
+        out.push(r);
+    }
+    Ok(out)
+}
+
+/// The shared database of the read workloads and `overwrite`.
+struct Filled {
+    // Field order: the database closes before its directory is removed.
+    db: Box<dyn engine::Engine>,
+    _tmp: tempfile::TempDir,
+    tree: String,
+    settle_secs: f64,
+}
+
+impl Filled {
+    fn build(kind: EngineKind, cfg: &RunConfig, round: usize, values: &Values) -> Result<Filled> {
+        let (tmp, path) = sample_dir(cfg)?;
+        let db = engine::open(kind, &path, OpenMode::Fresh, false, &cfg.engine)?;
+        let order = permutation(cfg.num, &mut rng(cfg.seed, round, 7));
+        for &i in &order {
+            db.put(&present_key(i), values.get(i))?;
+        }
+        let start = Instant::now();
+        db.flush_and_settle()?;
+        let settle_secs = start.elapsed().as_secs_f64();
+        let tree = db.describe_tree();
+        drop(order);
+        sync_filesystems();
+        Ok(Filled {
+            db,
+            _tmp: tmp,
+            tree,
+            settle_secs,
+        })
+    }
+}
+
+fn run_on_filled(
+    kind: EngineKind,
+    w: Workload,
+    db: &dyn engine::Engine,
+    cfg: &RunConfig,
+    round: usize,
+    values: &Values,
+) -> Result<SampleResult> {
+    let mut r = rng(cfg.seed, round, w.seed_tag());
+    let n = cfg.num;
+    match w {
+        Workload::ReadRandom => {
+            let keys: Vec<(u64, [u8; KEY_LEN])> = uniform(n, n, &mut r)
+                .into_iter()
+                .map(|i| (i, present_key(i)))
+                .collect();
+            let mut found = 0u64;
+            let mut wrong = 0u64;
+            let t = timed(&keys, |(i, k)| {
+                let want = values.get(*i);
+                if db.get(k, &mut |v| wrong += u64::from(v != want))? {
+                    found += 1;
+                }
+                Ok(())
+            })?;
+            if found != n || wrong != 0 {
+                return Err(format!(
+                    "{}: readrandom found {found} of {n} present keys, {wrong} with a wrong value",
+                    kind.name()
+                )
+                .into());
+            }
+            let mut res = result(kind, w, round, t);
+            res.found = Some(found);
+            Ok(res)
+        }
+        Workload::ReadMissing => {
+            let keys: Vec<[u8; KEY_LEN]> =
+                uniform(n, n, &mut r).into_iter().map(absent_key).collect();
+            let mut found = 0u64;
+            let t = timed(&keys, |k| {
+                if db.get(k, &mut |_| {})? {
+                    found += 1;
+                }
+                Ok(())
+            })?;
+            if found != 0 {
+                return Err(format!(
+                    "{}: readmissing found {found} of {n} absent keys",
+                    kind.name()
+                )
+                .into());
+            }
+            let mut res = result(kind, w, round, t);
+            res.found = Some(found);
+            Ok(res)
+        }
+        Workload::SeekRandom => {
+            let seeks = (n / 10).max(1);
+            let keys: Vec<(u64, [u8; KEY_LEN])> = uniform(seeks, n, &mut r)
+                .into_iter()
+                .map(|i| (i, present_key(i)))
+                .collect();
+            let mut found = 0u64;
+            let mut entries = 0u64;
+            let mut bad = 0u64;
+            let t = timed(&keys, |(i, k)| {
+                let mut pos = 0u64;
+                let read = db.seek_and_next(k, SEEK_NEXTS, &mut |key, value| {
+                    // Entry `pos` after the seek must be present key i + pos.
+                    let j = *i + pos;
+                    if key != present_key(j) || value != values.get(j) {
+                        bad += 1;
+                    } else if pos == 0 {
+                        found += 1;
+                    }
+                    pos += 1;
+                })?;
+                let expect = (SEEK_NEXTS as u64 + 1).min(n - *i);
+                if read as u64 != expect {
+                    bad += 1;
+                }
+                entries += read as u64;
+                Ok(())
+            })?;
+            if found != seeks || bad != 0 {
+                return Err(format!(
+                    "{}: seekrandom landed on {found} of {seeks} present keys; {bad} wrong entries or counts",
+                    kind.name()
+                )
+                .into());
+            }
+            let mut res = result(kind, w, round, t);
+            res.found = Some(found);
+            res.entries_read = Some(entries);
+            Ok(res)
+        }
+        Workload::Overwrite => {
+            let ops: Vec<(u64, [u8; KEY_LEN])> = uniform(n, n, &mut r)
+                .into_iter()
+                .enumerate()
+                .map(|(j, i)| (j as u64, present_key(i)))
+                .collect();
+            sync_filesystems();
+            let t = timed(&ops, |(j, k)| db.put(k, values.get(*j)))?;
+            Ok(result(kind, w, round, t))
+        }
+        _ => unreachable!("{} does not run on a filled database", w.name()),
+    }
+}
+
+fn run_fresh(
+    kind: EngineKind,
+    w: Workload,
+    cfg: &RunConfig,
+    round: usize,
+    values: &Values,
+) -> Result<SampleResult> {
+    let mut r = rng(cfg.seed, round, w.seed_tag());
+    let (_tmp, path) = sample_dir(cfg)?;
+    match w {
+        Workload::FillSeq | Workload::FillRandom => {
+            let order = if w == Workload::FillSeq {
+                (0..cfg.num).collect()
+            } else {
+                permutation(cfg.num, &mut r)
+            };
+            let ops: Vec<(u64, [u8; KEY_LEN])> =
+                order.into_iter().map(|i| (i, present_key(i))).collect();
+            sync_filesystems();
+            let db = engine::open(kind, &path, OpenMode::Fresh, false, &cfg.engine)?;
+            let t = timed(&ops, |(i, k)| db.put(k, values.get(*i)))?;
+            drop(db);
+            Ok(result(kind, w, round, t))
+        }
+        Workload::FillSync(threads) => {
+            run_fillsync(kind, threads, cfg, &path, &mut r, values, round)
+        }
+        _ => unreachable!("{} needs a filled database", w.name()),
+    }
+}
+
+fn run_fillsync(
+    kind: EngineKind,
+    threads: usize,
+    cfg: &RunConfig,
+    path: &Path,
+    r: &mut SplitMix64,
+    values: &Values,
+    round: usize,
+) -> Result<SampleResult> {
+    let per_thread = (cfg.sync_ops as usize / threads).max(1);
+    let order = permutation((per_thread * threads) as u64, r);
+    let ops: Vec<(u64, [u8; KEY_LEN])> = order.into_iter().map(|i| (i, present_key(i))).collect();
+    sync_filesystems();
+    let db = engine::open(kind, path, OpenMode::Fresh, true, &cfg.engine)?;
+    let db = db.as_ref();
+    let barrier = Barrier::new(threads + 1);
+    let (wall, lats) = std::thread::scope(|s| -> Result<(Duration, Vec<Vec<u64>>)> {
+        let handles: Vec<_> = ops
+            .chunks(per_thread)
+            .map(|chunk| {
+                let barrier = &barrier;
+                s.spawn(move || -> Result<Vec<u64>> {
+                    barrier.wait();
+                    let t = timed(chunk, |(i, k)| db.put_sync(k, values.get(*i)))?;
+                    Ok(t.lat_ns)
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        let mut lats = Vec::with_capacity(threads);
+        let mut first_err = None;
+        for h in handles {
+            match h.join().expect("fillsync thread panicked") {
+                Ok(l) => lats.push(l),
+                Err(e) => first_err = first_err.or(Some(e)),
+            }
+        }
+        let wall = start.elapsed();
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok((wall, lats)),
+        }
+    })?;
+    let t = Timing {
+        lat_ns: lats.into_iter().flatten().collect(),
+        wall,
+    };
+    Ok(result(kind, Workload::FillSync(threads), round, t))
+}
+
+/// Splits the selected workloads into the groups a round runs, in report
+/// order: each fill alone, then the workloads sharing a filled database
+/// (reads first, `overwrite` last), then each `fillsync`.
+pub fn plan_groups(selected: &[Workload]) -> Vec<Vec<Workload>> {
+    let has = |w: Workload| selected.contains(&w);
+    let mut groups = Vec::new();
+    for w in [Workload::FillSeq, Workload::FillRandom] {
+        if has(w) {
+            groups.push(vec![w]);
+        }
+    }
+    let filled: Vec<Workload> = [
+        Workload::ReadRandom,
+        Workload::ReadMissing,
+        Workload::SeekRandom,
+        Workload::Overwrite,
+    ]
+    .into_iter()
+    .filter(|&w| has(w))
+    .collect();
+    if !filled.is_empty() {
+        groups.push(filled);
+    }
+    for &t in &SYNC_THREADS {
+        if has(Workload::FillSync(t)) {
+            groups.push(vec![Workload::FillSync(t)]);
+        }
+    }
+    groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_sort_as_their_numbers() {
+        assert_eq!(&key(42), b"0000000000000042");
+        assert!(present_key(9) < absent_key(9));
+        assert!(absent_key(9) < present_key(10));
+        assert!(present_key(99_999) < present_key(100_000));
+    }
+
+    #[test]
+    fn permutation_is_a_permutation() {
+        let mut p = permutation(1000, &mut SplitMix64(3));
+        p.sort_unstable();
+        assert_eq!(p, (0..1000).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn percentiles_pick_ranks() {
+        let v: Vec<u64> = (1..=1000).map(|x| x * 1000).collect();
+        assert_eq!(percentile_us(&v, 0.5), 500.0);
+        assert_eq!(percentile_us(&v, 0.99), 990.0);
+        assert_eq!(percentile_us(&v, 0.999), 999.0);
+    }
+
+    #[test]
+    fn both_engines_reopen_what_they_wrote() {
+        let cfg = EngineConfig {
+            fjall_cache_mib: 16,
+            fjall_worker_threads: None,
+        };
+        let values = Values::new(100, 9);
+        for kind in EngineKind::ALL {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("db");
+            {
+                let db = engine::open(kind, &path, OpenMode::Fresh, false, &cfg).unwrap();
+                for i in 0..100 {
+                    db.put(&present_key(i), values.get(i)).unwrap();
+                }
+                db.flush_and_settle().unwrap();
+            }
+            assert!(engine::open(kind, &path, OpenMode::Fresh, false, &cfg).is_err());
+            let db = engine::open(kind, &path, OpenMode::Existing, false, &cfg).unwrap();
+            let mut got = Vec::new();
+            assert!(db.get(&present_key(7), &mut |v| got = v.to_vec()).unwrap());
+            assert_eq!(got, values.get(7));
+            assert!(!db.get(&absent_key(7), &mut |_| {}).unwrap());
+            let mut keys = Vec::new();
+            let read = db
+                .seek_and_next(&absent_key(95), 10, &mut |k, _| keys.push(k.to_vec()))
+                .unwrap();
+            assert_eq!(read, 4, "{}", kind.name());
+            assert_eq!(keys[0], present_key(96));
+            let other = tempfile::tempdir().unwrap();
+            assert!(engine::open(
+                kind,
+                &other.path().join("none"),
+                OpenMode::Existing,
+                false,
+                &cfg
+            )
+            .is_err());
+        }
+    }
+
+    #[test]
+    fn run_one_checks_its_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = RunConfig {
+            num: 500,
+            sync_ops: 8,
+            seed: 5,
+            dir: dir.path().to_path_buf(),
+            engine: EngineConfig {
+                fjall_cache_mib: 16,
+                fjall_worker_threads: None,
+            },
+        };
+        for kind in EngineKind::ALL {
+            let r = run_one(kind, Workload::ReadRandom, &cfg, 0).unwrap();
+            assert_eq!(r.found, Some(500));
+            let r = run_one(kind, Workload::ReadMissing, &cfg, 0).unwrap();
+            assert_eq!(r.found, Some(0));
+        }
+        // Every sample removed its database.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn every_workload_runs_on_both_engines() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = RunConfig {
+            num: 2000,
+            sync_ops: 32,
+            seed: 1,
+            dir: dir.path().to_path_buf(),
+            engine: EngineConfig {
+                fjall_cache_mib: 16,
+                fjall_worker_threads: None,
+            },
+        };
+        for kind in EngineKind::ALL {
+            for group in plan_groups(&Workload::all()) {
+                let res = run_group(kind, &group, &cfg, 0).unwrap();
+                assert_eq!(res.len(), group.len());
+                for r in res {
+                    assert!(r.ops > 0 && r.ops_per_sec > 0.0, "{r:?}");
+                }
+            }
+        }
+    }
+}
