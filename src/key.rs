@@ -211,6 +211,23 @@ fn split_trailer(encoded: &[u8]) -> (&[u8], u64) {
     (&encoded[..cut], u64::from_le_bytes(t))
 }
 
+/// The first 16 bytes of `user_key` as a big-endian number, zero padded.
+///
+/// Where two keys' prefixes differ, they order the keys as their bytes do
+/// (a padding byte only ever meets a real byte where the shorter key has
+/// ended, and the shorter key sorts first then too); where they tie, keys
+/// of at most 16 bytes are ordered by length, longer ones by their bytes.
+/// The memtable and the SSTable index keep it beside each key so that
+/// searches compare numbers, not pointers to bytes. Sixteen, not eight:
+/// keys often share a long prefix (a table name, the zeros of a fixed-width
+/// number).
+pub fn user_key_prefix(user_key: &[u8]) -> u128 {
+    let mut p = [0u8; 16];
+    let n = user_key.len().min(16);
+    p[..n].copy_from_slice(&user_key[..n]);
+    u128::from_be_bytes(p)
+}
+
 /// The user key of an encoded internal key, or the whole slice if it is
 /// shorter than a trailer (callers validate keys before relying on this).
 pub fn user_key_of(encoded: &[u8]) -> &[u8] {

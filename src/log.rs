@@ -168,7 +168,7 @@ impl LogWriter {
     /// writer fails every later call.
     pub fn append(&mut self, payload: &[u8]) -> Result<u64> {
         let at = self.offset;
-        self.append_all(&[payload])?;
+        self.append_all([payload])?;
         Ok(at)
     }
 
@@ -183,17 +183,17 @@ impl LogWriter {
     /// [`MAX_PAYLOAD_LEN`] (nothing is written); [`Error::Io`] if the write
     /// fails, after which the file may end in a partial record and this
     /// writer fails every later call.
-    pub fn append_all(&mut self, payloads: &[&[u8]]) -> Result<()> {
+    pub fn append_all<'a>(&mut self, payloads: impl IntoIterator<Item = &'a [u8]>) -> Result<()> {
         self.check_usable()?;
-        if payloads.is_empty() {
-            return Ok(());
-        }
         self.buf.clear();
         for payload in payloads {
             let header = encode_header(payload)?;
             self.buf.reserve(HEADER_LEN + payload.len());
             self.buf.extend_from_slice(&header);
             self.buf.extend_from_slice(payload);
+        }
+        if self.buf.is_empty() {
+            return Ok(());
         }
         if let Err(e) = self.file.write_all(&self.buf) {
             let context = format!("append to log {} at {}", self.path.display(), self.offset);
@@ -643,7 +643,7 @@ mod tests {
         let path = dir.path().join("000001.log");
         let mut w = LogWriter::create(&crate::fs::StdFs, &path).unwrap();
         w.append(b"first").unwrap();
-        w.append_all(&[b"abc", b"", b"de"]).unwrap();
+        w.append_all([&b"abc"[..], b"", b"de"]).unwrap();
         assert_eq!(w.offset(), (HEADER_LEN * 4 + 5 + 3 + 2) as u64);
         let bytes = std::fs::read(&path).unwrap();
         let expected: Vec<u8> = [&b"first"[..], b"abc", b"", b"de"]
@@ -652,7 +652,7 @@ mod tests {
             .collect();
         assert_eq!(bytes, expected);
         // Nothing to append is a no-op.
-        w.append_all(&[]).unwrap();
+        w.append_all([]).unwrap();
         assert_eq!(std::fs::read(&path).unwrap().len(), expected.len());
     }
 

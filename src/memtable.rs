@@ -1,11 +1,17 @@
 //! [`MemTable`]: the sorted in-memory buffer that takes every write before
 //! it reaches an SSTable.
 //!
-//! A lock-free skiplist (crossbeam-skiplist) keyed by [`InternalKey`], so
+//! A lock-free skiplist (crossbeam-skiplist) in internal-key order, so
 //! several versions of one user key sit side by side, newest first, and
 //! readers never block the writer. A memtable is *active* while it takes
 //! writes and *immutable* once frozen for flushing; both are read the same
 //! way.
+//!
+//! Each entry is one [`MemEntry`]: the internal key and the value in a
+//! single allocation, with the first 8 bytes of the user key and the
+//! trailer held in the skiplist node itself. Most comparisons of a search
+//! are then decided by the inline prefix, without following a pointer to
+//! the key bytes (a cache miss per step otherwise: DESIGN.md 2).
 
 use std::collections::VecDeque;
 use std::ops::Bound;
@@ -14,17 +20,118 @@ use std::sync::Arc;
 
 use crossbeam_skiplist::SkipMap;
 
-use crate::key::{InternalKey, SequenceNumber, ValueType};
+use crate::key::{
+    pack_trailer, user_key_prefix, InternalKey, SequenceNumber, ValueType, TRAILER_LEN,
+};
+
+/// An encoded internal key's user key and trailer (the memtable's own
+/// encodings, always at least a trailer long).
+fn split_internal(encoded: &[u8]) -> (&[u8], u64) {
+    let cut = encoded.len() - TRAILER_LEN;
+    let mut t = [0u8; 8];
+    t.copy_from_slice(&encoded[cut..]);
+    (&encoded[..cut], u64::from_le_bytes(t))
+}
 
 /// Bytes charged per entry beyond its key and value, approximating the
-/// skiplist node and the two `Vec` headers.
+/// skiplist node (tower, inline prefix, trailer, lengths, pointer) and the
+/// allocator's rounding.
 const ENTRY_OVERHEAD: usize = 64;
+
+/// One version in a memtable: `[user key][trailer, 8 bytes LE][value]` in
+/// one allocation, ordered as internal keys are (user key ascending, then
+/// trailer descending), with the first 16 user-key bytes (big-endian, zero
+/// padded) and the trailer inline so that most comparisons read no heap
+/// memory. A prefix that differs orders the keys as their bytes would: a
+/// byte of padding only ever meets a real byte where the shorter key has
+/// ended, and the shorter key sorts first then too.
+struct MemEntry {
+    prefix: u128,
+    trailer: u64,
+    key_len: u32,
+    data: Box<[u8]>,
+}
+
+impl MemEntry {
+    fn new(user_key: &[u8], trailer: u64, value: &[u8]) -> MemEntry {
+        let mut data = Vec::with_capacity(user_key.len() + TRAILER_LEN + value.len());
+        data.extend_from_slice(user_key);
+        data.extend_from_slice(&trailer.to_le_bytes());
+        data.extend_from_slice(value);
+        MemEntry {
+            prefix: user_key_prefix(user_key),
+            trailer,
+            // Keys are at most 65,535 bytes (checked before any insert).
+            key_len: user_key.len() as u32,
+            data: data.into_boxed_slice(),
+        }
+    }
+
+    /// The entry a seek for `(user_key, seq, vt)` compares with.
+    fn seek(user_key: &[u8], seq: SequenceNumber, vt: ValueType) -> MemEntry {
+        MemEntry::new(user_key, pack_trailer(seq, vt), &[])
+    }
+
+    fn user_key(&self) -> &[u8] {
+        &self.data[..self.key_len as usize]
+    }
+
+    /// The encoded internal key (user key and trailer).
+    fn encoded(&self) -> &[u8] {
+        &self.data[..self.key_len as usize + TRAILER_LEN]
+    }
+
+    fn value(&self) -> &[u8] {
+        &self.data[self.key_len as usize + TRAILER_LEN..]
+    }
+}
+
+impl Ord for MemEntry {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.prefix
+            .cmp(&other.prefix)
+            .then_with(|| {
+                // Equal prefixes: keys of at most 16 bytes are equal if
+                // their lengths are, and the shorter sorts first; longer
+                // keys compare their bytes.
+                if self.key_len <= 16 && other.key_len <= 16 {
+                    self.key_len.cmp(&other.key_len)
+                } else {
+                    self.user_key().cmp(other.user_key())
+                }
+            })
+            .then_with(|| other.trailer.cmp(&self.trailer))
+    }
+}
+
+impl PartialOrd for MemEntry {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for MemEntry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for MemEntry {}
+
+impl std::fmt::Debug for MemEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match InternalKey::from_encoded(self.encoded().to_vec()) {
+            Some(k) => write!(f, "{k:?}"),
+            None => write!(f, "{:?}", self.encoded()),
+        }
+    }
+}
 
 /// A sorted map from internal key to value, plus the number of the WAL
 /// holding the same writes.
 #[derive(Debug)]
 pub struct MemTable {
-    map: SkipMap<InternalKey, Vec<u8>>,
+    map: SkipMap<MemEntry, ()>,
     approximate_size: AtomicUsize,
     user_bytes: AtomicU64,
     wal_number: u64,
@@ -58,15 +165,15 @@ impl MemTable {
     /// Inserts one version. Callers serialise inserts (the write lock) and
     /// never insert the same `(key, seq)` twice.
     pub fn insert(&self, user_key: &[u8], seq: SequenceNumber, vt: ValueType, value: &[u8]) {
-        let key = InternalKey::new(user_key, seq, vt);
         self.approximate_size.fetch_add(
-            key.encoded().len() + value.len() + ENTRY_OVERHEAD,
+            user_key.len() + TRAILER_LEN + value.len() + ENTRY_OVERHEAD,
             Ordering::Relaxed,
         );
         self.largest_seq.fetch_max(seq.0, Ordering::Relaxed);
         self.user_bytes
             .fetch_add((user_key.len() + value.len()) as u64, Ordering::Relaxed);
-        self.map.insert(key, value.to_vec());
+        self.map
+            .insert(MemEntry::new(user_key, pack_trailer(seq, vt), value), ());
     }
 
     /// The newest version of `user_key` with sequence `<= seq`: its sequence,
@@ -76,10 +183,20 @@ impl MemTable {
         user_key: &[u8],
         seq: SequenceNumber,
     ) -> Option<(SequenceNumber, ValueType, Vec<u8>)> {
-        let seek = InternalKey::new(user_key, seq, ValueType::FOR_SEEK);
+        if self.map.is_empty() {
+            // A fresh memtable (the usual case after a flush): no seek
+            // key to build.
+            return None;
+        }
+        let seek = MemEntry::seek(user_key, seq, ValueType::FOR_SEEK);
         let entry = self.map.lower_bound(Bound::Included(&seek))?;
-        let p = entry.key().parsed();
-        (p.user_key == user_key).then(|| (p.seq, p.value_type, entry.value().clone()))
+        let e = entry.key();
+        let vt = if e.trailer & 0xff == 0 {
+            ValueType::Deletion
+        } else {
+            ValueType::Value
+        };
+        (e.user_key() == user_key).then(|| (SequenceNumber(e.trailer >> 8), vt, e.value().to_vec()))
     }
 
     /// Bytes of keys, values and estimated per-entry overhead inserted so far.
@@ -115,7 +232,7 @@ impl MemTable {
         mut f: impl FnMut(&[u8], &[u8]) -> crate::Result<()>,
     ) -> crate::Result<()> {
         for e in self.map.iter() {
-            f(e.key().encoded(), e.value())?;
+            f(e.key().encoded(), e.key().value())?;
         }
         Ok(())
     }
@@ -135,36 +252,28 @@ impl MemTable {
 }
 
 /// The internal-key bound equivalent to a lower user-key bound.
-fn lower_internal(b: Bound<&[u8]>) -> Bound<InternalKey> {
+fn lower_internal(b: Bound<&[u8]>) -> Bound<MemEntry> {
     match b {
         // The first version of k is (k, MAX); the last is (k, 0, Deletion).
-        Bound::Included(k) => Bound::Included(InternalKey::new(
-            k,
-            SequenceNumber::MAX,
-            ValueType::FOR_SEEK,
-        )),
-        Bound::Excluded(k) => Bound::Excluded(InternalKey::new(
-            k,
-            SequenceNumber::ZERO,
-            ValueType::Deletion,
-        )),
+        Bound::Included(k) => {
+            Bound::Included(MemEntry::seek(k, SequenceNumber::MAX, ValueType::FOR_SEEK))
+        }
+        Bound::Excluded(k) => {
+            Bound::Excluded(MemEntry::seek(k, SequenceNumber::ZERO, ValueType::Deletion))
+        }
         Bound::Unbounded => Bound::Unbounded,
     }
 }
 
 /// The internal-key bound equivalent to an upper user-key bound.
-fn upper_internal(b: Bound<&[u8]>) -> Bound<InternalKey> {
+fn upper_internal(b: Bound<&[u8]>) -> Bound<MemEntry> {
     match b {
-        Bound::Included(k) => Bound::Included(InternalKey::new(
-            k,
-            SequenceNumber::ZERO,
-            ValueType::Deletion,
-        )),
-        Bound::Excluded(k) => Bound::Excluded(InternalKey::new(
-            k,
-            SequenceNumber::MAX,
-            ValueType::FOR_SEEK,
-        )),
+        Bound::Included(k) => {
+            Bound::Included(MemEntry::seek(k, SequenceNumber::ZERO, ValueType::Deletion))
+        }
+        Bound::Excluded(k) => {
+            Bound::Excluded(MemEntry::seek(k, SequenceNumber::MAX, ValueType::FOR_SEEK))
+        }
         Bound::Unbounded => Bound::Unbounded,
     }
 }
@@ -182,8 +291,8 @@ const CHUNK: usize = 64;
 /// may appear; readers filter them out by sequence number.
 pub struct MemTableIter {
     mem: Arc<MemTable>,
-    lo: Bound<InternalKey>,
-    hi: Bound<InternalKey>,
+    lo: Bound<MemEntry>,
+    hi: Bound<MemEntry>,
     front: VecDeque<(Vec<u8>, Vec<u8>)>,
     back: VecDeque<(Vec<u8>, Vec<u8>)>,
     exhausted: bool,
@@ -207,25 +316,24 @@ impl MemTableIter {
             self.exhausted = true;
             return false;
         }
-        let range = self.mem.map.range((self.lo.clone(), self.hi.clone()));
+        let range = self
+            .mem
+            .map
+            .range::<MemEntry, _>((self.lo.as_ref(), self.hi.as_ref()));
+        let copy = |e: crossbeam_skiplist::map::Entry<'_, MemEntry, ()>| {
+            (e.key().encoded().to_vec(), e.key().value().to_vec())
+        };
         let taken: Vec<(Vec<u8>, Vec<u8>)> = if from_front {
-            range
-                .take(CHUNK)
-                .map(|e| (e.key().encoded().to_vec(), e.value().clone()))
-                .collect()
+            range.take(CHUNK).map(copy).collect()
         } else {
-            range
-                .rev()
-                .take(CHUNK)
-                .map(|e| (e.key().encoded().to_vec(), e.value().clone()))
-                .collect()
+            range.rev().take(CHUNK).map(copy).collect()
         };
         let Some(last) = taken.last() else {
             self.exhausted = true;
             return false;
         };
-        // Keys in the map always parse: they were built by InternalKey::new.
-        let edge = InternalKey::from_encoded(last.0.clone()).expect("memtable keys are valid");
+        let (user_key, trailer) = split_internal(&last.0);
+        let edge = MemEntry::new(user_key, trailer, &[]);
         if from_front {
             self.lo = Bound::Excluded(edge);
             self.front.extend(taken);
@@ -274,6 +382,52 @@ mod tests {
     fn keys(it: impl Iterator<Item = crate::Result<(Vec<u8>, Vec<u8>)>>) -> Vec<String> {
         it.map(|r| format!("{:?}", InternalKey::from_encoded(r.unwrap().0).unwrap()))
             .collect()
+    }
+
+    #[test]
+    fn entries_sort_as_encoded_internal_keys() {
+        let users: [&[u8]; 16] = [
+            b"",
+            b"\0",
+            b"a",
+            b"a\0",
+            b"a\0\x01",
+            b"abcdefgh",
+            b"abcdefgh\0",
+            b"abcdefghi",
+            b"abcdefgz",
+            b"abcdefg",
+            b"0000000000012345",
+            b"0000000000012345\0",
+            b"00000000000123456",
+            b"0000000000012346",
+            b"\xff\xff\xff\xff\xff\xff\xff\xff\xff",
+            b"\xff",
+        ];
+        let mut entries = Vec::new();
+        for u in users {
+            for (seq, vt) in [
+                (1, ValueType::Value),
+                (7, ValueType::Deletion),
+                (7, ValueType::Value),
+            ] {
+                entries.push(MemEntry::new(
+                    u,
+                    pack_trailer(SequenceNumber(seq), vt),
+                    b"v",
+                ));
+            }
+        }
+        for a in &entries {
+            for b in &entries {
+                assert_eq!(
+                    a.cmp(b),
+                    crate::key::compare_internal_keys(a.encoded(), b.encoded()),
+                    "{a:?} vs {b:?}"
+                );
+            }
+            assert_eq!(a.value(), b"v");
+        }
     }
 
     #[test]

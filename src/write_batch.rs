@@ -96,10 +96,16 @@ pub fn check_batch_room(batch_len: usize, key_len: usize, value_len: Option<u64>
 impl WriteBatch {
     /// An empty batch.
     pub fn new() -> Self {
-        WriteBatch {
-            rep: vec![0; HEADER_LEN],
-            count: 0,
-        }
+        WriteBatch::with_capacity(0)
+    }
+
+    /// An empty batch with room for `bytes` bytes of updates before it
+    /// reallocates (each put takes its key and value plus up to 21 bytes of
+    /// framing).
+    pub fn with_capacity(bytes: usize) -> Self {
+        let mut rep = Vec::with_capacity(HEADER_LEN + bytes);
+        rep.resize(HEADER_LEN, 0);
+        WriteBatch { rep, count: 0 }
     }
 
     /// Adds `key = value`.
@@ -112,6 +118,8 @@ impl WriteBatch {
         let (key, value) = (key.as_ref(), value.as_ref());
         check_lengths(key.len(), value.len() as u64)?;
         check_batch_room(self.rep.len(), key.len(), Some(value.len() as u64))?;
+        // One reallocation for the whole update, not one per doubling.
+        self.rep.reserve(1 + 2 * 10 + key.len() + value.len());
         self.rep.push(ValueType::Value as u8);
         put_length_prefixed(&mut self.rep, key);
         put_length_prefixed(&mut self.rep, value);
@@ -157,10 +165,15 @@ impl WriteBatch {
         self.rep.len()
     }
 
-    /// Stamps the first sequence number and returns the WAL payload.
-    pub(crate) fn encode(&mut self, first_seq: SequenceNumber) -> &[u8] {
+    /// Writes `first_seq` and the count into the header, for
+    /// [`WriteBatch::encoded`].
+    pub(crate) fn stamp(&mut self, first_seq: SequenceNumber) {
         self.rep[..8].copy_from_slice(&first_seq.0.to_le_bytes());
         self.rep[8..12].copy_from_slice(&self.count.to_le_bytes());
+    }
+
+    /// The WAL payload as last stamped.
+    pub(crate) fn encoded(&self) -> &[u8] {
         &self.rep
     }
 
@@ -247,7 +260,8 @@ mod tests {
         let mut b = WriteBatch::new();
         b.put("k", "v1").unwrap();
         b.delete("j").unwrap();
-        let bytes = b.encode(SequenceNumber(5)).to_vec();
+        b.stamp(SequenceNumber(5));
+        let bytes = b.encoded().to_vec();
         assert_eq!(
             bytes,
             [
@@ -320,7 +334,8 @@ mod tests {
         assert!(decode_batch(&[1, 2, 3]).is_err());
         let mut b = WriteBatch::new();
         b.put("a", "b").unwrap();
-        let good = b.encode(SequenceNumber(1)).to_vec();
+        b.stamp(SequenceNumber(1));
+        let good = b.encoded().to_vec();
         for cut in 0..good.len() {
             assert!(decode_batch(&good[..cut]).is_err(), "cut at {cut}");
         }

@@ -125,6 +125,8 @@ struct DbInner {
     visible_seq: AtomicU64,
     next_file_number: AtomicU64,
     bg: Mutex<BgState>,
+    /// Set once `bg.error` is: lets a write check for it without the lock.
+    failed: std::sync::atomic::AtomicBool,
     bg_cv: Condvar,
     counters: Counters,
     /// Live snapshots: sequence number -> how many snapshots hold it.
@@ -310,7 +312,8 @@ impl Db {
     /// write fails; [`Error::Background`] after an earlier background
     /// failure.
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let (key, value) = (key.as_ref(), value.as_ref());
+        let mut b = WriteBatch::with_capacity(21 + key.len() + value.len());
         b.put(key, value)?;
         self.write(b)
     }
@@ -815,6 +818,10 @@ impl DbInner {
         if self.read_only {
             return Err(Error::ReadOnly);
         }
+        // Every write comes here: skip the lock while nothing failed.
+        if !self.failed.load(Ordering::Acquire) {
+            return Ok(());
+        }
         match &self.bg.lock().error {
             Some(e) => Err(Error::Background(e.clone())),
             None => Ok(()),
@@ -831,6 +838,7 @@ impl DbInner {
     fn record_bg_error(&self, message: String) {
         let mut bg = self.bg.lock();
         bg.error.get_or_insert(message);
+        self.failed.store(true, Ordering::Release);
         self.bg_cv.notify_all();
     }
 }

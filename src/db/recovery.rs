@@ -709,6 +709,7 @@ pub(super) fn recover(
         visible_seq: AtomicU64::new(last_seq),
         next_file_number: AtomicU64::new(next_file),
         bg: Mutex::new(BgState::default()),
+        failed: Default::default(),
         bg_cv: Condvar::new(),
         counters: Counters::default(),
         snapshots: Mutex::new(BTreeMap::new()),

@@ -62,6 +62,9 @@ struct QueueState {
     next_id: u64,
     /// Outcomes of committed followers, by id, until they collect them.
     outcomes: HashMap<u64, Result<()>>,
+    /// An empty vector whose capacity the next leader reuses for its
+    /// group (no allocation per write).
+    spare: Vec<QueuedWrite>,
 }
 
 impl DbInner {
@@ -98,7 +101,8 @@ impl DbInner {
             sync_point::reach(points, SyncPoint::WriteLeaderBeforeGroup);
             q = queue.state.lock();
         }
-        let mut group = take_group(&mut q.waiting);
+        let mut group = std::mem::take(&mut q.spare);
+        take_group(&mut q.waiting, &mut group);
         drop(q);
         let outcome = self.commit_group(&mut group);
         let mut q = queue.state.lock();
@@ -107,6 +111,9 @@ impl DbInner {
             q.outcomes
                 .insert(w.id, outcome.as_ref().map(|_| ()).map_err(copy_error));
         }
+        // Keep the group's allocation for the next leader.
+        group.clear();
+        q.spare = group;
         queue.done.notify_all();
         outcome
     }
@@ -128,15 +135,14 @@ impl DbInner {
         }
         // Each batch is one record (so each stays atomic on its own), and
         // the group is one `write`.
-        let mut payloads = Vec::with_capacity(group.len());
         let mut seq = first;
         for w in group.iter_mut() {
-            let len = w.batch.len() as u64;
-            payloads.push(w.batch.encode(SequenceNumber(seq)));
-            seq += len;
+            w.batch.stamp(SequenceNumber(seq));
+            seq += w.batch.len() as u64;
         }
+        let payloads = group.iter().map(|w| w.batch.encoded());
         let logged = match ws.wal.as_mut() {
-            Some(wal) => wal.append_all(&payloads).and_then(|_| {
+            Some(wal) => wal.append_all(payloads).and_then(|_| {
                 if sync {
                     // Every acknowledged write in an older WAL must be
                     // durable before this one is reported durable.
@@ -219,9 +225,9 @@ impl DbInner {
     }
 }
 
-/// Takes the group a leader commits: the batch at the front (the leader's
+/// Puts into `group` the batches a leader commits: the batch at the front (the leader's
 /// own) and those queued behind it, in order, within the size bound.
-fn take_group(waiting: &mut VecDeque<QueuedWrite>) -> Vec<QueuedWrite> {
+fn take_group(waiting: &mut VecDeque<QueuedWrite>, group: &mut Vec<QueuedWrite>) {
     let leader = waiting.pop_front().expect("the leader is queued");
     let first = leader.batch.encoded_len();
     let limit = if first <= SMALL_LEADER_EXTRA {
@@ -230,7 +236,7 @@ fn take_group(waiting: &mut VecDeque<QueuedWrite>) -> Vec<QueuedWrite> {
         MAX_GROUP_BYTES
     };
     let mut bytes = first;
-    let mut group = vec![leader];
+    group.push(leader);
     while let Some(next) = waiting.front() {
         bytes += next.batch.encoded_len();
         if bytes > limit {
@@ -238,7 +244,6 @@ fn take_group(waiting: &mut VecDeque<QueuedWrite>) -> Vec<QueuedWrite> {
         }
         group.extend(waiting.pop_front());
     }
-    group
 }
 
 /// The error a follower reports for its group's failure `e`, which the
@@ -271,17 +276,23 @@ mod tests {
         }
     }
 
+    fn group_of(q: &mut VecDeque<QueuedWrite>) -> Vec<QueuedWrite> {
+        let mut g = Vec::new();
+        take_group(q, &mut g);
+        g
+    }
+
     #[test]
     fn a_group_takes_the_queue_in_order_within_the_bound() {
         let mut q: VecDeque<_> = (0..5).map(|i| queued(i, 100)).collect();
-        let g = take_group(&mut q);
+        let g = group_of(&mut q);
         assert_eq!(g.iter().map(|w| w.id).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
         assert!(q.is_empty());
 
         // A small leader takes at most 128 KiB more: 50 KiB batches, so
         // the leader and two followers.
         let mut q: VecDeque<_> = (0..5).map(|i| queued(i, 50 << 10)).collect();
-        let g = take_group(&mut q);
+        let g = group_of(&mut q);
         assert_eq!(g.iter().map(|w| w.id).collect::<Vec<_>>(), [0, 1, 2]);
         assert_eq!(q.front().map(|w| w.id), Some(3));
 
@@ -293,11 +304,11 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        let g = take_group(&mut q);
+        let g = group_of(&mut q);
         assert_eq!(g.iter().map(|w| w.id).collect::<Vec<_>>(), [0, 1]);
         // A leader over the bound goes alone.
         let mut q: VecDeque<_> = [queued(0, 2 << 20), queued(1, 10)].into_iter().collect();
-        assert_eq!(take_group(&mut q).len(), 1);
+        assert_eq!(group_of(&mut q).len(), 1);
     }
 
     #[test]

@@ -127,13 +127,48 @@ impl<'a> Block<'a> {
 
     /// Every entry in block order.
     pub fn iter(&self) -> BlockIter<'a> {
+        self.resume(BlockPos::default())
+    }
+
+    /// Iterates on from `at` (a position an iterator over these same bytes
+    /// gave up with [`BlockIter::into_pos`], or [`Block::seek_pos`]).
+    pub(crate) fn resume(&self, at: BlockPos) -> BlockIter<'a> {
         BlockIter {
             block: *self,
-            pos: 0,
-            next_restart: 0,
+            pos: at.pos,
+            next_restart: at.next_restart,
+            key: at.key,
+            failed: at.failed,
+        }
+    }
+
+    /// The position of the last restart point whose key has a user key
+    /// below `user_key` (the first restart point if none has): iterating
+    /// from there reaches every entry of `user_key` and above, after at
+    /// most one restart interval of entries below it.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if a restart entry visited is malformed.
+    pub(crate) fn seek_pos(&self, user_key: &[u8]) -> Result<BlockPos> {
+        if self.num_restarts == 0 {
+            return Ok(BlockPos::default());
+        }
+        let (mut lo, mut hi) = (0usize, self.num_restarts - 1);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            let entry = self.decode_entry(self.restart(mid), 0)?;
+            if crate::key::user_key_of(entry.delta) < user_key {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        Ok(BlockPos {
+            pos: self.restart(lo),
+            next_restart: lo,
             key: Vec::new(),
             failed: false,
-        }
+        })
     }
 
     /// Finds the first entry whose internal key is `>=` the seek key
@@ -251,8 +286,60 @@ pub struct BlockIter<'a> {
     failed: bool,
 }
 
+/// Where a [`BlockIter`] stands, without a borrow of the block's bytes: a
+/// table iterator keeps it between calls and resumes on the same bytes.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct BlockPos {
+    pos: usize,
+    next_restart: usize,
+    key: Vec<u8>,
+    failed: bool,
+}
+
 impl<'a> BlockIter<'a> {
-    fn step(&mut self) -> Result<(Vec<u8>, &'a [u8])> {
+    /// Gives up the iterator, keeping its position.
+    pub(crate) fn into_pos(self) -> BlockPos {
+        BlockPos {
+            pos: self.pos,
+            next_restart: self.next_restart,
+            key: self.key,
+            failed: self.failed,
+        }
+    }
+
+    /// As `next`, but lends the key from the iterator's own buffer instead
+    /// of copying it: a caller that skips entries allocates nothing.
+    pub(crate) fn next_borrowed(&mut self) -> Option<Result<(&[u8], &'a [u8])>> {
+        if self.failed {
+            return None;
+        }
+        let b = &self.block;
+        if self.pos >= b.restarts_start {
+            if self.next_restart < b.num_restarts {
+                self.failed = true;
+                return Some(Err(b.corrupt(
+                    b.restarts_start + 4 * self.next_restart,
+                    format!(
+                        "restart point {} at {} is inside an entry",
+                        self.next_restart,
+                        b.restart(self.next_restart)
+                    ),
+                )));
+            }
+            return None;
+        }
+        match self.advance() {
+            Ok(value) => Some(Ok((&self.key, value))),
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+        }
+    }
+
+    /// Decodes the entry at the position into the key buffer and moves
+    /// past it; returns its value.
+    fn advance(&mut self) -> Result<&'a [u8]> {
         let b = &self.block;
         let at_restart = if self.next_restart < b.num_restarts {
             let r = b.restart(self.next_restart);
@@ -277,7 +364,7 @@ impl<'a> BlockIter<'a> {
         self.key.truncate(entry.shared);
         self.key.extend_from_slice(entry.delta);
         self.pos = entry.next;
-        Ok((self.key.clone(), entry.value))
+        Ok(entry.value)
     }
 }
 
@@ -285,28 +372,8 @@ impl<'a> Iterator for BlockIter<'a> {
     type Item = Result<(Vec<u8>, &'a [u8])>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        let b = &self.block;
-        if self.pos >= b.restarts_start {
-            if self.next_restart < b.num_restarts {
-                // A restart point past the start of the last entry.
-                self.failed = true;
-                return Some(Err(b.corrupt(
-                    b.restarts_start + 4 * self.next_restart,
-                    format!(
-                        "restart point {} at {} is inside an entry",
-                        self.next_restart,
-                        b.restart(self.next_restart)
-                    ),
-                )));
-            }
-            return None;
-        }
-        let r = self.step();
-        self.failed = r.is_err();
-        Some(r)
+        self.next_borrowed()
+            .map(|r| r.map(|(key, value)| (key.to_vec(), value)))
     }
 }
 

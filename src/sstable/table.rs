@@ -16,10 +16,10 @@ use crate::util::file::open_regular;
 use crate::error::{Error, IoContext, Result};
 use crate::filter::{policy_for_name, FilterPolicy, KeyHash};
 use crate::key::{
-    compare_internal_keys, compare_to_seek, user_key_of, ParsedInternalKey, SequenceNumber,
-    ValueType,
+    compare_internal_keys, compare_to_seek, user_key_of, user_key_prefix, ParsedInternalKey,
+    SequenceNumber, ValueType,
 };
-use crate::sstable::block::Block;
+use crate::sstable::block::{Block, BlockPos};
 use crate::sstable::format::{
     check_block_handle, read_block_contents, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN,
 };
@@ -71,6 +71,12 @@ pub struct Table {
     mmap: Mmap,
     footer: Footer,
     index: Vec<IndexEntry>,
+    /// The first 16 bytes of each index entry's user key
+    /// ([`user_key_prefix`]), side by side: a lookup's binary search of the
+    /// index reads this compact array and touches the keys themselves only
+    /// where prefixes tie, instead of following a pointer (a cache miss) at
+    /// every step.
+    index_prefixes: Vec<u128>,
     properties: TableProperties,
     /// Byte range of the filter in the map, if the table has a filter.
     filter: Option<Range<usize>>,
@@ -167,11 +173,13 @@ impl Table {
             Some(_) => policy_for_name(&properties.filter_policy),
             None => None,
         };
+        let index_prefixes = index_prefixes(&index);
         Ok(Table {
             path: path.to_path_buf(),
             file_number,
             mmap,
             footer,
+            index_prefixes,
             index,
             properties,
             filter,
@@ -285,9 +293,15 @@ impl Table {
                 return Ok(TableGet::FilterNegative);
             }
         }
-        let i = self
-            .index
-            .partition_point(|e| compare_to_seek(&e.last_key, user_key, seq) == Ordering::Less);
+        // Index entries whose prefix sorts below the key's have a smaller
+        // user key, and those above a larger one; only the tie needs the
+        // keys themselves.
+        let target = user_key_prefix(user_key);
+        let lo = self.index_prefixes.partition_point(|&p| p < target);
+        let tie = self.index_prefixes[lo..].partition_point(|&p| p == target);
+        let i = lo
+            + self.index[lo..lo + tie]
+                .partition_point(|e| compare_to_seek(&e.last_key, user_key, seq) == Ordering::Less);
         let Some(entry) = self.index.get(i) else {
             return Ok(TableGet::Searched {
                 block: None,
@@ -335,11 +349,65 @@ impl Table {
             hi,
             next_block: start,
             end_block: end,
+            cursor: None,
             front: VecDeque::new(),
             back: VecDeque::new(),
             done: false,
             block_reads: None,
         }
+    }
+
+    /// Reads data block `i` (checking its checksum) and returns the
+    /// position to decode it from for user keys in `lo..`: the restart
+    /// point before `lo`'s first entry, or the block's start.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if the block fails its checksum or does not
+    /// decode.
+    fn open_block(&self, i: usize, lo: &Bound<Vec<u8>>) -> Result<BlockPos> {
+        let block = self.read_block(self.index[i].handle)?;
+        match lo {
+            Bound::Included(l) | Bound::Excluded(l) => block.seek_pos(l),
+            Bound::Unbounded => Ok(BlockPos::default()),
+        }
+    }
+
+    /// The next entry of data block `i` from `at` whose user key lies in
+    /// `(lo, hi)`, and the position after it; `None` at the end of the
+    /// block or past `hi`. The block's checksum was checked when it was
+    /// opened ([`Table::open_block`]); the mapped bytes cannot change.
+    fn next_in_block(
+        &self,
+        i: usize,
+        at: BlockPos,
+        lo: &Bound<Vec<u8>>,
+        hi: &Bound<Vec<u8>>,
+    ) -> Result<Option<(OwnedEntry, BlockPos)>> {
+        let handle = self.index[i].handle;
+        let start = handle.offset as usize;
+        let contents = &self.mmap[start..start + handle.size as usize];
+        let block = Block::new(contents, &self.path, handle.offset)?;
+        let mut it = block.resume(at);
+        while let Some(entry) = it.next_borrowed() {
+            let (key, value) = entry?;
+            if ParsedInternalKey::parse(key).is_none() {
+                return Err(Error::corruption(
+                    &self.path,
+                    handle.offset,
+                    "data block holds a malformed internal key",
+                ));
+            }
+            let uk = user_key_of(key);
+            if !above_lo(lo, uk) {
+                continue;
+            }
+            if !below_hi(hi, uk) {
+                return Ok(None);
+            }
+            let entry = (key.to_vec(), value.to_vec());
+            return Ok(Some((entry, it.into_pos())));
+        }
+        Ok(None)
     }
 
     /// Decodes data block `i`, appending the entries within bounds to `out`.
@@ -712,6 +780,17 @@ fn above_lo(lo: &Bound<Vec<u8>>, uk: &[u8]) -> bool {
     }
 }
 
+/// An entry copied out of a block: encoded internal key and value.
+type OwnedEntry = (Vec<u8>, Vec<u8>);
+
+/// The [`user_key_prefix`] of every index entry, in order.
+fn index_prefixes(index: &[IndexEntry]) -> Vec<u128> {
+    index
+        .iter()
+        .map(|e| user_key_prefix(user_key_of(&e.last_key)))
+        .collect()
+}
+
 /// True if `uk` is not above the upper bound.
 fn below_hi(hi: &Bound<Vec<u8>>, uk: &[u8]) -> bool {
     match hi {
@@ -755,12 +834,17 @@ fn decode_index(block: &Block<'_>, data_limit: u64, path: &Path) -> Result<Vec<I
 /// A double-ended iterator over a table's entries within user-key bounds,
 /// from [`Table::iter`]. Yields `(encoded internal key, value)`.
 ///
-/// Blocks not yet decoded form a middle range of block indexes; `next`
-/// decodes blocks from the front of that range into a front buffer and
-/// `next_back` from its back into a back buffer. When the range is empty
-/// each side drains the other's buffer, so interleaved calls meet in the
-/// middle and never yield an entry twice. After an error is yielded, the
-/// iterator yields `None` from both ends.
+/// Blocks not yet opened form a middle range of block indexes. `next`
+/// takes blocks from the front of that range and decodes them one entry
+/// at a time (checksum checked when a block is opened; the first one
+/// entered at the restart point before the lower bound), copying only the
+/// entries it yields, so a seek followed by a few steps costs a few
+/// copies, not a block's. `next_back` decodes blocks from the back of the
+/// range whole into a back buffer. When the range is empty each side takes
+/// what the other has left (the back decoding the rest of the front's
+/// block first), so interleaved calls meet in the middle and never yield
+/// an entry twice. After an error is yielded, the iterator yields `None`
+/// from both ends.
 #[derive(Debug)]
 pub struct TableIter {
     table: Arc<Table>,
@@ -770,6 +854,11 @@ pub struct TableIter {
     next_block: usize,
     /// One past the last undecoded block.
     end_block: usize,
+    /// The block the front decodes one entry at a time, and where in it:
+    /// a seek followed by a few `next`s copies only the entries it yields.
+    cursor: Option<(usize, BlockPos)>,
+    /// Entries of the front, in order, once the back has run out of blocks
+    /// and needed the cursor's rest (see `next_back`).
     front: VecDeque<(Vec<u8>, Vec<u8>)>,
     back: VecDeque<(Vec<u8>, Vec<u8>)>,
     done: bool,
@@ -792,9 +881,31 @@ impl TableIter {
 
     fn fail(&mut self, e: Error) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
         self.done = true;
+        self.cursor = None;
         self.front.clear();
         self.back.clear();
         Some(Err(e))
+    }
+
+    /// The front's next entry from its cursor block, opening blocks as
+    /// needed; `None` once the front has no block left.
+    fn next_from_blocks(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        loop {
+            if let Some((i, at)) = self.cursor.take() {
+                if let Some((entry, at)) = self.table.next_in_block(i, at, &self.lo, &self.hi)? {
+                    self.cursor = Some((i, at));
+                    return Ok(Some(entry));
+                }
+                continue;
+            }
+            if self.next_block >= self.end_block {
+                return Ok(None);
+            }
+            let i = self.next_block;
+            self.next_block += 1;
+            self.counted();
+            self.cursor = Some((i, self.table.open_block(i, &self.lo)?));
+        }
     }
 }
 
@@ -805,23 +916,13 @@ impl Iterator for TableIter {
         if self.done {
             return None;
         }
-        loop {
-            if let Some(e) = self.front.pop_front() {
-                return Some(Ok(e));
-            }
-            if self.next_block < self.end_block {
-                let i = self.next_block;
-                self.next_block += 1;
-                self.counted();
-                if let Err(e) = self
-                    .table
-                    .load_block(i, &self.lo, &self.hi, &mut self.front)
-                {
-                    return self.fail(e);
-                }
-                continue;
-            }
-            return self.back.pop_front().map(Ok);
+        if let Some(e) = self.front.pop_front() {
+            return Some(Ok(e));
+        }
+        match self.next_from_blocks() {
+            Ok(Some(e)) => Some(Ok(e)),
+            Ok(None) => self.back.pop_front().map(Ok),
+            Err(e) => self.fail(e),
         }
     }
 }
@@ -843,6 +944,17 @@ impl DoubleEndedIterator for TableIter {
                     return self.fail(e);
                 }
                 continue;
+            }
+            // No block left: what remains is the front's, the rest of its
+            // cursor block first.
+            if self.cursor.is_some() {
+                loop {
+                    match self.next_from_blocks() {
+                        Ok(Some(e)) => self.front.push_back(e),
+                        Ok(None) => break,
+                        Err(e) => return self.fail(e),
+                    }
+                }
             }
             return self.front.pop_back().map(Ok);
         }
@@ -896,6 +1008,54 @@ mod tests {
         match get(t, k, seq) {
             TableGet::Searched { entry, .. } => entry.map(|(s, vt, v)| (s.0, vt, v)),
             _ => None,
+        }
+    }
+
+    /// The index search narrows by 16-byte key prefixes first: keys that
+    /// share their first 16 bytes (and keys that are prefixes of others)
+    /// spread over many blocks must still lead to the right block, and so
+    /// must versions of one key that straddle a block boundary.
+    #[test]
+    fn lookups_find_keys_whose_prefixes_tie_across_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut users: Vec<Vec<u8>> = Vec::new();
+        for i in 0..300u32 {
+            users.push(format!("tenant-0000000001/{i:05}").into_bytes()); // 16-byte tie
+            users.push(format!("t{i:03}").into_bytes()); // short keys
+        }
+        users.push(b"tenant-000000000".to_vec()); // a prefix of the long ones
+        users.push(b"tenant-0000000001".to_vec());
+        users.sort();
+        users.dedup();
+        let mut entries = Vec::new();
+        for (n, u) in users.iter().enumerate() {
+            // Three versions of every key, newest first.
+            for s in [3u64, 2, 1] {
+                let seq = n as u64 * 10 + s;
+                entries.push((
+                    ik(u, seq, ValueType::Value),
+                    format!("{n}@{s}").into_bytes(),
+                ));
+            }
+        }
+        let path = build(dir.path(), "t.sst", opts(256, 2, false), &entries);
+        let t = Table::open(&path, 1).unwrap();
+        assert!(t.index().len() > 50, "{} blocks", t.index().len());
+        for (n, u) in users.iter().enumerate() {
+            let base = n as u64 * 10;
+            assert_eq!(
+                found(&t, u, base + 9),
+                Some((base + 3, ValueType::Value, format!("{n}@3").into_bytes()))
+            );
+            assert_eq!(
+                found(&t, u, base + 2),
+                Some((base + 2, ValueType::Value, format!("{n}@2").into_bytes()))
+            );
+            let mut absent = u.clone();
+            absent.push(0);
+            if !users.contains(&absent) {
+                assert_eq!(found(&t, &absent, u64::MAX >> 8), None, "{absent:?}");
+            }
         }
     }
 
