@@ -94,6 +94,10 @@ pub struct LogWriter {
     buf: Vec<u8>,
     /// Set after a failed write or sync; every later call fails with it.
     failed: Option<String>,
+    /// Set by [`LogWriter::create_deferring_dir_sync`]: the directory has
+    /// not been synced since the file was created, so the next
+    /// [`LogWriter::sync`] syncs it first.
+    pending_dir_sync: Option<std::sync::Arc<dyn FileSystem>>,
 }
 
 impl LogWriter {
@@ -110,6 +114,27 @@ impl LogWriter {
             .context(|| format!("create log {}", path.display()))?;
         sync_dir(fs, parent_dir(path))?;
         Ok(LogWriter::from_file(file, path, 0))
+    }
+
+    /// As [`LogWriter::create`], but without syncing the directory: the
+    /// first [`LogWriter::sync`] does it before it syncs the file, so a log
+    /// whose records were synced still cannot vanish, but creating it costs
+    /// no directory `fsync`. Until then a power loss may take the file as a
+    /// whole; what it holds was never synced (a memtable rotation creates
+    /// the next WAL this way, off the writer's path: DESIGN.md 11).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if `path` already exists or creating the file fails.
+    pub fn create_deferring_dir_sync(
+        fs: &std::sync::Arc<dyn FileSystem>,
+        path: &Path,
+    ) -> Result<LogWriter> {
+        let file = fs
+            .create_new(path)
+            .context(|| format!("create log {}", path.display()))?;
+        let mut w = LogWriter::from_file(file, path, 0);
+        w.pending_dir_sync = Some(std::sync::Arc::clone(fs));
+        Ok(w)
     }
 
     /// Opens an existing log through `fs` for appending after cutting it to
@@ -151,6 +176,7 @@ impl LogWriter {
             offset,
             buf: Vec::new(),
             failed: None,
+            pending_dir_sync: None,
         }
     }
 
@@ -210,13 +236,21 @@ impl LogWriter {
     }
 
     /// Makes every appended record durable (`fdatasync`, which also persists
-    /// the file length).
+    /// the file length), after syncing the directory if the log was made by
+    /// [`LogWriter::create_deferring_dir_sync`] and this is its first sync.
     ///
     /// # Errors
     /// [`Error::Io`] if the sync fails, after which this writer fails every
     /// later call (what reached the disk is unknown).
     pub fn sync(&mut self) -> Result<()> {
         self.check_usable()?;
+        if let Some(fs) = &self.pending_dir_sync {
+            if let Err(e) = sync_dir(&**fs, parent_dir(&self.path)) {
+                self.failed = Some(e.to_string());
+                return Err(e);
+            }
+            self.pending_dir_sync = None;
+        }
         if let Err(e) = self.file.sync_data() {
             let context = format!("sync log {}", self.path.display());
             self.failed = Some(format!("{context}: {e}"));
@@ -635,6 +669,57 @@ mod tests {
         );
         // Empty payload: crc32("") = 0.
         assert_eq!(frame(b""), [0, 0, 0, 0, 0x1c, 0xdf, 0x44, 0x21, 0, 0, 0, 0]);
+    }
+
+    /// Counts directory syncs, passing everything to `StdFs`.
+    #[derive(Debug, Default)]
+    struct DirSyncCounter(std::sync::atomic::AtomicUsize);
+
+    impl FileSystem for DirSyncCounter {
+        fn create(&self, p: &Path) -> std::io::Result<Box<dyn WritableFile>> {
+            crate::fs::StdFs.create(p)
+        }
+        fn create_new(&self, p: &Path) -> std::io::Result<Box<dyn WritableFile>> {
+            crate::fs::StdFs.create_new(p)
+        }
+        fn reopen_truncated(&self, p: &Path, len: u64) -> std::io::Result<Box<dyn WritableFile>> {
+            crate::fs::StdFs.reopen_truncated(p, len)
+        }
+        fn rename(&self, a: &Path, b: &Path) -> std::io::Result<()> {
+            crate::fs::StdFs.rename(a, b)
+        }
+        fn remove_file(&self, p: &Path) -> std::io::Result<()> {
+            crate::fs::StdFs.remove_file(p)
+        }
+        fn sync_dir(&self, d: &Path) -> std::io::Result<()> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            crate::fs::StdFs.sync_dir(d)
+        }
+        fn create_dir_all(&self, d: &Path) -> std::io::Result<()> {
+            crate::fs::StdFs.create_dir_all(d)
+        }
+        fn list_dir(&self, d: &Path) -> std::io::Result<Vec<std::ffi::OsString>> {
+            crate::fs::StdFs.list_dir(d)
+        }
+    }
+
+    #[test]
+    fn a_deferred_directory_sync_happens_at_the_first_sync_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let counter = std::sync::Arc::new(DirSyncCounter::default());
+        let fs: std::sync::Arc<dyn FileSystem> = counter.clone();
+        let syncs = || counter.0.load(std::sync::atomic::Ordering::SeqCst);
+        LogWriter::create(&*fs, &dir.path().join("000001.log")).unwrap();
+        assert_eq!(syncs(), 1, "create syncs the directory at once");
+        let mut w =
+            LogWriter::create_deferring_dir_sync(&fs, &dir.path().join("000002.log")).unwrap();
+        w.append(b"x").unwrap();
+        assert_eq!(syncs(), 1, "no directory sync before the first sync");
+        w.sync().unwrap();
+        assert_eq!(syncs(), 2);
+        w.append(b"y").unwrap();
+        w.sync().unwrap();
+        assert_eq!(syncs(), 2, "once only");
     }
 
     #[test]

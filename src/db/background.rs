@@ -54,8 +54,17 @@ impl DbInner {
             }
         }
         let number = self.next_file_number.fetch_add(1, Ordering::SeqCst);
-        // `create` syncs the directory, so the new WAL cannot vanish.
-        let wal = LogWriter::create(&**self.fs(), &filename::wal_path(&self.dir, number))?;
+        // No directory `fsync` here, on the writer's path: the new WAL's
+        // first sync (a sync write, `persist`, or the background's once a
+        // rotation closes it) syncs the directory first, so a WAL with
+        // synced records cannot vanish; until then a power loss may take
+        // it whole, and nothing in it was synced. A flush that logs this
+        // WAL as the oldest live one syncs the directory for its table
+        // before the edit, which covers this name too.
+        let wal = LogWriter::create_deferring_dir_sync(
+            self.fs(),
+            &filename::wal_path(&self.dir, number),
+        )?;
         // The old WAL's last records may still be only in the page cache:
         // the background thread syncs it (or a sync write does, first), off
         // the writer's path. A power loss before that may keep records of

@@ -28,7 +28,7 @@ struct Args {
     samples: usize,
     /// Comma-separated workloads: fillseq, fillrandom, overwrite,
     /// readrandom, readmissing, seekrandom, fillsync (= fillsync-1,
-    /// fillsync-4, fillsync-16) or one fillsync-T. Default: all.
+    /// fillsync-4, fillsync-8, fillsync-16) or one fillsync-T. Default: all.
     #[arg(long, value_delimiter = ',')]
     workloads: Option<Vec<String>>,
     /// Comma-separated engines: siftdb, fjall. Default: both.

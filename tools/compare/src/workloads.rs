@@ -20,7 +20,7 @@ use crate::engine::{self, EngineConfig, EngineKind, OpenMode, Result, KEY_LEN, V
 pub const SEEK_NEXTS: usize = 10;
 
 /// Writer thread counts of the `fillsync` workloads.
-pub const SYNC_THREADS: [usize; 3] = [1, 4, 16];
+pub const SYNC_THREADS: [usize; 4] = [1, 4, 8, 16];
 
 /// One workload, named as in db_bench.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
