@@ -15,6 +15,7 @@ use std::sync::{Arc, Barrier};
 use common::fault_fs::{FaultFs, OpKind, EIO};
 use common::pause::PauseOnce;
 use common::power_fs::{PowerFs, Unsynced};
+use siftdb::fs::{FileSystem, StdFs, WritableFile};
 use siftdb::log::read_log;
 use siftdb::sync_point::{SyncPoint, SyncPoints};
 use siftdb::write_batch::decode_batch;
@@ -72,12 +73,16 @@ struct HeldLeader {
 }
 
 fn held_leader(fs: &FaultFs) -> HeldLeader {
+    held_leader_on(fs.arc())
+}
+
+fn held_leader_on(fs: Arc<dyn FileSystem>) -> HeldLeader {
     let pause = PauseOnce::new(SyncPoint::WriteLeaderBeforeGroup);
     pause.arm();
     let queued = Arc::new(AtomicUsize::new(0));
     let (p, q) = (pause.clone(), Arc::clone(&queued));
     let mut o = Options::default();
-    o.file_system = fs.arc();
+    o.file_system = fs;
     o.sync_points = Some(SyncPoints::new(move |point| {
         if point == SyncPoint::WriteQueued {
             q.fetch_add(1, Ordering::SeqCst);
@@ -354,4 +359,96 @@ fn persist_on_a_read_only_handle_is_refused() {
         ro.write_with(batch_of(0, 0, 1), &WriteOptions { sync: true }),
         Err(Error::ReadOnly)
     ));
+}
+
+/// `StdFs`, except that WAL writes panic once `panic` is set.
+#[derive(Debug, Clone, Default)]
+struct PanickingWal {
+    panic: Arc<std::sync::atomic::AtomicBool>,
+}
+
+#[derive(Debug)]
+struct PanickingFile {
+    inner: Box<dyn WritableFile>,
+    panic: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl WritableFile for PanickingFile {
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        assert!(
+            !self.panic.load(Ordering::SeqCst),
+            "injected panic in a WAL write"
+        );
+        self.inner.write_all(buf)
+    }
+    fn sync_data(&mut self) -> std::io::Result<()> {
+        self.inner.sync_data()
+    }
+    fn sync_all(&mut self) -> std::io::Result<()> {
+        self.inner.sync_all()
+    }
+}
+
+impl FileSystem for PanickingWal {
+    fn create(&self, p: &Path) -> std::io::Result<Box<dyn WritableFile>> {
+        StdFs.create(p)
+    }
+    fn create_new(&self, p: &Path) -> std::io::Result<Box<dyn WritableFile>> {
+        Ok(Box::new(PanickingFile {
+            inner: StdFs.create_new(p)?,
+            panic: Arc::clone(&self.panic),
+        }))
+    }
+    fn reopen_truncated(&self, p: &Path, len: u64) -> std::io::Result<Box<dyn WritableFile>> {
+        StdFs.reopen_truncated(p, len)
+    }
+    fn rename(&self, a: &Path, b: &Path) -> std::io::Result<()> {
+        StdFs.rename(a, b)
+    }
+    fn remove_file(&self, p: &Path) -> std::io::Result<()> {
+        StdFs.remove_file(p)
+    }
+    fn sync_dir(&self, d: &Path) -> std::io::Result<()> {
+        StdFs.sync_dir(d)
+    }
+    fn create_dir_all(&self, d: &Path) -> std::io::Result<()> {
+        StdFs.create_dir_all(d)
+    }
+    fn list_dir(&self, d: &Path) -> std::io::Result<Vec<std::ffi::OsString>> {
+        StdFs.list_dir(d)
+    }
+}
+
+#[test]
+fn a_panic_in_a_leader_fails_its_followers_instead_of_hanging_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = PanickingWal::default();
+    let held = held_leader_on(Arc::new(fs.clone()));
+    let db = Arc::new(Db::open_with(dir.path(), held.options.clone()).unwrap());
+    const WRITERS: usize = 4;
+    let (leader, followers) = std::thread::scope(|s| {
+        let leader = {
+            let db = Arc::clone(&db);
+            s.spawn(move || db.write(batch_of(0, 0, 1)))
+        };
+        held.pause.wait_until_held();
+        let followers: Vec<_> = (1..WRITERS)
+            .map(|t| {
+                let db = Arc::clone(&db);
+                s.spawn(move || db.write(batch_of(t, 0, 1)))
+            })
+            .collect();
+        held.wait_for_queued(WRITERS);
+        fs.panic.store(true, Ordering::SeqCst);
+        held.pause.release();
+        let leader = leader.join();
+        let followers: Vec<_> = followers.into_iter().map(|f| f.join().unwrap()).collect();
+        (leader, followers)
+    });
+    assert!(leader.is_err(), "the leader's panic goes on in its thread");
+    for f in followers {
+        assert!(matches!(f, Err(Error::Background(_))), "{f:?}");
+    }
+    fs.panic.store(false, Ordering::SeqCst);
+    assert!(matches!(db.put("later", "x"), Err(Error::Background(_))));
 }

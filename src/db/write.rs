@@ -124,7 +124,19 @@ impl DbInner {
         let mut group = std::mem::take(&mut q.spare);
         take_group(&mut q.waiting, &mut group);
         drop(q);
-        let outcome = self.commit_group(&mut group);
+        // A panic inside the commit (a bug: nothing there panics on bad
+        // input) must not leave the followers waiting for an outcome and
+        // the queue led forever: they get an error, the database turns
+        // read-only, and the panic goes on in this thread.
+        let committed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.commit_group(&mut group)
+        }));
+        let panicked = committed.is_err();
+        let outcome = committed.unwrap_or_else(|_| {
+            let e = "a write panicked while committing its group".to_string();
+            self.record_bg_error(e.clone());
+            Err(Error::Background(e))
+        });
         let mut q = queue.state.lock();
         q.leading = false;
         q.last_group = group.len();
@@ -136,6 +148,10 @@ impl DbInner {
         group.clear();
         q.spare = group;
         queue.done.notify_all();
+        drop(q);
+        if panicked {
+            std::panic::resume_unwind(Box::new("a write panicked while committing its group"));
+        }
         outcome
     }
 
