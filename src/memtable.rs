@@ -7,7 +7,7 @@
 //! writes and *immutable* once frozen for flushing; both are read the same
 //! way.
 //!
-//! Each entry is one [`MemEntry`]: the internal key and the value in a
+//! Each entry is one `MemEntry`: the internal key and the value in a
 //! single allocation, with the first 8 bytes of the user key and the
 //! trailer held in the skiplist node itself. Most comparisons of a search
 //! are then decided by the inline prefix, without following a pointer to

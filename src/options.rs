@@ -96,13 +96,13 @@ pub struct Options {
     pub block_size: usize,
     /// Entries between restart points in a data block. Defaults to 16.
     pub block_restart_interval: usize,
-    /// If true, every write waits for `fdatasync` of the WAL, so it survives
-    /// power loss; if false, a write is handed to the operating system
-    /// before it returns, so it survives a process crash but not a machine
-    /// crash. The default for [`Db::write`](crate::Db::write),
-    /// [`Db::put`](crate::Db::put) and [`Db::delete`](crate::Db::delete);
-    /// [`Db::write_with`](crate::Db::write_with) chooses per write and
-    /// [`Db::persist`](crate::Db::persist) syncs on demand. Concurrent sync
+    /// If true, [`Db::write`](crate::Db::write), [`Db::put`](crate::Db::put)
+    /// and [`Db::delete`](crate::Db::delete) wait for `fdatasync` of the
+    /// WAL, so the write survives power loss; if false, a write is handed
+    /// to the operating system before it returns, so it survives a process
+    /// crash but not a machine crash.
+    /// [`Db::write_with`](crate::Db::write_with) chooses per write, whatever
+    /// this says, and [`Db::persist`](crate::Db::persist) syncs on demand. Concurrent sync
     /// writes share one `fdatasync` per group commit. Defaults to false.
     pub sync: bool,
     /// Create the database if the directory holds none. Defaults to true.

@@ -350,6 +350,23 @@ fn per_write_sync_and_persist_survive_a_power_cut() {
 }
 
 #[test]
+fn an_empty_sync_write_syncs_what_came_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    let mut o = Options::default();
+    o.file_system = fs.arc();
+    let db = Db::open_with(dir.path(), o).unwrap();
+    db.put("k", "v").unwrap();
+    let syncs = wal_ops(&fs, OpKind::Sync);
+    db.write_with(WriteBatch::new(), &WriteOptions { sync: true })
+        .unwrap();
+    assert_eq!(wal_ops(&fs, OpKind::Sync), syncs + 1, "as persist does");
+    db.write_with(WriteBatch::new(), &WriteOptions { sync: false })
+        .unwrap();
+    assert_eq!(wal_ops(&fs, OpKind::Sync), syncs + 1);
+}
+
+#[test]
 fn persist_on_a_read_only_handle_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     Db::open(dir.path()).unwrap().put("k", "v").unwrap();

@@ -336,8 +336,11 @@ impl Db {
     /// # Errors
     /// [`Error::Io`] if the WAL write or sync fails (the database then
     /// turns read-only: a partly written record must not be followed by
-    /// more); [`Error::Background`] after an earlier background failure;
-    /// [`Error::ReadOnly`] on a read-only handle (an empty batch included).
+    /// more). The batch was not applied in this process, but its record may
+    /// have reached the disk, so a reopen may show it or not, whole either
+    /// way, as for any write that did not return. [`Error::Background`]
+    /// after an earlier background failure; [`Error::ReadOnly`] on a
+    /// read-only handle (an empty batch included).
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
         self.inner.write_batch(batch, self.inner.options.sync)
     }
@@ -348,7 +351,8 @@ impl Db {
     /// whatever [`Options::sync`] says; with `sync: false` it survives a
     /// process crash. Concurrent writers are committed in groups, one WAL
     /// `write` and at most one `fdatasync` per group (DESIGN.md 11), so
-    /// sync writes from many threads share their syncs.
+    /// sync writes from many threads share their syncs. An empty batch
+    /// with `sync: true` is [`Db::persist`].
     ///
     /// ```
     /// use siftdb::{Db, WriteBatch, WriteOptions};

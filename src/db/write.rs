@@ -80,9 +80,12 @@ impl DbInner {
     /// As [`Db::write`](super::Db::write); a follower gets the error of its
     /// group (an I/O error as a copy with the same kind and message).
     pub(super) fn write_batch(&self, batch: WriteBatch, sync: bool) -> Result<()> {
-        if batch.is_empty() {
+        if batch.is_empty() && !sync {
             return self.check_writable();
         }
+        // An empty sync batch (`persist`, or `write_with` of an empty batch)
+        // logs nothing but joins a group like any write, so its sync is
+        // shared with theirs and covers every write acknowledged before.
         let queue = &self.write_queue;
         let mut q = queue.state.lock();
         let id = q.next_id;
@@ -131,12 +134,14 @@ impl DbInner {
         let committed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.commit_group(&mut group)
         }));
-        let panicked = committed.is_err();
-        let outcome = committed.unwrap_or_else(|_| {
-            let e = "a write panicked while committing its group".to_string();
-            self.record_bg_error(e.clone());
-            Err(Error::Background(e))
-        });
+        let (outcome, panic) = match committed {
+            Ok(outcome) => (outcome, None),
+            Err(panic) => {
+                let e = "a write panicked while committing its group".to_string();
+                self.record_bg_error(e.clone());
+                (Err(Error::Background(e)), Some(panic))
+            }
+        };
         let mut q = queue.state.lock();
         q.leading = false;
         q.last_group = group.len();
@@ -149,8 +154,8 @@ impl DbInner {
         q.spare = group;
         queue.done.notify_all();
         drop(q);
-        if panicked {
-            std::panic::resume_unwind(Box::new("a write panicked while committing its group"));
+        if let Some(panic) = panic {
+            std::panic::resume_unwind(panic);
         }
         outcome
     }
@@ -177,7 +182,10 @@ impl DbInner {
             w.batch.stamp(SequenceNumber(seq));
             seq += w.batch.len() as u64;
         }
-        let payloads = group.iter().map(|w| w.batch.encoded());
+        let payloads = group
+            .iter()
+            .filter(|w| !w.batch.is_empty())
+            .map(|w| w.batch.encoded());
         let logged = match ws.wal.as_mut() {
             Some(wal) => wal.append_all(payloads).and_then(|_| {
                 if sync {
@@ -239,26 +247,16 @@ impl DbInner {
         self.closed_wals.lock().push(wal);
     }
 
-    /// Makes every write acknowledged so far durable against power loss.
+    /// Makes every write acknowledged so far durable against power loss:
+    /// an empty sync write through the queue, so that it shares a group's
+    /// `fdatasync` (which also syncs the WALs rotations closed first).
     ///
     /// # Errors
     /// [`Error::ReadOnly`] on a read-only handle; [`Error::Io`] if a sync
     /// fails (the database then turns read-only); [`Error::Background`]
     /// after an earlier failure.
     pub(super) fn persist(&self) -> Result<()> {
-        // The write lock waits for a leader mid-commit: every acknowledged
-        // write is then in the current WAL or an older one.
-        let mut w = self.write.lock();
-        self.check_writable()?;
-        self.sync_closed_wals()?;
-        let synced = match w.wal.as_mut() {
-            Some(wal) => wal.sync(),
-            None => Err(Error::ReadOnly),
-        };
-        if let Err(e) = &synced {
-            self.record_bg_error(e.to_string());
-        }
-        synced
+        self.write_batch(WriteBatch::new(), true)
     }
 }
 
