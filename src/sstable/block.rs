@@ -104,6 +104,34 @@ impl<'a> Block<'a> {
         Ok(block)
     }
 
+    /// Where the restart array lies, as [`Block::new`] validated it.
+    pub(crate) fn layout(&self) -> BlockLayout {
+        BlockLayout {
+            restarts_start: self.restarts_start,
+            num_restarts: self.num_restarts,
+        }
+    }
+
+    /// The block over `contents` whose restart array `layout` describes,
+    /// without validating it again. `layout` must come from
+    /// [`Block::layout`] of a block over these same bytes (a table
+    /// iterator stepping through a block it opened, whose mapped bytes
+    /// cannot change).
+    pub(crate) fn with_layout(
+        contents: &'a [u8],
+        layout: BlockLayout,
+        file: &'a Path,
+        file_offset: u64,
+    ) -> Block<'a> {
+        Block {
+            data: contents,
+            restarts_start: layout.restarts_start,
+            num_restarts: layout.num_restarts,
+            file,
+            file_offset,
+        }
+    }
+
     /// The whole contents, restart array included.
     pub fn contents(&self) -> &'a [u8] {
         self.data
@@ -284,6 +312,14 @@ pub struct BlockIter<'a> {
     next_restart: usize,
     key: Vec<u8>,
     failed: bool,
+}
+
+/// A validated block's restart array: where it starts and how many points
+/// it has ([`Block::layout`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BlockLayout {
+    restarts_start: usize,
+    num_restarts: usize,
 }
 
 /// Where a [`BlockIter`] stands, without a borrow of the block's bytes: a

@@ -19,7 +19,7 @@ use crate::key::{
     compare_internal_keys, compare_to_seek, user_key_of, user_key_prefix, ParsedInternalKey,
     SequenceNumber, ValueType,
 };
-use crate::sstable::block::{Block, BlockPos};
+use crate::sstable::block::{Block, BlockLayout, BlockPos};
 use crate::sstable::format::{
     check_block_handle, read_block_contents, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN,
 };
@@ -389,28 +389,32 @@ impl Table {
         Ok(block)
     }
 
-    /// Reads data block `i` (checking its checksum) and returns the
-    /// position to decode it from for user keys in `lo..`: the restart
-    /// point before `lo`'s first entry, or the block's start.
+    /// Reads data block `i` (checking its checksum) and returns its
+    /// validated layout and the position to decode it from for user keys
+    /// in `lo..`: the restart point before `lo`'s first entry, or the
+    /// block's start.
     ///
     /// # Errors
     /// [`Error::Corruption`] if the block fails its checksum or does not
     /// decode.
-    fn open_block(&self, i: usize, lo: &Bound<Vec<u8>>) -> Result<BlockPos> {
+    fn open_block(&self, i: usize, lo: &Bound<Vec<u8>>) -> Result<(BlockLayout, BlockPos)> {
         let block = self.read_data_block(i)?;
-        match lo {
-            Bound::Included(l) | Bound::Excluded(l) => block.seek_pos(l),
-            Bound::Unbounded => Ok(BlockPos::default()),
-        }
+        let at = match lo {
+            Bound::Included(l) | Bound::Excluded(l) => block.seek_pos(l)?,
+            Bound::Unbounded => BlockPos::default(),
+        };
+        Ok((block.layout(), at))
     }
 
     /// The next entry of data block `i` from `at` whose user key lies in
     /// `(lo, hi)`, and the position after it; `None` at the end of the
-    /// block or past `hi`. The block's checksum was checked when it was
-    /// opened ([`Table::open_block`]); the mapped bytes cannot change.
+    /// block or past `hi`. The block's checksum and restart array were
+    /// checked when it was opened ([`Table::open_block`], which gave
+    /// `layout`); the mapped bytes cannot change.
     fn next_in_block(
         &self,
         i: usize,
+        layout: BlockLayout,
         at: BlockPos,
         lo: &Bound<Vec<u8>>,
         hi: &Bound<Vec<u8>>,
@@ -418,7 +422,7 @@ impl Table {
         let handle = self.index[i].handle;
         let start = handle.offset as usize;
         let contents = &self.mmap[start..start + handle.size as usize];
-        let block = Block::new(contents, &self.path, handle.offset)?;
+        let block = Block::with_layout(contents, layout, &self.path, handle.offset);
         let mut it = block.resume(at);
         while let Some(entry) = it.next_borrowed() {
             let (key, value) = entry?;
@@ -888,7 +892,7 @@ pub struct TableIter {
     end_block: usize,
     /// The block the front decodes one entry at a time, and where in it:
     /// a seek followed by a few `next`s copies only the entries it yields.
-    cursor: Option<(usize, BlockPos)>,
+    cursor: Option<(usize, BlockLayout, BlockPos)>,
     /// Entries of the front, in order, once the back has run out of blocks
     /// and needed the cursor's rest (see `next_back`).
     front: VecDeque<(Vec<u8>, Vec<u8>)>,
@@ -923,9 +927,10 @@ impl TableIter {
     /// needed; `None` once the front has no block left.
     fn next_from_blocks(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         loop {
-            if let Some((i, at)) = self.cursor.take() {
-                if let Some((entry, at)) = self.table.next_in_block(i, at, &self.lo, &self.hi)? {
-                    self.cursor = Some((i, at));
+            if let Some((i, layout, at)) = self.cursor.take() {
+                let next = self.table.next_in_block(i, layout, at, &self.lo, &self.hi)?;
+                if let Some((entry, at)) = next {
+                    self.cursor = Some((i, layout, at));
                     return Ok(Some(entry));
                 }
                 continue;
@@ -936,7 +941,8 @@ impl TableIter {
             let i = self.next_block;
             self.next_block += 1;
             self.counted();
-            self.cursor = Some((i, self.table.open_block(i, &self.lo)?));
+            let (layout, at) = self.table.open_block(i, &self.lo)?;
+            self.cursor = Some((i, layout, at));
         }
     }
 }
