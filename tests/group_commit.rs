@@ -107,6 +107,37 @@ impl HeldLeader {
             std::thread::yield_now();
         }
     }
+
+    /// Runs one group: `leader` writes first and is held; once `writers - 1`
+    /// followers (`follower(t)` for `t` in `1..writers`) have queued behind
+    /// it, `before_release` runs and the leader goes on. Returns the
+    /// leader's outcome (`Err` if it panicked) and the followers'.
+    fn run_group(
+        &self,
+        db: &Db,
+        writers: usize,
+        leader: impl FnOnce(&Db) -> siftdb::Result<()> + Send,
+        follower: impl Fn(usize, &Db) -> siftdb::Result<()> + Sync,
+        before_release: impl FnOnce(),
+    ) -> (
+        std::thread::Result<siftdb::Result<()>>,
+        Vec<siftdb::Result<()>>,
+    ) {
+        std::thread::scope(|s| {
+            let leader = s.spawn(|| leader(db));
+            self.pause.wait_until_held();
+            let follower = &follower;
+            let followers: Vec<_> = (1..writers)
+                .map(|t| s.spawn(move || follower(t, db)))
+                .collect();
+            self.wait_for_queued(writers);
+            before_release();
+            self.pause.release();
+            let leader = leader.join();
+            let followers = followers.into_iter().map(|f| f.join().unwrap()).collect();
+            (leader, followers)
+        })
+    }
 }
 
 #[test]
@@ -117,28 +148,22 @@ fn queued_writers_are_committed_with_one_write_and_one_sync() {
     let db = Arc::new(Db::open_with(dir.path(), held.options.clone()).unwrap());
     let (writes0, syncs0) = (wal_ops(&fs, OpKind::Write), wal_ops(&fs, OpKind::Sync));
     const WRITERS: usize = 8;
-    std::thread::scope(|s| {
-        let leader = {
-            let db = Arc::clone(&db);
-            s.spawn(move || db.write_with(batch_of(0, 0, 3), &WriteOptions { sync: true }))
-        };
-        held.pause.wait_until_held();
-        let followers: Vec<_> = (1..WRITERS)
-            .map(|t| {
-                let db = Arc::clone(&db);
-                // Followers mix sync and plain writes: the group syncs once
-                // because its leader asked.
-                let sync = t.is_multiple_of(2);
-                s.spawn(move || db.write_with(batch_of(t, 0, t), &WriteOptions { sync }))
-            })
-            .collect();
-        held.wait_for_queued(WRITERS);
-        held.pause.release();
-        leader.join().unwrap().unwrap();
-        for f in followers {
-            f.join().unwrap().unwrap();
-        }
-    });
+    let (leader, followers) = held.run_group(
+        &db,
+        WRITERS,
+        |db| db.write_with(batch_of(0, 0, 3), &WriteOptions { sync: true }),
+        // Followers mix sync and plain writes: the group syncs once because
+        // its leader asked.
+        |t, db| {
+            let sync = t.is_multiple_of(2);
+            db.write_with(batch_of(t, 0, t), &WriteOptions { sync })
+        },
+        || {},
+    );
+    leader.unwrap().unwrap();
+    for f in followers {
+        f.unwrap();
+    }
     assert_eq!(
         wal_ops(&fs, OpKind::Write) - writes0,
         1,
@@ -195,25 +220,15 @@ fn a_failed_sync_fails_every_batch_of_its_group_and_every_later_write() {
     let held = held_leader(&fs);
     let db = Arc::new(Db::open_with(dir.path(), held.options.clone()).unwrap());
     const WRITERS: usize = 6;
-    let results = std::thread::scope(|s| {
-        let leader = {
-            let db = Arc::clone(&db);
-            s.spawn(move || db.write_with(batch_of(0, 0, 1), &WriteOptions { sync: true }))
-        };
-        held.pause.wait_until_held();
-        let followers: Vec<_> = (1..WRITERS)
-            .map(|t| {
-                let db = Arc::clone(&db);
-                s.spawn(move || db.write(batch_of(t, 0, 1)))
-            })
-            .collect();
-        held.wait_for_queued(WRITERS);
-        fs.fail_next(OpKind::Sync, "log", EIO);
-        held.pause.release();
-        let mut r = vec![leader.join().unwrap()];
-        r.extend(followers.into_iter().map(|f| f.join().unwrap()));
-        r
-    });
+    let (leader, followers) = held.run_group(
+        &db,
+        WRITERS,
+        |db| db.write_with(batch_of(0, 0, 1), &WriteOptions { sync: true }),
+        |t, db| db.write(batch_of(t, 0, 1)),
+        || fs.fail_next(OpKind::Sync, "log", EIO),
+    );
+    let mut results = vec![leader.unwrap()];
+    results.extend(followers);
     // The leader reports the failed sync; each follower an I/O error of
     // the same kind (the same group).
     for (t, r) in results.iter().enumerate() {
@@ -443,25 +458,13 @@ fn a_panic_in_a_leader_fails_its_followers_instead_of_hanging_them() {
     let held = held_leader_on(Arc::new(fs.clone()));
     let db = Arc::new(Db::open_with(dir.path(), held.options.clone()).unwrap());
     const WRITERS: usize = 4;
-    let (leader, followers) = std::thread::scope(|s| {
-        let leader = {
-            let db = Arc::clone(&db);
-            s.spawn(move || db.write(batch_of(0, 0, 1)))
-        };
-        held.pause.wait_until_held();
-        let followers: Vec<_> = (1..WRITERS)
-            .map(|t| {
-                let db = Arc::clone(&db);
-                s.spawn(move || db.write(batch_of(t, 0, 1)))
-            })
-            .collect();
-        held.wait_for_queued(WRITERS);
-        fs.panic.store(true, Ordering::SeqCst);
-        held.pause.release();
-        let leader = leader.join();
-        let followers: Vec<_> = followers.into_iter().map(|f| f.join().unwrap()).collect();
-        (leader, followers)
-    });
+    let (leader, followers) = held.run_group(
+        &db,
+        WRITERS,
+        |db| db.write(batch_of(0, 0, 1)),
+        |t, db| db.write(batch_of(t, 0, 1)),
+        || fs.panic.store(true, Ordering::SeqCst),
+    );
     assert!(leader.is_err(), "the leader's panic goes on in its thread");
     for f in followers {
         assert!(matches!(f, Err(Error::Background(_))), "{f:?}");

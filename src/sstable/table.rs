@@ -928,7 +928,9 @@ impl TableIter {
     fn next_from_blocks(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         loop {
             if let Some((i, layout, at)) = self.cursor.take() {
-                let next = self.table.next_in_block(i, layout, at, &self.lo, &self.hi)?;
+                let next = self
+                    .table
+                    .next_in_block(i, layout, at, &self.lo, &self.hi)?;
                 if let Some((entry, at)) = next {
                     self.cursor = Some((i, layout, at));
                     return Ok(Some(entry));
