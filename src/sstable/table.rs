@@ -302,15 +302,9 @@ impl Table {
                 return Ok(TableGet::FilterNegative);
             }
         }
-        // Index entries whose prefix sorts below the key's have a smaller
-        // user key, and those above a larger one; only the tie needs the
-        // keys themselves.
-        let target = user_key_prefix(user_key);
-        let lo = self.index_prefixes.partition_point(|&p| p < target);
-        let tie = self.index_prefixes[lo..].partition_point(|&p| p == target);
-        let i = lo
-            + self.index[lo..lo + tie]
-                .partition_point(|e| compare_to_seek(&e.last_key, user_key, seq) == Ordering::Less);
+        let i = self.partition_index(user_key, |e| {
+            compare_to_seek(&e.last_key, user_key, seq) == Ordering::Less
+        });
         let Some(entry) = self.index.get(i) else {
             return Ok(TableGet::Searched {
                 block: None,
@@ -343,14 +337,20 @@ impl Table {
     /// front and in reverse from the back. See [`TableIter`].
     pub fn iter(self: &Arc<Self>, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> TableIter {
         let n = self.index.len();
-        let start = self
-            .index
-            .partition_point(|e| !above_lo(&lo, user_key_of(&e.last_key)));
+        let start = match &lo {
+            Bound::Included(k) | Bound::Excluded(k) => {
+                self.partition_index(k, |e| !above_lo(&lo, user_key_of(&e.last_key)))
+            }
+            Bound::Unbounded => 0,
+        };
         // Blocks before `p` end within the upper bound; block `p` may still
         // start with in-range versions, so it is the last candidate.
-        let p = self
-            .index
-            .partition_point(|e| below_hi(&hi, user_key_of(&e.last_key)));
+        let p = match &hi {
+            Bound::Included(k) | Bound::Excluded(k) => {
+                self.partition_index(k, |e| below_hi(&hi, user_key_of(&e.last_key)))
+            }
+            Bound::Unbounded => n,
+        };
         let end = (p + 1).min(n).max(start);
         TableIter {
             table: Arc::clone(self),
@@ -364,6 +364,21 @@ impl Table {
             done: false,
             block_reads: None,
         }
+    }
+
+    /// The index's partition point for `before`, a predicate on an entry's
+    /// last key that holds for every entry whose user key sorts below `key`
+    /// and fails for every one above it (what it says for `key` itself is
+    /// its own business). Entries whose prefix sorts below `key`'s have a
+    /// smaller user key, and those above a larger one
+    /// ([`user_key_prefix`]), so two bisections of the compact prefix
+    /// array leave only the entries whose prefix ties, usually none or
+    /// one, for `before` to decide.
+    fn partition_index(&self, key: &[u8], before: impl Fn(&IndexEntry) -> bool) -> usize {
+        let target = user_key_prefix(key);
+        let lo = self.index_prefixes.partition_point(|&p| p < target);
+        let tie = self.index_prefixes[lo..].partition_point(|&p| p == target);
+        lo + self.index[lo..lo + tie].partition_point(before)
     }
 
     /// Data block `i` of the index, its checksum verified the first time
@@ -1095,6 +1110,29 @@ mod tests {
             absent.push(0);
             if !users.contains(&absent) {
                 assert_eq!(found(&t, &absent, u64::MAX >> 8), None, "{absent:?}");
+            }
+        }
+        // Range bounds whose prefixes tie with many blocks' keys pick the
+        // same blocks: every scan yields exactly the entries in range.
+        let t = Arc::new(t);
+        for (a, b) in [(10, 200), (0, 3), (290, users.len() - 1), (150, 151)] {
+            for (lo, hi) in [
+                (
+                    Bound::Included(users[a].clone()),
+                    Bound::Excluded(users[b].clone()),
+                ),
+                (
+                    Bound::Excluded(users[a].clone()),
+                    Bound::Included(users[b].clone()),
+                ),
+            ] {
+                let expected: Vec<_> = entries
+                    .iter()
+                    .filter(|(k, _)| above_lo(&lo, user_key_of(k)) && below_hi(&hi, user_key_of(k)))
+                    .cloned()
+                    .collect();
+                let got: Vec<_> = t.iter(lo.clone(), hi.clone()).map(|r| r.unwrap()).collect();
+                assert_eq!(got, expected, "{a}..{b}");
             }
         }
     }
