@@ -46,8 +46,8 @@ pub use db::{Db, LiveFile, RecoveryReport, Snapshot, WalReplay};
 pub use error::{Error, Result};
 pub use iter::DbIterator;
 pub use key::{InternalKey, SequenceNumber, ValueType};
-pub use options::{CompactionStyle, Options, WriteOptions};
-pub use stats::{LevelStats, Stats};
+pub use options::{CompactionStyle, Options, TableReads, WriteOptions};
+pub use stats::{LevelStats, MemoryUsage, Stats};
 pub use version::filter_memory::{FilterMemory, LevelFilterMemory};
 pub use write_batch::WriteBatch;
 

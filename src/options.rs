@@ -96,6 +96,11 @@ pub struct Options {
     pub block_size: usize,
     /// Entries between restart points in a data block. Defaults to 16.
     pub block_restart_interval: usize,
+    /// How point lookups read SSTable data blocks: through each table's
+    /// memory map, or with `pread` into a bounded block cache (DESIGN.md
+    /// 3.3 measures both). Scans read through the maps either way.
+    /// Defaults to [`TableReads::Mapped`].
+    pub table_reads: TableReads,
     /// If true, [`Db::write`](crate::Db::write), [`Db::put`](crate::Db::put)
     /// and [`Db::delete`](crate::Db::delete) wait for `fdatasync` of the
     /// WAL, so the write survives power loss; if false, a write is handed
@@ -165,6 +170,7 @@ impl Default for Options {
             prefix_extractor: None,
             block_size: 4 << 10,
             block_restart_interval: 16,
+            table_reads: TableReads::Mapped,
             sync: false,
             create_if_missing: true,
             error_if_exists: false,
@@ -198,6 +204,11 @@ impl Options {
         }
         if self.block_restart_interval == 0 {
             return bad("block_restart_interval must be at least 1");
+        }
+        if let TableReads::Cached { capacity } = self.table_reads {
+            if capacity < 64 << 10 {
+                return bad("table_reads: a block cache needs at least 64 KiB");
+            }
         }
         if self.bits_per_key > 64 {
             return bad("bits_per_key must be at most 64");
@@ -238,6 +249,33 @@ impl Options {
         }
         Ok(())
     }
+}
+
+/// How point lookups read SSTable data blocks (`Options::table_reads`;
+/// DESIGN.md 3.3).
+///
+/// ```
+/// let mut o = siftdb::Options::default();
+/// o.table_reads = siftdb::TableReads::Cached { capacity: 64 << 20 };
+/// assert!(o.validate().is_ok());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableReads {
+    /// Through each table's read-only memory map: blocks come from the
+    /// kernel's page cache, which holds what memory allows and which the
+    /// kernel reclaims under pressure; nothing is copied. A table needs no
+    /// open file descriptor.
+    Mapped,
+    /// With one `pread` per block missing from a [`BlockCache`] of
+    /// `capacity` bytes (contents plus about 96 bytes per block) that the
+    /// database owns and counts (`Stats::memory`); a table keeps a file
+    /// descriptor from its first cached read on.
+    ///
+    /// [`BlockCache`]: crate::sstable::block_cache::BlockCache
+    Cached {
+        /// Capacity in bytes; at least 64 KiB.
+        capacity: usize,
+    },
 }
 
 /// How one write is made durable, for [`Db::write_with`](crate::Db::write_with).

@@ -84,6 +84,53 @@ pub struct Stats {
     /// and the expected false positives of an absent-key lookup against
     /// the same memory spread uniformly or optimally.
     pub filter_memory: FilterMemory,
+    /// Memory the database holds now, by part.
+    pub memory: MemoryUsage,
+}
+
+/// Memory a database holds, in bytes, by part (`Stats::memory`). Table
+/// data read through memory maps (scans, and point lookups with
+/// [`crate::TableReads::Mapped`]) is not here: it is the kernel's page
+/// cache, which the kernel may reclaim at any time and which siftdb does
+/// not own (DESIGN.md 3.3).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MemoryUsage {
+    /// Filter and prefix filter blocks of the current version's tables,
+    /// copied into memory when each table opened, so that a filter probe
+    /// never waits on the disk ([`crate::sstable::TableMemory::filters`]).
+    pub pinned_filters: u64,
+    /// Decoded index blocks of the current version's tables
+    /// ([`crate::sstable::TableMemory::index`]).
+    pub pinned_indexes: u64,
+    /// The active and immutable memtables, as their approximate sizes
+    /// count them (keys, values and a per-entry overhead).
+    pub memtables: u64,
+    /// Bytes charged to the block cache now (contents plus a per-block
+    /// overhead; at most `block_cache_capacity`); 0 without one.
+    pub block_cache: u64,
+    /// The block cache's capacity ([`crate::TableReads::Cached`]); 0
+    /// without one.
+    pub block_cache_capacity: u64,
+}
+
+impl MemoryUsage {
+    /// What the tables of `v` hold (memtables 0).
+    pub(crate) fn of_version(v: &Version) -> MemoryUsage {
+        let mut m = MemoryUsage::default();
+        for (_, f) in v.files() {
+            let t = f.table.memory();
+            m.pinned_filters += t.filters;
+            m.pinned_indexes += t.index;
+        }
+        m
+    }
+
+    /// The sum of the parts held now (the block cache by what it holds,
+    /// not its capacity).
+    pub fn total(&self) -> u64 {
+        self.pinned_filters + self.pinned_indexes + self.memtables + self.block_cache
+    }
 }
 
 impl Stats {
@@ -240,13 +287,14 @@ impl Counters {
         }
     }
 
-    /// The counters plus the shape and the lifetime totals `(user bytes
-    /// flushed, table bytes written)`.
+    /// The counters plus the shape, the lifetime totals `(user bytes
+    /// flushed, table bytes written)` and the memory held.
     pub(crate) fn snapshot(
         &self,
         levels: Vec<LevelStats>,
         filter_memory: FilterMemory,
         totals: (u64, u64),
+        memory: MemoryUsage,
     ) -> Stats {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         Stats {
@@ -275,6 +323,7 @@ impl Counters {
             prefix_negatives: l(&self.prefix_negatives),
             levels,
             filter_memory,
+            memory,
         }
     }
 }

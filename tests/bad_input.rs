@@ -179,6 +179,13 @@ fn misuse_of_options_and_calls_is_invalid_argument() {
     bad.block_size = 0;
     let err = refused_without_changes(dir.path(), || Db::open_with(dir.path(), bad));
     assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
+    let mut bad = Options::default();
+    bad.table_reads = siftdb::TableReads::Cached { capacity: 1000 };
+    let err = refused_without_changes(dir.path(), || Db::open_with(dir.path(), bad));
+    assert!(
+        matches!(&err, Error::InvalidArgument(m) if m.contains("64 KiB")),
+        "{err:?}"
+    );
 
     let db = open(dir.path(), &small_options());
     assert!(matches!(

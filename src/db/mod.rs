@@ -31,7 +31,8 @@ use crate::iter::DbIterator;
 use crate::key::SequenceNumber;
 use crate::log::LogWriter;
 use crate::memtable::MemTable;
-use crate::stats::{Counters, GetCounts, LevelStats, Stats};
+use crate::sstable::block_cache::BlockCache;
+use crate::stats::{Counters, GetCounts, LevelStats, MemoryUsage, Stats};
 use crate::sync_point::{self, SyncPoint};
 use crate::version::edit::VersionEdit;
 use crate::version::filter_memory::FilterMemory;
@@ -48,6 +49,20 @@ pub(crate) struct SuperVersion {
     pub mem: Arc<MemTable>,
     pub imms: Vec<Arc<MemTable>>,
     pub version: Arc<Version>,
+}
+
+/// What the tables and memtables of `sv` hold in memory.
+fn memory_usage(sv: &SuperVersion, cache: Option<&BlockCache>) -> MemoryUsage {
+    let mut m = MemoryUsage::of_version(&sv.version);
+    if let Some(c) = cache {
+        m.block_cache_capacity = c.capacity() as u64;
+        m.block_cache = c.used() as u64;
+    }
+    m.memtables = std::iter::once(&sv.mem)
+        .chain(&sv.imms)
+        .map(|mem| mem.approximate_size() as u64)
+        .sum();
+    m
 }
 
 /// State owned by the (single) writer.
@@ -120,6 +135,9 @@ struct DbInner {
     closed_wals: Mutex<Vec<LogWriter>>,
     versions: Mutex<VersionState>,
     current: RwLock<Arc<SuperVersion>>,
+    /// The data-block cache of point lookups, with
+    /// [`crate::TableReads::Cached`].
+    block_cache: Option<Arc<BlockCache>>,
     /// Largest sequence number whose batch is fully in a memtable: the
     /// view a new read gets.
     visible_seq: AtomicU64,
@@ -400,7 +418,13 @@ impl Db {
         check_lengths(key.len(), 0)?;
         let (sv, seq) = self.inner.view();
         let mut counts = GetCounts::default();
-        let r = get_from(&sv, key, seq, &mut counts);
+        let r = get_from(
+            &sv,
+            key,
+            seq,
+            self.inner.block_cache.as_deref(),
+            &mut counts,
+        );
         self.inner.counters.add_get(&counts);
         r
     }
@@ -609,7 +633,10 @@ impl Db {
         let vs = self.inner.versions.lock();
         let totals = (vs.user_bytes_flushed, vs.table_bytes_written);
         drop(vs);
-        self.inner.counters.snapshot(levels, filters, totals)
+        let memory = memory_usage(&sv, self.inner.block_cache.as_deref());
+        self.inner
+            .counters
+            .snapshot(levels, filters, totals, memory)
     }
 
     /// The database directory.
@@ -705,7 +732,13 @@ impl Snapshot {
         check_lengths(key.len(), 0)?;
         let sv = self.inner.current.read().clone();
         let mut counts = GetCounts::default();
-        let r = get_from(&sv, key, self.seq, &mut counts);
+        let r = get_from(
+            &sv,
+            key,
+            self.seq,
+            self.inner.block_cache.as_deref(),
+            &mut counts,
+        );
         self.inner.counters.add_get(&counts);
         r
     }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::filter::{hash_key, KeyHash, PrefixExtractor};
 use crate::iter::{DbIterator, EntrySource};
 use crate::key::{SequenceNumber, ValueType};
+use crate::sstable::block_cache::BlockCache;
 use crate::sstable::TableGet;
 use crate::stats::{Counters, GetCounts};
 use crate::version::set::TableFile;
@@ -15,11 +16,13 @@ use crate::Result;
 
 use super::SuperVersion;
 
-/// Point lookup in one super-version at sequence `seq`.
+/// Point lookup in one super-version at sequence `seq`, reading data
+/// blocks through `cache` if the database has one.
 pub(super) fn get_from(
     sv: &SuperVersion,
     key: &[u8],
     seq: SequenceNumber,
+    cache: Option<&BlockCache>,
     c: &mut GetCounts,
 ) -> Result<Option<Vec<u8>>> {
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
@@ -30,7 +33,7 @@ pub(super) fn get_from(
     }
     let hash = hash_key(key);
     for f in &sv.version.levels[0] {
-        if let Some(answer) = probe(f, key, seq, hash, c)? {
+        if let Some(answer) = probe(f, key, seq, hash, cache, c)? {
             return Ok(answer);
         }
     }
@@ -40,7 +43,7 @@ pub(super) fn get_from(
         let i = files.partition_point(|f| f.largest_user_key() < key);
         match files.get(i) {
             Some(f) => {
-                if let Some(answer) = probe(f, key, seq, hash, c)? {
+                if let Some(answer) = probe(f, key, seq, hash, cache, c)? {
                     return Ok(answer);
                 }
             }
@@ -58,10 +61,11 @@ fn probe(
     key: &[u8],
     seq: SequenceNumber,
     hash: KeyHash,
+    cache: Option<&BlockCache>,
     c: &mut GetCounts,
 ) -> Result<Option<Option<Vec<u8>>>> {
     let has_filter = f.table.has_filter();
-    match f.table.get(key, seq, hash)? {
+    match f.table.get_cached(key, seq, hash, cache)? {
         TableGet::OutOfRange => {
             c.range_skips += 1;
             Ok(None)

@@ -15,6 +15,7 @@ use crate::fs::FileSystem;
 use crate::key::SequenceNumber;
 use crate::log::{LogReader, LogWriter, TornTail};
 use crate::memtable::MemTable;
+use crate::sstable::block_cache::BlockCache;
 use crate::stats::Counters;
 use crate::util::file::{check_regular, open_regular};
 use crate::version::edit::VersionEdit;
@@ -689,9 +690,14 @@ pub(super) fn recover(
         }
         (Some(wal), vs, Arc::new(mem))
     };
+    let block_cache = match options.table_reads {
+        crate::TableReads::Mapped => None,
+        crate::TableReads::Cached { capacity } => Some(Arc::new(BlockCache::new(capacity))),
+    };
     let inner = Arc::new(DbInner {
         dir,
         options,
+        block_cache,
         read_only,
         write: Mutex::new(WriteState {
             wal,

@@ -13,7 +13,7 @@ use crate::fs::StdFs;
 use crate::key::SequenceNumber;
 use crate::log::TornTail;
 use crate::memtable::MemTable;
-use crate::stats::Counters;
+use crate::stats::{Counters, MemoryUsage};
 use crate::version::set::{ReplayedState, TableFile, Version};
 use crate::{LevelStats, Result, Stats};
 
@@ -142,15 +142,23 @@ impl DbSnapshot {
     /// What [`crate::Db::stats`] reports for this state: per-level shape
     /// (sizes as the manifest records them) and the lifetime totals of
     /// manifest tags 7 and 8, so that [`Stats::write_amplification`]
-    /// applies, and the filter memory (with no budget: options are not
-    /// stored). The event counters are 0: nothing was read through a `Db`.
+    /// applies, the filter memory (with no budget: options are not
+    /// stored) and the memory its open tables hold (no memtables: the WAL
+    /// is not replayed). The event counters are 0: nothing was read
+    /// through a `Db`.
     pub fn stats(&self) -> Stats {
         let totals = (
             self.state.user_bytes_flushed,
             self.state.table_bytes_written,
         );
         let filters = crate::version::filter_memory::FilterMemory::of(&self.version, None);
-        Counters::default().snapshot(LevelStats::of_version(&self.version), filters, totals)
+        let memory = MemoryUsage::of_version(&self.version);
+        Counters::default().snapshot(
+            LevelStats::of_version(&self.version),
+            filters,
+            totals,
+            memory,
+        )
     }
 }
 

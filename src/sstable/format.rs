@@ -336,9 +336,40 @@ pub fn read_block_contents<'a>(
     // Both fit in usize: they are bounded by `limit <= file_bytes.len()`.
     let start = handle.offset as usize;
     let end = start + handle.size as usize;
-    let contents = &file_bytes[start..end];
+    verify_block(
+        &file_bytes[start..end + BLOCK_TRAILER_LEN],
+        handle,
+        path,
+        what,
+    )
+}
+
+/// Checks the CRC of a block read whole with its trailer (`bytes` is
+/// `handle.size + 4` bytes long) and returns its contents.
+///
+/// # Errors
+/// [`Error::Corruption`] at `handle.offset` if `bytes` has the wrong
+/// length or the checksum does not match.
+pub fn verify_block<'a>(
+    bytes: &'a [u8],
+    handle: BlockHandle,
+    path: &Path,
+    what: &str,
+) -> Result<&'a [u8]> {
+    let size = handle.size as usize;
+    if bytes.len() != size + BLOCK_TRAILER_LEN {
+        return Err(Error::corruption(
+            path,
+            handle.offset,
+            format!(
+                "{what} block {handle}: read {} bytes with its trailer",
+                bytes.len()
+            ),
+        ));
+    }
+    let (contents, trailer) = bytes.split_at(size);
     let mut t = [0u8; BLOCK_TRAILER_LEN];
-    t.copy_from_slice(&file_bytes[end..end + BLOCK_TRAILER_LEN]);
+    t.copy_from_slice(trailer);
     let stored = u32::from_le_bytes(t);
     let actual = crc32(contents);
     if stored != actual {

@@ -4,7 +4,12 @@
 //!   [`Footer`] and checksum verification.
 //! * [`block_builder`] / [`block`]: the prefix-compressed block format used
 //!   for data, index and properties blocks.
+//! * [`block_cache`]: [`BlockCache`](block_cache::BlockCache), the bounded
+//!   cache of data blocks read with `pread` (`TableReads::Cached`).
 //! * [`properties`]: [`TableProperties`], the per-table statistics block.
+//! * [`residency`]: how a table reads its map when the page cache does not
+//!   hold it (random advice, whole-block requests while cold, scan
+//!   readahead).
 //! * [`table_builder`]: [`TableBuilder`] writes a table.
 //! * [`table`]: [`Table`] reads one over a memory map: point lookups
 //!   (key-range check → filter → index → one data block) and double-ended
@@ -15,8 +20,10 @@
 
 pub mod block;
 pub mod block_builder;
+pub mod block_cache;
 pub mod format;
 pub mod properties;
+pub mod residency;
 pub mod table;
 pub mod table_builder;
 
@@ -24,5 +31,5 @@ pub use block::{Block, BlockIter};
 pub use block_builder::BlockBuilder;
 pub use format::{BlockHandle, Footer};
 pub use properties::{PrefixFilterProperties, TableProperties};
-pub use table::{IndexEntry, MappedTable, Table, TableBlocks, TableGet, TableIter};
+pub use table::{IndexEntry, MappedTable, Table, TableBlocks, TableGet, TableIter, TableMemory};
 pub use table_builder::{TableBuilder, TableOptions, TableSummary};

@@ -4,13 +4,17 @@
 
 use std::cmp::Ordering;
 use std::collections::VecDeque;
-use std::ops::{Bound, Range};
+use std::fs::File;
+use std::ops::Bound;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
-use memmap2::Mmap;
+use memmap2::{Advice, Mmap};
 
+use crate::util::aligned::AlignedBytes;
 use crate::util::file::open_regular;
 
 use crate::error::{Error, IoContext, Result};
@@ -20,10 +24,13 @@ use crate::key::{
     SequenceNumber, ValueType,
 };
 use crate::sstable::block::{Block, BlockLayout, BlockPos};
+use crate::sstable::block_cache::{BlockCache, BlockKey};
 use crate::sstable::format::{
-    check_block_handle, read_block_contents, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN,
+    check_block_handle, read_block_contents, verify_block, BlockHandle, Footer, BLOCK_TRAILER_LEN,
+    FOOTER_LEN,
 };
 use crate::sstable::properties::TableProperties;
+use crate::sstable::residency::{ColdHint, ScanReadahead};
 use crate::util::coding::Decoder;
 
 /// One index entry: a data block and the last internal key in it.
@@ -33,6 +40,18 @@ pub struct IndexEntry {
     pub last_key: Vec<u8>,
     /// Where the block is.
     pub handle: BlockHandle,
+}
+
+/// What an open [`Table`] holds in memory that siftdb allocated (the
+/// mapped file is the kernel's page cache, not counted here), in bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TableMemory {
+    /// The filter and prefix filter blocks, copied out of the map at open
+    /// (cache-line padding included).
+    pub filters: u64,
+    /// The decoded index: its entries with their keys' heap bytes, the
+    /// index-key prefixes and the verified-block bitmap.
+    pub index: u64,
 }
 
 /// The outcome of [`Table::get`], telling the caller both the answer and
@@ -83,13 +102,22 @@ pub struct Table {
     /// trusts the blocks it holds (DESIGN.md 3).
     verified: Box<[AtomicU64]>,
     properties: TableProperties,
-    /// Byte range of the filter in the map, if the table has a filter.
-    filter: Option<Range<usize>>,
+    /// The filter block's contents, copied out of the map at open: filter
+    /// bytes live in memory siftdb owns and counts
+    /// ([`Table::pinned_bytes`]), so a lookup's filter probe never waits
+    /// on the disk, however little of the map the page cache holds.
+    filter: Option<AlignedBytes>,
     /// The policy that reads the filter (and the prefix filter), if its
     /// name is known.
     filter_policy: Option<Arc<dyn FilterPolicy>>,
-    /// Byte range of the prefix filter in the map, if the table has one.
-    prefix_filter: Option<Range<usize>>,
+    /// The prefix filter block's contents, copied as `filter` is.
+    prefix_filter: Option<AlignedBytes>,
+    /// Whether recent block reads waited on the disk, so that the next
+    /// ones ask for their whole block in one request.
+    cold: ColdHint,
+    /// The file, opened by the first read through a block cache
+    /// ([`Table::get_cached`]); mapped reads need no descriptor.
+    file: OnceLock<File>,
 }
 
 impl std::fmt::Debug for Table {
@@ -136,16 +164,14 @@ impl Table {
         let filter = if footer.filter.is_null() {
             None
         } else {
-            read_block_contents(bytes, footer.filter, footer_start, path, "filter")?;
-            // In range: checked by read_block_contents.
-            let start = footer.filter.offset as usize;
-            Some(start..start + footer.filter.size as usize)
+            let contents = read_block_contents(bytes, footer.filter, footer_start, path, "filter")?;
+            Some(AlignedBytes::copy(contents, footer.filter.offset))
         };
         let prefix_filter = match &properties.prefix_filter {
             Some(pf) => {
-                read_block_contents(bytes, pf.handle, footer_start, path, "prefix filter")?;
-                let start = pf.handle.offset as usize;
-                Some(start..start + pf.handle.size as usize)
+                let contents =
+                    read_block_contents(bytes, pf.handle, footer_start, path, "prefix filter")?;
+                Some(AlignedBytes::copy(contents, pf.handle.offset))
             }
             None => None,
         };
@@ -179,6 +205,9 @@ impl Table {
             None => None,
         };
         let index_prefixes = index_prefixes(&index);
+        // Lookups read single blocks at random: a fault should read its
+        // page, not a readahead window (DESIGN.md 3.3). Advice only.
+        let _ = mmap.advise(Advice::Random);
         let verified = (0..index.len().div_ceil(64))
             .map(|_| AtomicU64::new(0))
             .collect();
@@ -194,6 +223,8 @@ impl Table {
             filter,
             filter_policy,
             prefix_filter,
+            cold: ColdHint::default(),
+            file: OnceLock::new(),
         })
     }
 
@@ -207,8 +238,7 @@ impl Table {
             return None;
         }
         let policy = self.filter_policy.as_ref()?;
-        let range = self.prefix_filter.clone()?;
-        Some(policy.may_match(&self.mmap[range], hash))
+        Some(policy.may_match(self.prefix_filter.as_ref()?.bytes(), hash))
     }
 
     /// `len` bytes of the file from `offset`, if they lie inside it (for
@@ -219,9 +249,27 @@ impl Table {
         self.mmap.get(start..end)
     }
 
+    /// Bytes of memory this open table holds beyond its map: its filter
+    /// copies and its decoded index (see [`TableMemory`]).
+    pub fn memory(&self) -> TableMemory {
+        let copies = self.filter.iter().chain(&self.prefix_filter);
+        let index = self.index.capacity() * std::mem::size_of::<IndexEntry>()
+            + self
+                .index
+                .iter()
+                .map(|e| e.last_key.capacity())
+                .sum::<usize>()
+            + self.index_prefixes.capacity() * std::mem::size_of::<u128>()
+            + self.verified.len() * std::mem::size_of::<AtomicU64>();
+        TableMemory {
+            filters: copies.map(AlignedBytes::allocated).sum::<usize>() as u64,
+            index: index as u64,
+        }
+    }
+
     /// The prefix filter block's bytes, if the table has one.
     pub fn prefix_filter_bytes(&self) -> Option<&[u8]> {
-        self.prefix_filter.clone().map(|r| &self.mmap[r])
+        self.prefix_filter.as_ref().map(AlignedBytes::bytes)
     }
 
     /// The table's properties.
@@ -237,7 +285,7 @@ impl Table {
     /// The filter block's bytes, if the table has one (whether or not its
     /// policy is known to this build).
     pub fn filter_bytes(&self) -> Option<&[u8]> {
-        self.filter.clone().map(|r| &self.mmap[r])
+        self.filter.as_ref().map(AlignedBytes::bytes)
     }
 
     /// True if [`Table::get`] consults this table's filter: the table has a
@@ -293,12 +341,31 @@ impl Table {
     /// [`Error::Corruption`] if the data block fails its checksum or does
     /// not decode.
     pub fn get(&self, user_key: &[u8], seq: SequenceNumber, hash: KeyHash) -> Result<TableGet> {
+        self.get_cached(user_key, seq, hash, None)
+    }
+
+    /// As [`Table::get`], but with a `cache`, the data block comes from it,
+    /// or on a miss is read with one `pread` (the file is opened on the
+    /// first such read and kept), checksummed and inserted: a block that
+    /// fails its checksum is never cached. Without, it is read through the
+    /// map.
+    ///
+    /// # Errors
+    /// As [`Table::get`]; [`Error::Io`] if the file cannot be opened or
+    /// read.
+    pub fn get_cached(
+        &self,
+        user_key: &[u8],
+        seq: SequenceNumber,
+        hash: KeyHash,
+        cache: Option<&BlockCache>,
+    ) -> Result<TableGet> {
         let p = &self.properties;
         if user_key < p.smallest_user_key.as_slice() || user_key > p.largest_user_key.as_slice() {
             return Ok(TableGet::OutOfRange);
         }
-        if let (Some(policy), Some(range)) = (&self.filter_policy, &self.filter) {
-            if !policy.may_match(&self.mmap[range.clone()], hash) {
+        if let (Some(policy), Some(filter)) = (&self.filter_policy, &self.filter) {
+            if !policy.may_match(filter.bytes(), hash) {
                 return Ok(TableGet::FilterNegative);
             }
         }
@@ -312,7 +379,14 @@ impl Table {
             });
         };
         let handle = entry.handle;
-        let block = self.read_data_block(i)?;
+        let cached;
+        let block = match cache {
+            Some(cache) => {
+                cached = self.cached_block(cache, handle)?;
+                Block::new(&cached, &self.path, handle.offset)?
+            }
+            None => self.read_data_block(i)?,
+        };
         let found = match block.seek(user_key, seq)? {
             Some((key, value)) if user_key_of(&key) == user_key => {
                 let parsed = ParsedInternalKey::parse(&key).ok_or_else(|| {
@@ -363,6 +437,7 @@ impl Table {
             back: VecDeque::new(),
             done: false,
             block_reads: None,
+            readahead: ScanReadahead::default(),
         }
     }
 
@@ -389,19 +464,76 @@ impl Table {
     /// restart array does not decode.
     fn read_data_block(&self, i: usize) -> Result<Block<'_>> {
         let handle = self.index[i].handle;
+        if self.cold.take() {
+            self.will_need(handle.offset, handle.size + BLOCK_TRAILER_LEN as u64);
+        }
+        let started = ColdHint::should_time().then(Instant::now);
         let (word, bit) = (&self.verified[i / 64], 1u64 << (i % 64));
-        if word.load(AtomicOrdering::Relaxed) & bit != 0 {
+        let block = if word.load(AtomicOrdering::Relaxed) & bit != 0 {
             // In bounds: checked by the read that set the bit.
             let start = handle.offset as usize;
-            return Block::new(
+            Block::new(
                 &self.mmap[start..start + handle.size as usize],
                 &self.path,
                 handle.offset,
-            );
+            )?
+        } else {
+            let block = self.read_block(handle)?;
+            word.fetch_or(bit, AtomicOrdering::Relaxed);
+            block
+        };
+        if let Some(started) = started {
+            self.cold.record(started.elapsed());
         }
-        let block = self.read_block(handle)?;
-        word.fetch_or(bit, AtomicOrdering::Relaxed);
         Ok(block)
+    }
+
+    /// The data block at `handle` from `cache`, or read from the file with
+    /// `pread`, checksummed and cached.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the file cannot be opened or read;
+    /// [`Error::Corruption`] if the block fails its checksum (it is then
+    /// not cached).
+    fn cached_block(&self, cache: &BlockCache, handle: BlockHandle) -> Result<Arc<[u8]>> {
+        let key = BlockKey {
+            file_number: self.file_number,
+            offset: handle.offset,
+        };
+        if let Some(block) = cache.get(key) {
+            return Ok(block);
+        }
+        let file = match self.file.get() {
+            Some(f) => f,
+            None => {
+                let f =
+                    open_regular(&self.path).context(|| format!("open {}", self.path.display()))?;
+                self.file.get_or_init(|| f)
+            }
+        };
+        // In range of the file: the index was checked against it at open.
+        let mut buf = vec![0u8; handle.size as usize + BLOCK_TRAILER_LEN];
+        file.read_exact_at(&mut buf, handle.offset)
+            .context(|| format!("read {} at {}", self.path.display(), handle.offset))?;
+        verify_block(&buf, handle, &self.path, "data")?;
+        buf.truncate(handle.size as usize);
+        let block: Arc<[u8]> = Arc::from(buf);
+        cache.insert(key, Arc::clone(&block));
+        Ok(block)
+    }
+
+    /// Asks the kernel to read `len` bytes of the file from `offset` into
+    /// the page cache now, in one request (`MADV_WILLNEED`; see
+    /// [`residency`](super::residency)). Advice only: a failure is ignored.
+    fn will_need(&self, offset: u64, len: u64) {
+        let Ok(start) = usize::try_from(offset) else {
+            return;
+        };
+        let len = usize::try_from(len).unwrap_or(usize::MAX);
+        let len = len.min(self.mmap.len().saturating_sub(start));
+        if len > 0 {
+            let _ = self.mmap.advise_range(Advice::WillNeed, start, len);
+        }
     }
 
     /// Reads data block `i` (checking its checksum) and returns its
@@ -915,6 +1047,8 @@ pub struct TableIter {
     done: bool,
     /// Counts every data block the iterator reads, if set.
     block_reads: Option<Arc<AtomicU64>>,
+    /// The front's readahead, once it reads block after block.
+    readahead: ScanReadahead,
 }
 
 impl TableIter {
@@ -958,6 +1092,11 @@ impl TableIter {
             let i = self.next_block;
             self.next_block += 1;
             self.counted();
+            let offset = self.table.index[i].handle.offset;
+            let data_end = data_limit(&self.table.footer);
+            if let Some((start, len)) = self.readahead.on_block(offset, data_end) {
+                self.table.will_need(start, len);
+            }
             let (layout, at) = self.table.open_block(i, &self.lo)?;
             self.cursor = Some((i, layout, at));
         }
@@ -1064,6 +1203,140 @@ mod tests {
             TableGet::Searched { entry, .. } => entry.map(|(s, vt, v)| (s.0, vt, v)),
             _ => None,
         }
+    }
+
+    /// The filter lives in memory the table owns, not in the map, and
+    /// keeps the cache-line placement its builder gave it in the file (a
+    /// blocked Bloom filter's blocks start on a line).
+    #[test]
+    fn the_filter_is_copied_out_of_the_map_at_its_file_alignment() {
+        let dir = tempfile::tempdir().unwrap();
+        let entries: Vec<_> = (0..500u32)
+            .map(|i| {
+                (
+                    ik(format!("k{i:05}").as_bytes(), 1, ValueType::Value),
+                    vec![7; 20],
+                )
+            })
+            .collect();
+        let mut o = opts(512, 16, false);
+        o.filter_policy = Some(Arc::new(crate::filter::BlockedBloomPolicy::new(10.0)));
+        let t = Table::open(&build(dir.path(), "f.sst", o, &entries), 1).unwrap();
+        let filter = t.filter_bytes().unwrap();
+        let h = t.footer().filter;
+        assert_eq!(filter, t.map_bytes(h.offset, h.size).unwrap());
+        let map = t.map_bytes(0, t.file_size()).unwrap().as_ptr_range();
+        assert!(!map.contains(&filter.as_ptr()), "the filter is a copy");
+        assert_eq!(filter.as_ptr() as usize % 64, (h.offset % 64) as usize);
+        assert_eq!(filter.as_ptr() as usize % 64, 56, "blocks on cache lines");
+        let m = t.memory();
+        assert!((h.size..h.size + 64).contains(&m.filters), "{m:?}");
+        assert!(m.index > 0);
+        // Probes read the copy.
+        assert_eq!(found(&t, b"k00042", 9).unwrap().2, vec![7; 20]);
+        assert_eq!(get(&t, b"k00042x", 9), TableGet::FilterNegative);
+    }
+
+    /// Lookups through a block cache answer as mapped ones do; the first
+    /// read of a block fills the cache, the next one of it does not grow it.
+    #[test]
+    fn cached_lookups_answer_as_mapped_ones_and_fill_the_cache_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let entries: Vec<_> = (0..2000u32)
+            .map(|i| {
+                (
+                    ik(format!("k{i:05}").as_bytes(), 1, ValueType::Value),
+                    vec![i as u8; 30],
+                )
+            })
+            .collect();
+        let t = Table::open(&build(dir.path(), "b.sst", opts(512, 8, true), &entries), 1).unwrap();
+        let cache = BlockCache::new(1 << 20);
+        let get_c = |k: &[u8]| {
+            t.get_cached(k, SequenceNumber(9), hash_key(k), Some(&cache))
+                .unwrap()
+        };
+        for i in (0..2000u32).step_by(3) {
+            let k = format!("k{i:05}");
+            assert_eq!(get_c(k.as_bytes()), get(&t, k.as_bytes(), 9), "{k}");
+            let absent = format!("{k}x");
+            assert_eq!(get_c(absent.as_bytes()), get(&t, absent.as_bytes(), 9));
+        }
+        let cached = cache.len();
+        assert!(cached > 10 && cached <= t.index().len(), "{cached}");
+        for i in (0..2000u32).step_by(3) {
+            get_c(format!("k{i:05}").as_bytes());
+        }
+        assert_eq!(cache.len(), cached, "every block was already cached");
+    }
+
+    /// A block that fails its checksum on a cached read is reported, every
+    /// time, and never cached; its neighbours still are.
+    #[test]
+    fn a_corrupted_block_is_not_cached() {
+        let dir = tempfile::tempdir().unwrap();
+        let entries: Vec<_> = (0..2000u32)
+            .map(|i| {
+                (
+                    ik(format!("k{i:05}").as_bytes(), 1, ValueType::Value),
+                    vec![i as u8; 30],
+                )
+            })
+            .collect();
+        let path = build(dir.path(), "x.sst", opts(512, 8, true), &entries);
+        let t = Table::open(&path, 1).unwrap();
+        let victim = t.index()[5].clone();
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[victim.handle.offset as usize + 10] ^= 0x40;
+        std::fs::write(&path, &bytes).unwrap();
+        let cache = BlockCache::new(1 << 20);
+        let key = user_key_of(&victim.last_key).to_vec();
+        for _ in 0..2 {
+            let e = t
+                .get_cached(&key, SequenceNumber(9), hash_key(&key), Some(&cache))
+                .unwrap_err();
+            assert!(matches!(e, Error::Corruption { .. }), "{e}");
+            assert!(e.to_string().contains("checksum mismatch"), "{e}");
+            assert!(cache.is_empty());
+        }
+        let good = user_key_of(&t.index()[6].last_key).to_vec();
+        let got = t.get_cached(&good, SequenceNumber(9), hash_key(&good), Some(&cache));
+        assert!(matches!(
+            got.unwrap(),
+            TableGet::Searched { entry: Some(_), .. }
+        ));
+        assert_eq!(cache.len(), 1);
+    }
+
+    /// While a table is cold every block read first asks for its whole
+    /// block (`MADV_WILLNEED`), and scans read ahead: the answers are the
+    /// same.
+    #[test]
+    fn cold_reads_and_scan_readahead_return_the_same_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let entries: Vec<_> = (0..3000u32)
+            .map(|i| {
+                (
+                    ik(format!("k{i:05}").as_bytes(), 1, ValueType::Value),
+                    vec![i as u8; 30],
+                )
+            })
+            .collect();
+        let t = Arc::new(
+            Table::open(&build(dir.path(), "c.sst", opts(256, 4, true), &entries), 1).unwrap(),
+        );
+        assert!(t.index().len() > 100, "many blocks, so scans read ahead");
+        t.cold.record(crate::sstable::residency::COLD_READ);
+        assert!(t.cold.take(), "cold now");
+        for i in (0..3000u32).step_by(7) {
+            let want = (1, ValueType::Value, vec![i as u8; 30]);
+            assert_eq!(found(&t, format!("k{i:05}").as_bytes(), 9), Some(want));
+        }
+        let all: Vec<_> = t
+            .iter(Bound::Unbounded, Bound::Unbounded)
+            .map(|r| r.unwrap())
+            .collect();
+        assert_eq!(all, entries);
     }
 
     /// The index search narrows by 16-byte key prefixes first: keys that

@@ -1,6 +1,8 @@
 //! Small building blocks shared by every format: integer coding,
-//! checksums, and opening the files they live in.
+//! checksums, opening the files they live in, and aligned copies of
+//! their blocks.
 
+pub mod aligned;
 pub mod coding;
 pub mod crc;
 pub mod file;

@@ -17,8 +17,8 @@ pub struct StatsArgs {
     /// Database directory
     pub db: PathBuf,
     /// Print JSON: {"levels": [...], "total": {...}, "write_amplification": f64,
-    /// "user_bytes_flushed": u64, "table_bytes_written": u64, "filter_memory": {...}},
-    /// every level included
+    /// "user_bytes_flushed": u64, "table_bytes_written": u64, "filter_memory": {...},
+    /// "memory": {...}}, every level included
     #[arg(long)]
     pub json: bool,
 }
@@ -53,7 +53,36 @@ pub fn stats_json(stats: &Stats) -> serde_json::Value {
         "user_bytes_flushed": stats.total_user_bytes_flushed,
         "table_bytes_written": stats.total_table_bytes_written,
         "filter_memory": crate::inspect::filters::memory_json(&stats.filter_memory),
+        "memory": {
+            "pinned_filters": stats.memory.pinned_filters,
+            "pinned_indexes": stats.memory.pinned_indexes,
+            "memtables": stats.memory.memtables,
+            "block_cache": stats.memory.block_cache,
+            "block_cache_capacity": stats.memory.block_cache_capacity,
+            "total": stats.memory.total(),
+        },
     })
+}
+
+/// One line on the memory the database holds, by part.
+fn memory_line(stats: &Stats) -> String {
+    let m = &stats.memory;
+    let data = if m.block_cache_capacity == 0 {
+        "table data is read through the page cache".to_string()
+    } else {
+        format!(
+            "block cache {} of {}",
+            human_bytes(m.block_cache),
+            human_bytes(m.block_cache_capacity)
+        )
+    };
+    format!(
+        "memory {} held: pinned filters {}, pinned indexes {}, memtables {} ({data})\n",
+        human_bytes(m.total()),
+        human_bytes(m.pinned_filters),
+        human_bytes(m.pinned_indexes),
+        human_bytes(m.memtables)
+    )
 }
 
 /// One line on what the filters cost and buy (per level: `kvctl filters`).
@@ -150,6 +179,7 @@ pub fn run(args: &StatsArgs) -> Result<(), CliError> {
         }
         s.push_str(&write_amplification_line(&stats));
         s.push_str(&filter_memory_line(&stats));
+        s.push_str(&memory_line(&stats));
         s
     };
     out.write_all(text.as_bytes()).map_err(write_failed)

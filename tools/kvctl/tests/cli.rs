@@ -242,6 +242,20 @@ fn stats_json_counts_files_and_entries() {
     let fp = m["expected_false_positives"].as_f64().unwrap();
     assert!(fp > 0.0 && fp < 0.1, "{v}");
 
+    // The memory held: 3,000 keys at ~8 bits each in three tables' filters
+    // (each copy padded by at most 63 bytes), some index, and the parts
+    // add up.
+    let mem = &v["memory"];
+    let part = |k: &str| mem[k].as_u64().unwrap_or_else(|| panic!("{k}: {v}"));
+    let filters = part("pinned_filters");
+    assert!((3000..=3000 + 3 * 64 + 64).contains(&filters), "{v}");
+    assert!(part("pinned_indexes") > 0, "{v}");
+    assert_eq!(
+        part("total"),
+        filters + part("pinned_indexes") + part("memtables"),
+        "{v}"
+    );
+
     // The text table shows the same numbers.
     let table = stdout(&ok(kvctl(&["stats", p(&db)])));
     assert!(table.starts_with("level"), "{table}");
@@ -251,6 +265,8 @@ fn stats_json_counts_files_and_entries() {
         line.contains(&format!("{fp:.5} expected false positives")),
         "{line}"
     );
+    let line = table.lines().find(|l| l.starts_with("memory ")).unwrap();
+    assert!(line.contains("pinned filters"), "{line}");
     let total_row = table.lines().find(|l| l.starts_with("total")).unwrap();
     assert!(
         total_row.contains(&files.to_string()) && total_row.contains("3,000"),
