@@ -71,6 +71,13 @@ pub enum OpenMode {
 pub struct EngineConfig {
     /// fjall's block cache capacity in MiB.
     pub fjall_cache_mib: u64,
+    /// The block cache of a capped sample, in bytes, for every engine that
+    /// has one (it replaces `fjall_cache_mib`); `None` when uncapped.
+    pub cache_bytes: Option<u64>,
+    /// siftdb reads point lookups through a block cache
+    /// (`TableReads::Cached`) of the same size as fjall's, instead of
+    /// through its memory maps.
+    pub siftdb_block_cache: bool,
     /// fjall's background worker threads (`None`: fjall's default,
     /// min(cores, 4)).
     pub fjall_worker_threads: Option<usize>,
@@ -109,6 +116,12 @@ pub trait Engine: Send + Sync {
 
     /// A one-line description of the tree on disk (tables per level).
     fn describe_tree(&self) -> String;
+
+    /// The memory the engine says it holds, in bytes, where it reports one
+    /// (siftdb: `Stats::memory`; fjall: `None`).
+    fn accounted_memory(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Opens an engine's database in `dir`. `sync` makes [`Engine::put`]
@@ -122,7 +135,7 @@ pub fn open(
     cfg: &EngineConfig,
 ) -> Result<Box<dyn Engine>> {
     Ok(match kind {
-        EngineKind::Siftdb => Box::new(SiftdbEngine::open(dir, mode, sync)?),
+        EngineKind::Siftdb => Box::new(SiftdbEngine::open(dir, mode, sync, cfg)?),
         EngineKind::Fjall => Box::new(FjallEngine::open(dir, mode, cfg)?),
     })
 }

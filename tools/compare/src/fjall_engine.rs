@@ -60,7 +60,8 @@ pub fn keyspace_options() -> KeyspaceCreateOptions {
 
 impl FjallEngine {
     /// Opens (or creates, for [`OpenMode::Fresh`]) the database in `dir`
-    /// with a block cache of `cfg.fjall_cache_mib` MiB.
+    /// with a block cache of `cfg.fjall_cache_mib` MiB (`cfg.cache_bytes`
+    /// bytes in a capped sample).
     pub fn open(dir: &Path, mode: OpenMode, cfg: &EngineConfig) -> Result<FjallEngine> {
         let holds_files = dir.exists() && std::fs::read_dir(dir)?.next().is_some();
         match mode {
@@ -73,7 +74,7 @@ impl FjallEngine {
             _ => {}
         }
         let mut builder = Database::builder(dir)
-            .cache_size(cfg.fjall_cache_mib << 20)
+            .cache_size(cfg.cache_bytes.unwrap_or(cfg.fjall_cache_mib << 20))
             .journal_compression(CompressionType::None)
             .manual_journal_persist(false);
         if let Some(n) = cfg.fjall_worker_threads {

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use clap::Parser;
 
+use siftdb_compare::capped::{self, CapSettings};
 use siftdb_compare::engine::{self, EngineConfig, EngineKind};
 use siftdb_compare::report;
 use siftdb_compare::workloads::{self, RunConfig, Workload};
@@ -54,6 +55,35 @@ struct Args {
     /// Seed of key orders and values.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Lookups per readrandom / readmissing run (seekrandom: a tenth as
+    /// many seeks). Default: --num uncapped, 200000 capped.
+    #[arg(long)]
+    reads: Option<u64>,
+    /// Read the filled database under a memory cap: each engine's sample
+    /// runs in a child process in a memory cgroup (needs root), limited
+    /// once the database is filled to --cap-fraction of its file bytes
+    /// (or --cap-mib), and reopened with a block cache of
+    /// --cache-fraction of the cap. Runs only the read workloads.
+    #[arg(long)]
+    capped: bool,
+    /// The cap as a fraction of the filled database's file bytes.
+    #[arg(long, default_value_t = 0.25)]
+    cap_fraction: f64,
+    /// The cap in MiB (instead of --cap-fraction).
+    #[arg(long)]
+    cap_mib: Option<u64>,
+    /// Block cache of each engine under the cap, as a fraction of the cap.
+    #[arg(long, default_value_t = 0.5)]
+    cache_fraction: f64,
+    /// siftdb reads point lookups with pread through a block cache
+    /// (TableReads::Cached) of fjall's cache size, instead of through its
+    /// memory maps.
+    #[arg(long)]
+    siftdb_block_cache: bool,
+    /// Internal: run one capped sample as a child process (job as JSON on
+    /// stdin, results as JSON on stdout).
+    #[arg(long, hide = true)]
+    child: bool,
 }
 
 fn parse_workloads(names: &Option<Vec<String>>) -> Result<Vec<Workload>, String> {
@@ -87,7 +117,22 @@ fn parse_engines(names: &Option<Vec<String>>) -> Result<Vec<EngineKind>, String>
 }
 
 fn run(args: Args) -> engine::Result<()> {
-    let selected = parse_workloads(&args.workloads)?;
+    let mut selected = parse_workloads(&args.workloads)?;
+    if args.capped {
+        if args.workloads.is_none() {
+            selected = vec![Workload::ReadRandom, Workload::ReadMissing];
+        }
+        if let Some(w) = selected.iter().find(|w| !w.is_read()) {
+            return Err(format!(
+                "--capped runs only readrandom, readmissing and seekrandom, not {}",
+                w.name()
+            )
+            .into());
+        }
+        if !(args.cap_fraction > 0.0 && args.cache_fraction >= 0.0 && args.cache_fraction < 1.0) {
+            return Err("--cap-fraction must be above 0 and --cache-fraction in [0, 1)".into());
+        }
+    }
     let engines = parse_engines(&args.engines)?;
     if selected.is_empty() || engines.is_empty() {
         return Err("no workload or no engine selected".into());
@@ -114,8 +159,18 @@ fn run(args: Args) -> engine::Result<()> {
         engine: EngineConfig {
             fjall_cache_mib: args.fjall_cache_mib,
             fjall_worker_threads: args.fjall_worker_threads,
+            cache_bytes: None,
+            siftdb_block_cache: args.siftdb_block_cache,
         },
+        reads: args
+            .reads
+            .unwrap_or(if args.capped { 200_000 } else { args.num }),
     };
+    let cap = args.capped.then(|| CapSettings {
+        cap_bytes: args.cap_mib.map(|m| m << 20),
+        fraction: args.cap_fraction,
+        cache_fraction: args.cache_fraction,
+    });
     let settings = report::Settings {
         engines: engines.clone(),
         num: args.num,
@@ -134,6 +189,12 @@ fn run(args: Args) -> engine::Result<()> {
         dir: dir.display().to_string(),
         fjall_version: report::fjall_version(),
         siftdb_commit: report::siftdb_commit(),
+        capped: args.capped,
+        cap_fraction: args.cap_fraction,
+        cap_mib: args.cap_mib,
+        cache_fraction: args.cache_fraction,
+        siftdb_block_cache: args.siftdb_block_cache,
+        reads: cfg.reads,
     };
     let date = report::utc_now();
     let started = Instant::now();
@@ -141,8 +202,17 @@ fn run(args: Args) -> engine::Result<()> {
     let mut samples = Vec::new();
     for round in 0..args.samples {
         for group in &groups {
+            // Capped: every engine of the round gets the cap the first
+            // one's database set (one cap for all, as the figures need).
+            let mut round_cap = cap.clone();
             for &kind in &engines {
-                let results = workloads::run_group(kind, group, &cfg, round)?;
+                let results = if let Some(cap) = &mut round_cap {
+                    let results = capped::run_group(kind, group, &cfg, round, cap)?;
+                    cap.cap_bytes = cap.cap_bytes.or(results.first().and_then(|r| r.cap_bytes));
+                    results
+                } else {
+                    workloads::run_group(kind, group, &cfg, round)?
+                };
                 for r in results {
                     eprintln!(
                         "[{:>6.1}s] round {}/{} {:<12} {:<6} {:>12.0} ops/s  p50 {:.2} µs  p99 {:.2} µs  p99.9 {:.2} µs",
@@ -179,7 +249,13 @@ fn run(args: Args) -> engine::Result<()> {
 }
 
 fn main() {
-    if let Err(e) = run(Args::parse()) {
+    let args = Args::parse();
+    let outcome = if args.child {
+        capped::run_child()
+    } else {
+        run(args)
+    };
+    if let Err(e) = outcome {
         eprintln!("siftdb-compare: error: {e}");
         std::process::exit(1);
     }

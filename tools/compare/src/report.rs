@@ -84,6 +84,18 @@ pub struct Settings {
     pub fjall_version: String,
     /// siftdb's git commit, if the source tree is a git checkout.
     pub siftdb_commit: Option<String>,
+    /// Whether the reads ran under a memory cap (`--capped`).
+    pub capped: bool,
+    /// The cap as a fraction of the database's file bytes.
+    pub cap_fraction: f64,
+    /// The cap in MiB, when given instead of a fraction.
+    pub cap_mib: Option<u64>,
+    /// The capped block cache as a fraction of the cap.
+    pub cache_fraction: f64,
+    /// siftdb read point lookups through a block cache of fjall's size.
+    pub siftdb_block_cache: bool,
+    /// Lookups per read workload.
+    pub reads: u64,
 }
 
 /// fjall's version as locked in tools/compare/Cargo.lock.
@@ -164,6 +176,12 @@ pub struct EngineSummary {
     /// The prepared database's tree in the median sample, where there was
     /// one.
     pub tree: Option<String>,
+    /// The median sample's bytes read from storage per operation.
+    pub disk_read_bytes_per_op: Option<f64>,
+    /// The median sample's resident memory after the workload.
+    pub rss_bytes: Option<u64>,
+    /// The memory the engine reported holding then, if it reports one.
+    pub accounted_bytes: Option<u64>,
 }
 
 /// Both engines' summaries of one workload.
@@ -228,6 +246,9 @@ pub fn summarise(order: &[Workload], samples: &[SampleResult]) -> Vec<WorkloadSu
                         median_round: m.round,
                         samples_ops_per_sec: mine.iter().map(|s| s.ops_per_sec).collect(),
                         tree: m.tree.clone(),
+                        disk_read_bytes_per_op: m.disk_read_bytes_per_op,
+                        rss_bytes: m.rss_bytes,
+                        accounted_bytes: m.accounted_bytes,
                     },
                 );
             }
@@ -258,7 +279,8 @@ pub fn notes(settings: &Settings) -> Vec<String> {
         format!(
             "keys: {KEY_LEN} ASCII decimal digits (key order = index order); present key i is number 2i, \
              absent key i is 2i+1 (between present keys, so readmissing reaches the Bloom filters); \
-             values: {VALUE_LEN} pseudo-random (incompressible) bytes, distinct per key"
+             values: {VALUE_LEN} bytes, the key number (8 bytes) then pseudo-random bytes (a window into a \
+             256 KiB random pool, as db_bench slices its generator), distinct per key"
         ),
         format!(
             "both engines: {BITS_PER_KEY} bits/key Bloom filters on every level, {} KiB data blocks, \
@@ -275,14 +297,33 @@ pub fn notes(settings: &Settings) -> Vec<String> {
          (PersistMode::Buffer), no fsync. Same guarantee: an acknowledged write survives a process \
          crash, not a power loss."
             .to_string(),
-        "fillsync-T: T threads share the puts; siftdb Options::sync = true (fdatasync of the WAL in \
-         every put, under the write lock); fjall insert + Database::persist(PersistMode::SyncData) \
+        "fillsync-T: T threads share the puts; siftdb write_with(WriteOptions { sync: true }) (group \
+         commit: one leader writes the queued batches and fdatasyncs the WAL once for them); fjall insert + Database::persist(PersistMode::SyncData) \
          (fdatasync of the journal, under the journal lock but after the insert released it, so one \
          thread's fdatasync can cover other threads' inserts; fjall journals are preallocated to 64 MiB, \
          siftdb's WAL grows with each append). ops/s over the whole run, from the threads' start to the \
          last one's end."
             .to_string(),
-        {
+        if settings.capped {
+            format!(
+                "capped: each engine's sample runs in a child process in its own memory cgroup. The \
+                 database is filled and settled without a limit, closed, limited to {} of its file \
+                 bytes (the first engine's database in each round sets the limit for every engine of the \
+                 round; the kernel drops the cgroup's page cache down to the limit) and reopened with a \
+                 block cache of {:.0}% of the limit ({}); {} lookups per read workload, cold. disk read/op \
+                 is read_bytes of /proc/self/io over the timed phase.",
+                settings
+                    .cap_mib
+                    .map_or_else(|| format!("{:.0}%", settings.cap_fraction * 100.0), |m| format!("{m} MiB (not a fraction)")),
+                settings.cache_fraction * 100.0,
+                if settings.siftdb_block_cache {
+                    "both engines: fjall's, and siftdb's TableReads::Cached"
+                } else {
+                    "fjall; siftdb reads tables through mmap, so its cache is the page cache inside the limit"
+                },
+                settings.reads
+            )
+        } else {
             // Data in tables: key, value and a few bytes of entry overhead.
             let data_mib = (settings.num * (KEY_LEN + VALUE_LEN + 16) as u64) >> 20;
             let fits = if settings.fjall_cache_mib >= data_mib + data_mib / 4 {
@@ -292,9 +333,15 @@ pub fn notes(settings: &Settings) -> Vec<String> {
             };
             format!(
                 "caches: fjall block cache {} MiB, {fits} (~{data_mib} MiB of tables at {} keys); \
-                 siftdb reads tables through mmap (the OS page cache). Nothing is dropped from the page \
-                 cache between phases: reads are from memory for both.",
-                settings.fjall_cache_mib, settings.num
+                 siftdb {}. Nothing is dropped from the page cache between phases: reads are from \
+                 memory for both.",
+                settings.fjall_cache_mib,
+                settings.num,
+                if settings.siftdb_block_cache {
+                    "point lookups through a block cache of the same size (TableReads::Cached)"
+                } else {
+                    "reads tables through mmap (the OS page cache)"
+                }
             )
         },
         format!(
@@ -440,6 +487,59 @@ pub fn render_text(r: &Report) -> String {
             })
             .collect();
         let _ = writeln!(o, "samples ops/s {:<12} {}", w.name, samples.join("  "));
+    }
+    for w in &r.workloads {
+        let disk: Vec<String> = EngineKind::ALL
+            .iter()
+            .filter_map(|k| w.engines.get(k.name()).map(|s| (k.name(), s)))
+            .filter_map(|(e, s)| {
+                let b = s.disk_read_bytes_per_op?;
+                Some(format!(
+                    "{e} {b:.0} B ({:.2} blocks)",
+                    b / r.settings.block_size as f64
+                ))
+            })
+            .collect();
+        if !disk.is_empty() && r.settings.capped {
+            let _ = writeln!(o, "disk read/op  {:<12} {}", w.name, disk.join("  "));
+        }
+    }
+    for w in &r.workloads {
+        let mem: Vec<String> = EngineKind::ALL
+            .iter()
+            .filter_map(|k| w.engines.get(k.name()).map(|s| (k.name(), s)))
+            .filter_map(|(e, s)| {
+                let rss = s.rss_bytes?;
+                Some(match s.accounted_bytes {
+                    Some(a) if a > 0 => format!(
+                        "{e} RSS {} MiB (accounts for {} MiB: RSS {:.2}x that)",
+                        rss >> 20,
+                        a >> 20,
+                        rss as f64 / a as f64
+                    ),
+                    _ => format!("{e} RSS {} MiB", rss >> 20),
+                })
+            })
+            .collect();
+        if !mem.is_empty() {
+            let _ = writeln!(o, "memory after  {:<12} {}", w.name, mem.join("  "));
+        }
+    }
+    // The cap of each capped sample.
+    for smp in &r.samples {
+        if let (Some(cap), Some(cache), Some(db)) = (smp.cap_bytes, smp.cache_bytes, smp.db_bytes) {
+            if smp.workload == r.workloads.first().map_or("", |w| w.name.as_str()) {
+                let _ = writeln!(
+                    o,
+                    "capped, round {}, {}: database {} MiB, cap {} MiB, block cache {} MiB",
+                    smp.round + 1,
+                    smp.engine.name(),
+                    db >> 20,
+                    cap >> 20,
+                    cache >> 20
+                );
+            }
+        }
     }
     // The prepared database of each engine, as its reads found it.
     let mut trees: BTreeMap<(usize, usize), (String, f64)> = BTreeMap::new();

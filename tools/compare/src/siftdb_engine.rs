@@ -2,10 +2,11 @@
 
 use std::path::Path;
 
-use siftdb::{Db, Options, WriteBatch, WriteOptions};
+use siftdb::{Db, Options, TableReads, WriteBatch, WriteOptions};
 
 use crate::engine::{
-    Engine, OpenMode, Result, BITS_PER_KEY, BLOCK_SIZE, MEMTABLE_BYTES, RESTART_INTERVAL,
+    Engine, EngineConfig, OpenMode, Result, BITS_PER_KEY, BLOCK_SIZE, MEMTABLE_BYTES,
+    RESTART_INTERVAL,
 };
 
 /// A siftdb database opened with the shared settings.
@@ -15,14 +16,21 @@ pub struct SiftdbEngine {
 
 /// The options every siftdb sample uses: 64 MiB memtable, 10 bits per key,
 /// 4 KiB blocks, WAL without fsync unless `sync` (siftdb writes no
-/// compressed blocks at all).
-pub fn options(mode: OpenMode, sync: bool) -> Options {
+/// compressed blocks at all); point lookups through the memory maps, or
+/// with `cfg.siftdb_block_cache` through a block cache of fjall's size.
+pub fn options(mode: OpenMode, sync: bool, cfg: &EngineConfig) -> Options {
     let mut o = Options::default();
     o.write_buffer_size = MEMTABLE_BYTES;
     o.bits_per_key = BITS_PER_KEY;
     o.block_size = BLOCK_SIZE;
     o.block_restart_interval = RESTART_INTERVAL;
     o.sync = sync;
+    if cfg.siftdb_block_cache {
+        let bytes = cfg.cache_bytes.unwrap_or(cfg.fjall_cache_mib << 20);
+        o.table_reads = TableReads::Cached {
+            capacity: usize::try_from(bytes).unwrap_or(usize::MAX).max(64 << 10),
+        };
+    }
     match mode {
         OpenMode::Fresh => {
             o.create_if_missing = true;
@@ -40,8 +48,13 @@ impl SiftdbEngine {
     /// Opens (or creates, for [`OpenMode::Fresh`]) the database in `dir`.
     /// With `sync`, every write `fdatasync`s the WAL (`Options::sync`);
     /// `put_sync` syncs its own write either way (`WriteOptions`).
-    pub fn open(dir: &Path, mode: OpenMode, sync: bool) -> Result<SiftdbEngine> {
-        let db = Db::open_with(dir, options(mode, sync))?;
+    pub fn open(
+        dir: &Path,
+        mode: OpenMode,
+        sync: bool,
+        cfg: &EngineConfig,
+    ) -> Result<SiftdbEngine> {
+        let db = Db::open_with(dir, options(mode, sync, cfg))?;
         Ok(SiftdbEngine { db })
     }
 }
@@ -98,5 +111,9 @@ impl Engine for SiftdbEngine {
             .collect();
         let total: usize = stats.levels.iter().map(|l| l.files).sum();
         format!("{total} tables ({})", levels.join(" "))
+    }
+
+    fn accounted_memory(&self) -> Option<u64> {
+        Some(self.db.stats().memory.total())
     }
 }

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::cgroup;
 use crate::engine::{self, EngineConfig, EngineKind, OpenMode, Result, KEY_LEN, VALUE_LEN};
 
 /// Entries read after each seek in `seekrandom`.
@@ -102,6 +103,14 @@ impl Workload {
         )
     }
 
+    /// True for the lookups: `readrandom`, `readmissing`, `seekrandom`.
+    pub fn is_read(self) -> bool {
+        matches!(
+            self,
+            Workload::ReadRandom | Workload::ReadMissing | Workload::SeekRandom
+        )
+    }
+
     /// A number mixed into the seed so each workload draws its own keys.
     fn seed_tag(self) -> u64 {
         match self {
@@ -132,6 +141,9 @@ pub struct RunConfig {
     pub dir: PathBuf,
     /// Engine settings that the command line can change.
     pub engine: EngineConfig,
+    /// Lookups of `readrandom` and `readmissing` (`seekrandom` seeks
+    /// `reads / 10`); `num` unless the command line says otherwise.
+    pub reads: u64,
 }
 
 /// The outcome of one workload on one engine in one round.
@@ -167,6 +179,21 @@ pub struct SampleResult {
     pub tree: Option<String>,
     /// Seconds the untimed flush-and-settle of the prepared database took.
     pub settle_secs: Option<f64>,
+    /// Capped samples: the memory limit, in bytes.
+    pub cap_bytes: Option<u64>,
+    /// Capped samples: the block cache given to the engine, in bytes.
+    pub cache_bytes: Option<u64>,
+    /// Capped samples: the filled database's file bytes.
+    pub db_bytes: Option<u64>,
+    /// Bytes read from storage per operation during the timed phase
+    /// (`read_bytes` of `/proc/self/io`).
+    pub disk_read_bytes_per_op: Option<f64>,
+    /// The process's resident memory after the timed phase (`VmRSS`), in
+    /// bytes.
+    pub rss_bytes: Option<u64>,
+    /// The memory the engine said it held after the timed phase, where it
+    /// reports one.
+    pub accounted_bytes: Option<u64>,
 }
 
 /// Deterministic 64-bit generator (SplitMix64, Steele et al. 2014).
@@ -216,29 +243,39 @@ pub fn absent_key(i: u64) -> [u8; KEY_LEN] {
     key(2 * i + 1)
 }
 
-/// `num` pseudo-random values of [`VALUE_LEN`] bytes, laid end to end;
-/// value `i` is what present key `i` holds in a filled database.
+/// The value of every key: the key number (8 bytes, little-endian), then
+/// a window into one pseudo-random pool at an offset drawn from the
+/// number, as db_bench slices its `RandomGenerator`. Deterministic,
+/// distinct per key, and a few hundred KiB however many keys there are,
+/// so that the generator does not weigh on the memory of a capped run
+/// (`--capped`).
 pub struct Values(Vec<u8>);
 
+/// Bytes in the value pool: windows start at one of `POOL_LEN - VALUE_LEN`
+/// offsets.
+const POOL_LEN: usize = 1 << 18;
+
 impl Values {
-    /// Generates `num` values from `seed` (the same for every round: the
+    /// Generates the pool from `seed` (the same for every round: the
     /// values are data, not an operation order).
-    pub fn new(num: u64, seed: u64) -> Values {
+    pub fn new(seed: u64) -> Values {
         let mut r = SplitMix64(seed ^ 0x5eed_0000_0000_0000);
-        let len = num as usize * VALUE_LEN;
-        let mut v = Vec::with_capacity(len + 8);
-        while v.len() < len {
+        let mut v = Vec::with_capacity(POOL_LEN + 8);
+        while v.len() < POOL_LEN {
             v.extend_from_slice(&r.next().to_le_bytes());
         }
-        v.truncate(len);
+        v.truncate(POOL_LEN);
         Values(v)
     }
 
-    /// Value `i` (modulo the number of values).
-    pub fn get(&self, i: u64) -> &[u8] {
-        let n = (self.0.len() / VALUE_LEN) as u64;
-        let at = (i % n) as usize * VALUE_LEN;
-        &self.0[at..at + VALUE_LEN]
+    /// Value `i`.
+    pub fn get(&self, i: u64) -> [u8; VALUE_LEN] {
+        let mut v = [0u8; VALUE_LEN];
+        v[..8].copy_from_slice(&i.to_le_bytes());
+        let rest = VALUE_LEN - 8;
+        let at = SplitMix64(i).below((POOL_LEN - rest) as u64 + 1) as usize;
+        v[8..].copy_from_slice(&self.0[at..at + rest]);
+        v
     }
 }
 
@@ -288,6 +325,12 @@ fn result(kind: EngineKind, w: Workload, round: usize, mut t: Timing) -> SampleR
         entries_read: None,
         tree: None,
         settle_secs: None,
+        cap_bytes: None,
+        cache_bytes: None,
+        db_bytes: None,
+        disk_read_bytes_per_op: None,
+        rss_bytes: None,
+        accounted_bytes: None,
     }
 }
 
@@ -318,7 +361,10 @@ fn sync_filesystems() {
 }
 
 /// A temporary directory under `cfg.dir` with a path for a database in it.
-fn sample_dir(cfg: &RunConfig) -> Result<(tempfile::TempDir, PathBuf)> {
+///
+/// # Errors
+/// The directory could not be made.
+pub fn sample_dir(cfg: &RunConfig) -> Result<(tempfile::TempDir, PathBuf)> {
     std::fs::create_dir_all(&cfg.dir)?;
     let tmp = tempfile::Builder::new()
         .prefix("siftdb-compare-")
@@ -354,7 +400,7 @@ pub fn run_group(
     cfg: &RunConfig,
     round: usize,
 ) -> Result<Vec<SampleResult>> {
-    let values = Values::new(cfg.num, cfg.seed);
+    let values = Values::new(cfg.seed);
     let mut out = Vec::with_capacity(workloads.len());
     let mut filled: Option<Filled> = None;
     for &w in workloads {
@@ -363,9 +409,9 @@ pub fn run_group(
                 filled = Some(Filled::build(kind, cfg, round, &values)?);
             }
             let f = filled.as_ref().expect("filled just above");
-            let mut r = run_on_filled(kind, w, f.db.as_ref(), cfg, round, &values)?;
-            r.tree = Some(f.tree.clone());
-            r.settle_secs = Some(f.settle_secs);
+            let mut r = measure_on_filled(kind, w, f.db.as_ref(), cfg, round, &values)?;
+            r.tree = Some(f.fill.tree.clone());
+            r.settle_secs = Some(f.fill.settle_secs);
             r
         } else {
             run_fresh(kind, w, cfg, round, &values)?
@@ -375,36 +421,113 @@ pub fn run_group(
     Ok(out)
 }
 
+/// What filling the read database left: its tree and how long the untimed
+/// flush and settle took.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FillOutcome {
+    /// The tree on disk ([`engine::Engine::describe_tree`]).
+    pub tree: String,
+    /// Seconds of the flush and settle.
+    pub settle_secs: f64,
+}
+
+/// Fills a fresh database at `path` as [`run_group`] fills the read
+/// database of round `round`, settles it and closes it: the first half of
+/// a capped sample, run in its own process so that the memory it used is
+/// gone before the cap is set.
+///
+/// # Errors
+/// The engine's errors.
+pub fn fill_read_database(
+    kind: EngineKind,
+    cfg: &RunConfig,
+    round: usize,
+    path: &Path,
+) -> Result<FillOutcome> {
+    let db = engine::open(kind, path, OpenMode::Fresh, false, &cfg.engine)?;
+    fill_and_settle(db.as_ref(), cfg, round, &Values::new(cfg.seed))
+}
+
+/// The second half of a capped sample: reopens the database that
+/// [`fill_read_database`] left at `path` (with `cfg.engine`'s capped block
+/// cache) and runs each of `workloads`, all reads, on it.
+///
+/// # Errors
+/// The engine's errors, and any read that finds a wrong answer.
+pub fn run_reads(
+    kind: EngineKind,
+    workloads: &[Workload],
+    cfg: &RunConfig,
+    round: usize,
+    path: &Path,
+) -> Result<Vec<SampleResult>> {
+    let values = Values::new(cfg.seed);
+    let db = engine::open(kind, path, OpenMode::Existing, false, &cfg.engine)?;
+    workloads
+        .iter()
+        .map(|&w| measure_on_filled(kind, w, db.as_ref(), cfg, round, &values))
+        .collect()
+}
+
 /// The shared database of the read workloads and `overwrite`.
 struct Filled {
     // Field order: the database closes before its directory is removed.
     db: Box<dyn engine::Engine>,
     _tmp: tempfile::TempDir,
-    tree: String,
-    settle_secs: f64,
+    fill: FillOutcome,
 }
 
 impl Filled {
     fn build(kind: EngineKind, cfg: &RunConfig, round: usize, values: &Values) -> Result<Filled> {
         let (tmp, path) = sample_dir(cfg)?;
         let db = engine::open(kind, &path, OpenMode::Fresh, false, &cfg.engine)?;
-        let order = permutation(cfg.num, &mut rng(cfg.seed, round, 7));
-        for &i in &order {
-            db.put(&present_key(i), values.get(i))?;
-        }
-        let start = Instant::now();
-        db.flush_and_settle()?;
-        let settle_secs = start.elapsed().as_secs_f64();
-        let tree = db.describe_tree();
-        drop(order);
-        sync_filesystems();
+        let fill = fill_and_settle(db.as_ref(), cfg, round, values)?;
         Ok(Filled {
             db,
             _tmp: tmp,
-            tree,
-            settle_secs,
+            fill,
         })
     }
+}
+
+/// `num` puts of every present key in a random order (untimed), then the
+/// engine's flush and settle (timed, for the report), then `sync(1)`.
+fn fill_and_settle(
+    db: &dyn engine::Engine,
+    cfg: &RunConfig,
+    round: usize,
+    values: &Values,
+) -> Result<FillOutcome> {
+    let order = permutation(cfg.num, &mut rng(cfg.seed, round, 7));
+    for &i in &order {
+        db.put(&present_key(i), &values.get(i))?;
+    }
+    drop(order);
+    let start = Instant::now();
+    db.flush_and_settle()?;
+    let settle_secs = start.elapsed().as_secs_f64();
+    let tree = db.describe_tree();
+    sync_filesystems();
+    Ok(FillOutcome { tree, settle_secs })
+}
+
+/// [`run_on_filled`], with the bytes read from storage per operation.
+fn measure_on_filled(
+    kind: EngineKind,
+    w: Workload,
+    db: &dyn engine::Engine,
+    cfg: &RunConfig,
+    round: usize,
+    values: &Values,
+) -> Result<SampleResult> {
+    let before = cgroup::disk_read_bytes().ok();
+    let mut r = run_on_filled(kind, w, db, cfg, round, values)?;
+    if let (Some(a), Ok(b)) = (before, cgroup::disk_read_bytes()) {
+        r.disk_read_bytes_per_op = Some(b.saturating_sub(a) as f64 / r.ops.max(1) as f64);
+    }
+    r.rss_bytes = cgroup::resident_bytes().ok();
+    r.accounted_bytes = db.accounted_memory();
+    Ok(r)
 }
 
 fn run_on_filled(
@@ -416,10 +539,10 @@ fn run_on_filled(
     values: &Values,
 ) -> Result<SampleResult> {
     let mut r = rng(cfg.seed, round, w.seed_tag());
-    let n = cfg.num;
+    let (n, reads) = (cfg.num, cfg.reads);
     match w {
         Workload::ReadRandom => {
-            let keys: Vec<(u64, [u8; KEY_LEN])> = uniform(n, n, &mut r)
+            let keys: Vec<(u64, [u8; KEY_LEN])> = uniform(reads, n, &mut r)
                 .into_iter()
                 .map(|i| (i, present_key(i)))
                 .collect();
@@ -432,9 +555,9 @@ fn run_on_filled(
                 }
                 Ok(())
             })?;
-            if found != n || wrong != 0 {
+            if found != reads || wrong != 0 {
                 return Err(format!(
-                    "{}: readrandom found {found} of {n} present keys, {wrong} with a wrong value",
+                    "{}: readrandom found {found} of {reads} present keys, {wrong} with a wrong value",
                     kind.name()
                 )
                 .into());
@@ -444,8 +567,10 @@ fn run_on_filled(
             Ok(res)
         }
         Workload::ReadMissing => {
-            let keys: Vec<[u8; KEY_LEN]> =
-                uniform(n, n, &mut r).into_iter().map(absent_key).collect();
+            let keys: Vec<[u8; KEY_LEN]> = uniform(reads, n, &mut r)
+                .into_iter()
+                .map(absent_key)
+                .collect();
             let mut found = 0u64;
             let t = timed(&keys, |k| {
                 if db.get(k, &mut |_| {})? {
@@ -455,7 +580,7 @@ fn run_on_filled(
             })?;
             if found != 0 {
                 return Err(format!(
-                    "{}: readmissing found {found} of {n} absent keys",
+                    "{}: readmissing found {found} of {reads} absent keys",
                     kind.name()
                 )
                 .into());
@@ -465,7 +590,7 @@ fn run_on_filled(
             Ok(res)
         }
         Workload::SeekRandom => {
-            let seeks = (n / 10).max(1);
+            let seeks = (reads / 10).max(1);
             let keys: Vec<(u64, [u8; KEY_LEN])> = uniform(seeks, n, &mut r)
                 .into_iter()
                 .map(|i| (i, present_key(i)))
@@ -511,7 +636,7 @@ fn run_on_filled(
                 .map(|(j, i)| (j as u64, present_key(i)))
                 .collect();
             sync_filesystems();
-            let t = timed(&ops, |(j, k)| db.put(k, values.get(*j)))?;
+            let t = timed(&ops, |(j, k)| db.put(k, &values.get(*j)))?;
             Ok(result(kind, w, round, t))
         }
         _ => unreachable!("{} does not run on a filled database", w.name()),
@@ -538,7 +663,7 @@ fn run_fresh(
                 order.into_iter().map(|i| (i, present_key(i))).collect();
             sync_filesystems();
             let db = engine::open(kind, &path, OpenMode::Fresh, false, &cfg.engine)?;
-            let t = timed(&ops, |(i, k)| db.put(k, values.get(*i)))?;
+            let t = timed(&ops, |(i, k)| db.put(k, &values.get(*i)))?;
             drop(db);
             Ok(result(kind, w, round, t))
         }
@@ -572,7 +697,7 @@ fn run_fillsync(
                 let barrier = &barrier;
                 s.spawn(move || -> Result<Vec<u64>> {
                     barrier.wait();
-                    let t = timed(chunk, |(i, k)| db.put_sync(k, values.get(*i)))?;
+                    let t = timed(chunk, |(i, k)| db.put_sync(k, &values.get(*i)))?;
                     Ok(t.lat_ns)
                 })
             })
@@ -650,6 +775,23 @@ mod tests {
         assert_eq!(p, (0..1000).collect::<Vec<_>>());
     }
 
+    /// A run of `num` keys and reads under `dir`, with a 16 MiB fjall cache.
+    fn small_config(dir: &Path, num: u64, sync_ops: u64, seed: u64) -> RunConfig {
+        RunConfig {
+            num,
+            sync_ops,
+            seed,
+            dir: dir.to_path_buf(),
+            engine: EngineConfig {
+                fjall_cache_mib: 16,
+                fjall_worker_threads: None,
+                cache_bytes: None,
+                siftdb_block_cache: false,
+            },
+            reads: num,
+        }
+    }
+
     #[test]
     fn percentiles_pick_ranks() {
         let v: Vec<u64> = (1..=1000).map(|x| x * 1000).collect();
@@ -663,15 +805,17 @@ mod tests {
         let cfg = EngineConfig {
             fjall_cache_mib: 16,
             fjall_worker_threads: None,
+            cache_bytes: None,
+            siftdb_block_cache: false,
         };
-        let values = Values::new(100, 9);
+        let values = Values::new(9);
         for kind in EngineKind::ALL {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("db");
             {
                 let db = engine::open(kind, &path, OpenMode::Fresh, false, &cfg).unwrap();
                 for i in 0..100 {
-                    db.put(&present_key(i), values.get(i)).unwrap();
+                    db.put(&present_key(i), &values.get(i)).unwrap();
                 }
                 db.flush_and_settle().unwrap();
             }
@@ -702,16 +846,7 @@ mod tests {
     #[test]
     fn run_one_checks_its_reads() {
         let dir = tempfile::tempdir().unwrap();
-        let cfg = RunConfig {
-            num: 500,
-            sync_ops: 8,
-            seed: 5,
-            dir: dir.path().to_path_buf(),
-            engine: EngineConfig {
-                fjall_cache_mib: 16,
-                fjall_worker_threads: None,
-            },
-        };
+        let cfg = small_config(dir.path(), 500, 8, 5);
         for kind in EngineKind::ALL {
             let r = run_one(kind, Workload::ReadRandom, &cfg, 0).unwrap();
             assert_eq!(r.found, Some(500));
@@ -723,18 +858,50 @@ mod tests {
     }
 
     #[test]
+    fn values_are_windows_of_one_pool_distinct_per_key() {
+        let v = Values::new(3);
+        assert_eq!(v.get(7), Values::new(3).get(7), "deterministic");
+        assert_eq!(v.get(7).len(), VALUE_LEN);
+        let distinct: std::collections::HashSet<[u8; VALUE_LEN]> =
+            (0..10_000).map(|i| v.get(i)).collect();
+        assert_eq!(distinct.len(), 10_000);
+        // Past the number, windows of the pool: not all one byte.
+        assert!(v.get(7)[8..].iter().any(|&b| b != v.get(7)[8]));
+    }
+
+    /// The two halves of a capped sample, without the cgroup: a fill that
+    /// closes the database, then reads on the reopened one, checked, with
+    /// the bytes read from storage per lookup measured.
+    #[test]
+    fn a_filled_database_reopens_for_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = small_config(dir.path(), 800, 8, 2);
+        cfg.engine.cache_bytes = Some(1 << 20);
+        cfg.engine.siftdb_block_cache = true;
+        cfg.reads = 300;
+        let reads = [
+            Workload::ReadRandom,
+            Workload::ReadMissing,
+            Workload::SeekRandom,
+        ];
+        for kind in EngineKind::ALL {
+            let (_tmp, path) = sample_dir(&cfg).unwrap();
+            let fill = fill_read_database(kind, &cfg, 0, &path).unwrap();
+            assert!(!fill.tree.is_empty());
+            let res = run_reads(kind, &reads, &cfg, 0, &path).unwrap();
+            assert_eq!(res[0].found, Some(300));
+            assert_eq!(res[1].found, Some(0));
+            assert_eq!(res[2].found, Some(30));
+            assert!(res.iter().all(|r| r.disk_read_bytes_per_op.is_some()));
+            assert!(res.iter().all(|r| r.rss_bytes.unwrap() > 0));
+            assert_eq!(res[0].accounted_bytes.is_some(), kind == EngineKind::Siftdb);
+        }
+    }
+
+    #[test]
     fn every_workload_runs_on_both_engines() {
         let dir = tempfile::tempdir().unwrap();
-        let cfg = RunConfig {
-            num: 2000,
-            sync_ops: 32,
-            seed: 1,
-            dir: dir.path().to_path_buf(),
-            engine: EngineConfig {
-                fjall_cache_mib: 16,
-                fjall_worker_threads: None,
-            },
-        };
+        let cfg = small_config(dir.path(), 2000, 32, 1);
         for kind in EngineKind::ALL {
             for group in plan_groups(&Workload::all()) {
                 let res = run_group(kind, &group, &cfg, 0).unwrap();
