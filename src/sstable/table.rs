@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use memmap2::{Advice, Mmap};
+use memmap2::{Advice, Mmap, UncheckedAdvice};
 
 use crate::util::aligned::AlignedBytes;
 use crate::util::file::open_regular;
@@ -208,6 +208,17 @@ impl Table {
         // Lookups read single blocks at random: a fault should read its
         // page, not a readahead window (DESIGN.md 3.3). Advice only.
         let _ = mmap.advise(Advice::Random);
+        // Everything this function read through the map (footer, index,
+        // properties, filters) now lives in owned copies, so its pages
+        // need not stay in this process's page tables: dropping them keeps
+        // resident memory to what `Stats::memory` counts (in the cached
+        // mode, where no data block is read through the map). The pages
+        // stay in the page cache. Advice only.
+        // SAFETY: `mmap` is a read-only shared mapping of an immutable
+        // file; MADV_DONTNEED on it only unmaps pages, and the next access
+        // faults the same bytes in from the page cache or the file. No
+        // private (copy-on-write) data exists that it could discard.
+        let _ = unsafe { mmap.unchecked_advise(UncheckedAdvice::DontNeed) };
         let verified = (0..index.len().div_ceil(64))
             .map(|_| AtomicU64::new(0))
             .collect();

@@ -151,13 +151,27 @@ pub fn disk_read_bytes() -> Result<u64> {
 /// # Errors
 /// `/proc/self/status` is missing or has no `VmRSS` line.
 pub fn resident_bytes() -> Result<u64> {
+    status_kib("VmRSS:").map(|k| k * 1024)
+}
+
+/// The anonymous part of [`resident_bytes`] (`RssAnon`): heap and stacks,
+/// without the file pages of memory maps (page cache the kernel may
+/// reclaim), in bytes.
+///
+/// # Errors
+/// `/proc/self/status` is missing or has no `RssAnon` line.
+pub fn resident_anon_bytes() -> Result<u64> {
+    status_kib("RssAnon:").map(|k| k * 1024)
+}
+
+fn status_kib(field: &str) -> Result<u64> {
     let text = std::fs::read_to_string("/proc/self/status")?;
     let kib = text
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().strip_suffix("kB"))
-        .ok_or("/proc/self/status has no VmRSS line")?;
-    Ok(kib.trim().parse::<u64>()? * 1024)
+        .ok_or_else(|| format!("/proc/self/status has no {field} line"))?;
+    Ok(kib.trim().parse::<u64>()?)
 }
 
 /// Total size of the regular files under `dir`, in bytes.

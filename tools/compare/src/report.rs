@@ -10,6 +10,8 @@ use crate::engine::{
 };
 use crate::workloads::{SampleResult, Workload, SEEK_NEXTS};
 
+const MIB: f64 = (1u64 << 20) as f64;
+
 /// The machine a run measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct Machine {
@@ -178,10 +180,28 @@ pub struct EngineSummary {
     pub tree: Option<String>,
     /// The median sample's bytes read from storage per operation.
     pub disk_read_bytes_per_op: Option<f64>,
-    /// The median sample's resident memory after the workload.
+    /// The median sample's resident memory as the workload ended.
     pub rss_bytes: Option<u64>,
+    /// Capped samples: the part of it that is the engine's, the resident
+    /// memory less the process's before the engine opened and less the
+    /// harness's live buffers.
+    pub engine_rss_bytes: Option<u64>,
+    /// Capped samples: the anonymous part of `engine_rss_bytes` (the
+    /// engine's heap, without mapped file pages).
+    pub engine_anon_rss_bytes: Option<u64>,
     /// The memory the engine reported holding then, if it reports one.
     pub accounted_bytes: Option<u64>,
+}
+
+/// A sample's resident bytes (total or anonymous) less the reading
+/// process's before the engine opened and less the harness's live buffers:
+/// the engine's part. `None` where no baseline was taken (uncapped runs).
+fn engine_part(at_end: Option<u64>, baseline: Option<u64>, s: &SampleResult) -> Option<u64> {
+    Some(
+        at_end?
+            .saturating_sub(baseline?)
+            .saturating_sub(s.harness_bytes.unwrap_or(0)),
+    )
 }
 
 /// Both engines' summaries of one workload.
@@ -248,6 +268,12 @@ pub fn summarise(order: &[Workload], samples: &[SampleResult]) -> Vec<WorkloadSu
                         tree: m.tree.clone(),
                         disk_read_bytes_per_op: m.disk_read_bytes_per_op,
                         rss_bytes: m.rss_bytes,
+                        engine_rss_bytes: engine_part(m.rss_bytes, m.baseline_rss_bytes, &m),
+                        engine_anon_rss_bytes: engine_part(
+                            m.anon_rss_bytes,
+                            m.baseline_anon_rss_bytes,
+                            &m,
+                        ),
                         accounted_bytes: m.accounted_bytes,
                     },
                 );
@@ -510,15 +536,32 @@ pub fn render_text(r: &Report) -> String {
             .filter_map(|k| w.engines.get(k.name()).map(|s| (k.name(), s)))
             .filter_map(|(e, s)| {
                 let rss = s.rss_bytes?;
-                Some(match s.accounted_bytes {
-                    Some(a) if a > 0 => format!(
-                        "{e} RSS {} MiB (accounts for {} MiB: RSS {:.2}x that)",
-                        rss >> 20,
-                        a >> 20,
+                let engine = match (s.engine_rss_bytes, s.engine_anon_rss_bytes) {
+                    (Some(b), Some(a)) => format!(
+                        ", the engine's part {:.1} MiB ({:.1} MiB anonymous)",
+                        b as f64 / MIB,
+                        a as f64 / MIB
+                    ),
+                    _ => String::new(),
+                };
+                let accounted = match (s.accounted_bytes, s.engine_rss_bytes) {
+                    (Some(a), Some(b)) if a > 0 => format!(
+                        "; it accounts for {:.1} MiB: engine RSS {:.2}x that, anonymous {:.2}x",
+                        a as f64 / MIB,
+                        b as f64 / a as f64,
+                        s.engine_anon_rss_bytes.unwrap_or(0) as f64 / a as f64
+                    ),
+                    (Some(a), None) if a > 0 => format!(
+                        " (accounts for {:.1} MiB: RSS {:.2}x that)",
+                        a as f64 / MIB,
                         rss as f64 / a as f64
                     ),
-                    _ => format!("{e} RSS {} MiB", rss >> 20),
-                })
+                    _ => String::new(),
+                };
+                Some(format!(
+                    "{e} RSS {:.1} MiB{engine}{accounted}",
+                    rss as f64 / MIB
+                ))
             })
             .collect();
         if !mem.is_empty() {

@@ -188,9 +188,20 @@ pub struct SampleResult {
     /// Bytes read from storage per operation during the timed phase
     /// (`read_bytes` of `/proc/self/io`).
     pub disk_read_bytes_per_op: Option<f64>,
-    /// The process's resident memory after the timed phase (`VmRSS`), in
-    /// bytes.
+    /// The process's resident memory as the timed phase ended (`VmRSS`), in
+    /// bytes, with the harness's buffers still alive.
     pub rss_bytes: Option<u64>,
+    /// The anonymous part of `rss_bytes` (`RssAnon`: heap, not mapped file
+    /// pages), in bytes.
+    pub anon_rss_bytes: Option<u64>,
+    /// Bytes of the harness's own buffers alive at that moment (the
+    /// operations' keys and the latency array), all touched, so resident.
+    pub harness_bytes: Option<u64>,
+    /// Capped samples: the reading process's resident memory just before it
+    /// opened the engine (the executable, its libraries, the allocator).
+    pub baseline_rss_bytes: Option<u64>,
+    /// Capped samples: the anonymous part of `baseline_rss_bytes`.
+    pub baseline_anon_rss_bytes: Option<u64>,
     /// The memory the engine said it held after the timed phase, where it
     /// reports one.
     pub accounted_bytes: Option<u64>,
@@ -292,10 +303,15 @@ fn uniform(count: u64, below: u64, r: &mut SplitMix64) -> Vec<u64> {
     (0..count).map(|_| r.below(below)).collect()
 }
 
-/// Per-operation latencies of one phase, in nanoseconds, and its wall time.
+/// Per-operation latencies of one phase, in nanoseconds, and its wall time;
+/// the process's resident memory as the phase ended, with the harness's own
+/// buffers (the operations and the latencies) still alive, and their bytes.
 struct Timing {
     lat_ns: Vec<u64>,
     wall: Duration,
+    rss_at_end: Option<u64>,
+    anon_at_end: Option<u64>,
+    harness_bytes: u64,
 }
 
 fn percentile_us(sorted_ns: &[u64], q: f64) -> f64 {
@@ -329,7 +345,11 @@ fn result(kind: EngineKind, w: Workload, round: usize, mut t: Timing) -> SampleR
         cache_bytes: None,
         db_bytes: None,
         disk_read_bytes_per_op: None,
-        rss_bytes: None,
+        rss_bytes: t.rss_at_end,
+        anon_rss_bytes: t.anon_at_end,
+        harness_bytes: Some(t.harness_bytes),
+        baseline_rss_bytes: None,
+        baseline_anon_rss_bytes: None,
         accounted_bytes: None,
     }
 }
@@ -348,9 +368,15 @@ fn timed<T>(items: &[T], mut op: impl FnMut(&T) -> Result<()>) -> Result<Timing>
         lat_ns.push((now - prev).as_nanos() as u64);
         prev = now;
     }
+    let rss_at_end = cgroup::resident_bytes().ok();
+    let anon_at_end = cgroup::resident_anon_bytes().ok();
+    let harness_bytes = (std::mem::size_of_val(items) + lat_ns.capacity() * 8) as u64;
     Ok(Timing {
         lat_ns,
         wall: prev - start,
+        rss_at_end,
+        anon_at_end,
+        harness_bytes,
     })
 }
 
@@ -462,10 +488,17 @@ pub fn run_reads(
     path: &Path,
 ) -> Result<Vec<SampleResult>> {
     let values = Values::new(cfg.seed);
+    let baseline = cgroup::resident_bytes().ok();
+    let baseline_anon = cgroup::resident_anon_bytes().ok();
     let db = engine::open(kind, path, OpenMode::Existing, false, &cfg.engine)?;
     workloads
         .iter()
-        .map(|&w| measure_on_filled(kind, w, db.as_ref(), cfg, round, &values))
+        .map(|&w| {
+            let mut r = measure_on_filled(kind, w, db.as_ref(), cfg, round, &values)?;
+            r.baseline_rss_bytes = baseline;
+            r.baseline_anon_rss_bytes = baseline_anon;
+            Ok(r)
+        })
         .collect()
 }
 
@@ -525,7 +558,6 @@ fn measure_on_filled(
     if let (Some(a), Ok(b)) = (before, cgroup::disk_read_bytes()) {
         r.disk_read_bytes_per_op = Some(b.saturating_sub(a) as f64 / r.ops.max(1) as f64);
     }
-    r.rss_bytes = cgroup::resident_bytes().ok();
     r.accounted_bytes = db.accounted_memory();
     Ok(r)
 }
@@ -721,6 +753,9 @@ fn run_fillsync(
     let t = Timing {
         lat_ns: lats.into_iter().flatten().collect(),
         wall,
+        rss_at_end: None,
+        anon_at_end: None,
+        harness_bytes: 0,
     };
     Ok(result(kind, Workload::FillSync(threads), round, t))
 }
