@@ -29,7 +29,8 @@ use std::sync::Arc;
 use crate::fs::FileSystem;
 use crate::iter::{EntrySource, MergingIterator};
 use crate::key::{ParsedInternalKey, SequenceNumber, ValueType};
-use crate::options::{CompactionStyle, Options};
+use crate::options::{CompactionPriority, CompactionStyle, Options};
+use crate::sketch::hyperloglog::HyperLogLog;
 use crate::sstable::format::FORMAT_VERSION;
 use crate::sstable::{Table, TableBuilder, TableOptions, TableProperties};
 use crate::version::edit::{FileMetaData, VersionEdit};
@@ -63,6 +64,25 @@ pub(crate) struct CompactionCounts {
     pub bytes_written: u64,
     pub tombstones_dropped: u64,
     pub versions_dropped: u64,
+    /// Distinct user keys among the inputs' entries.
+    pub distinct_input_keys: u64,
+}
+
+/// The distinct user keys of `c`'s inputs, predicted from their merged
+/// key sketches before the merge runs (DESIGN.md 6.8), with the sketch's
+/// relative standard error; `None` if an input has no sketch or its
+/// sketch does not decode (the merge itself will then read and report any
+/// damage).
+pub(crate) fn predict_distinct_keys(c: &Compaction) -> Option<(f64, f64)> {
+    let mut merged: Option<HyperLogLog> = None;
+    for (_, f) in &c.inputs {
+        let sketch = f.table.key_sketch().ok()??;
+        match &mut merged {
+            None => merged = Some(sketch),
+            Some(m) => m.merge(&sketch),
+        }
+    }
+    merged.map(|m| (m.estimate(), m.relative_std_error()))
 }
 
 /// Byte budget of level `level >= 1` under leveled compaction:
@@ -166,9 +186,51 @@ pub(crate) fn pick_leveled(
         .iter()
         .position(|f| f.largest_user_key() > pointer[level].as_slice())
         .unwrap_or(0);
+    let next = match o.compaction_priority {
+        CompactionPriority::RoundRobin => next,
+        CompactionPriority::MostDuplicates => most_duplicates(v, level, next),
+    };
     let f = Arc::clone(&files[next]);
     pointer[level] = f.largest_user_key().to_vec();
     leveled_compaction(v, level, vec![f])
+}
+
+/// The index of the file of `level` whose merge into `level + 1` drops
+/// the most duplicate user keys per byte written (see
+/// [`CompactionPriority::MostDuplicates`]); ties, and a level without
+/// sketches, go to the round-robin choice `next` (scanning from it).
+fn most_duplicates(v: &Version, level: usize, next: usize) -> usize {
+    let files = &v.levels[level];
+    let mut best = (0.0f64, next);
+    for step in 0..files.len() {
+        let i = (next + step) % files.len();
+        let f = &files[i];
+        let lower = overlapping(v, level + 1, f.smallest_user_key(), f.largest_user_key());
+        let Some(upper) = f.table.key_sketch().ok().flatten() else {
+            continue;
+        };
+        let mut union = upper;
+        let mut lower_keys = 0u64;
+        let mut complete = true;
+        for g in &lower {
+            match g.table.key_sketch().ok().flatten() {
+                Some(s) => union.merge(&s),
+                None => complete = false,
+            }
+            lower_keys += g.table.properties().num_distinct_keys;
+        }
+        if !complete || lower.is_empty() {
+            continue;
+        }
+        let shared =
+            (f.table.properties().num_distinct_keys + lower_keys) as f64 - union.estimate();
+        let bytes = (f.meta.file_size + lower.iter().map(|g| g.meta.file_size).sum::<u64>()) as f64;
+        let score = shared.max(0.0) / bytes;
+        if score > best.0 {
+            best = (score, i);
+        }
+    }
+    best.1
 }
 
 /// Size ratio for the tiered picker: a run joins the merge while its size
@@ -432,6 +494,7 @@ pub(crate) fn merge(
             if new_key {
                 current_key = Some(p.user_key.to_vec());
                 last_seq_for_key = SequenceNumber::MAX;
+                counts.distinct_input_keys += 1;
             }
             let drop = if c.copy_every_entry {
                 false
@@ -634,5 +697,72 @@ mod tests {
         unfiltered.filter_policy.clear();
         (unfiltered.filter_bits_per_key, unfiltered.filter_num_hashes) = (0, 0);
         assert!(rewriting_changes_nothing(&unfiltered, 0, &opts, TARGET));
+    }
+
+    /// A table of `keys` (values "v") at `dir/<number>.sst`, as a level
+    /// file.
+    fn table_file(dir: &Path, number: u64, keys: impl Iterator<Item = u32>) -> Arc<TableFile> {
+        let path = filename::table_path(dir, number);
+        let mut b = TableBuilder::new(&path, TableOptions::default()).unwrap();
+        for k in keys {
+            let ik = crate::key::InternalKey::new(
+                format!("k{k:05}").as_bytes(),
+                SequenceNumber(u64::from(k) + 1),
+                ValueType::Value,
+            );
+            b.add(ik.encoded(), b"v").unwrap();
+        }
+        let s = b.finish().unwrap();
+        let meta = FileMetaData {
+            number,
+            file_size: s.file_size,
+            smallest: s.smallest,
+            largest: s.largest,
+            num_entries: s.properties.num_entries,
+            num_tombstones: 0,
+        };
+        Arc::new(TableFile::new(
+            meta,
+            Arc::new(Table::open(&path, number).unwrap()),
+        ))
+    }
+
+    #[test]
+    fn most_duplicates_picks_the_file_whose_merge_drops_the_most_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let mut v = Version::empty();
+        // L1: A (even keys below 2000), B (keys 2000..3000).
+        v.levels[1] = vec![
+            table_file(d, 1, (0..2000).step_by(2)),
+            table_file(d, 2, 2000..3000),
+        ];
+        // L2: under A the odd keys (nothing shared), under B the same keys.
+        v.levels[2] = vec![
+            table_file(d, 3, (1..2000).step_by(2)),
+            table_file(d, 4, 2000..3000),
+        ];
+        let mut o = Options {
+            max_bytes_for_level_base: 1024, // L1 is over its budget
+            ..Default::default()
+        };
+        let mut pointer = vec![Vec::new(); NUM_LEVELS];
+        let c = pick_leveled(&v, &o, &mut pointer).unwrap();
+        let numbers = |c: &Compaction| {
+            c.inputs
+                .iter()
+                .map(|(_, f)| f.meta.number)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(numbers(&c), [1, 3], "round robin takes the first file");
+        o.compaction_priority = CompactionPriority::MostDuplicates;
+        let mut pointer = vec![Vec::new(); NUM_LEVELS];
+        let c = pick_leveled(&v, &o, &mut pointer).unwrap();
+        assert_eq!(
+            numbers(&c),
+            [2, 4],
+            "B shares its 1,000 keys with the file below"
+        );
+        assert_eq!(pointer[1], b"k02999");
     }
 }

@@ -35,6 +35,7 @@ pub mod key;
 pub mod log;
 pub mod memtable;
 pub mod options;
+pub mod sketch;
 pub mod sstable;
 mod stats;
 pub mod sync_point;
@@ -46,8 +47,8 @@ pub use db::{Db, LiveFile, RecoveryReport, Snapshot, WalReplay};
 pub use error::{Error, Result};
 pub use iter::DbIterator;
 pub use key::{InternalKey, SequenceNumber, ValueType};
-pub use options::{CompactionStyle, Options, TableReads, WriteOptions};
-pub use stats::{LevelStats, MemoryUsage, Stats};
+pub use options::{CompactionPriority, CompactionStyle, Options, TableReads, WriteOptions};
+pub use stats::{KeyPrediction, LevelStats, MemoryUsage, Stats, KEY_PREDICTIONS_KEPT};
 pub use version::filter_memory::{FilterMemory, LevelFilterMemory};
 pub use write_batch::WriteBatch;
 

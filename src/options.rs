@@ -101,6 +101,14 @@ pub struct Options {
     /// 3.3 measures both). Scans read through the maps either way.
     /// Defaults to [`TableReads::Mapped`].
     pub table_reads: TableReads,
+    /// Precision `p` of the HyperLogLog of distinct user keys each new
+    /// SSTable stores (`2^p` registers, relative standard error
+    /// `1.04/√(2^p)`; see [`crate::sketch::hyperloglog`]), or `None` for
+    /// no sketch. Compaction predicts its output from the sketches, and
+    /// [`Db::approximate_len`](crate::Db::approximate_len) sums them.
+    /// Defaults to `Some(12)` (1.6%; up to 4 KiB per table, about 2 bytes
+    /// per key below 1,500 keys). Must be in 4..=18.
+    pub key_sketch_precision: Option<u8>,
     /// If true, [`Db::write`](crate::Db::write), [`Db::put`](crate::Db::put)
     /// and [`Db::delete`](crate::Db::delete) wait for `fdatasync` of the
     /// WAL, so the write survives power loss; if false, a write is handed
@@ -120,6 +128,9 @@ pub struct Options {
     /// How background compaction shapes the tree. Defaults to
     /// [`CompactionStyle::Leveled`].
     pub compaction_style: CompactionStyle,
+    /// Which file of a level over its budget a leveled compaction takes
+    /// (levels 1 and deeper). Defaults to [`CompactionPriority::RoundRobin`].
+    pub compaction_priority: CompactionPriority,
     /// Level-0 files (leveled) or sorted runs (tiered) that trigger a
     /// compaction. Defaults to 4.
     pub level0_compaction_trigger: usize,
@@ -171,11 +182,13 @@ impl Default for Options {
             block_size: 4 << 10,
             block_restart_interval: 16,
             table_reads: TableReads::Mapped,
+            key_sketch_precision: Some(crate::sketch::hyperloglog::HyperLogLog::DEFAULT_PRECISION),
             sync: false,
             create_if_missing: true,
             error_if_exists: false,
             max_immutable_memtables: 2,
             compaction_style: CompactionStyle::Leveled,
+            compaction_priority: CompactionPriority::RoundRobin,
             level0_compaction_trigger: 4,
             level0_slowdown_trigger: 20,
             level0_stop_trigger: 36,
@@ -209,6 +222,13 @@ impl Options {
             if capacity < 64 << 10 {
                 return bad("table_reads: a block cache needs at least 64 KiB");
             }
+        }
+        if let Some(p) = self.key_sketch_precision {
+            crate::sketch::hyperloglog::HyperLogLog::new(p).map_err(|_| {
+                crate::Error::InvalidArgument(
+                    "key_sketch_precision must be between 4 and 18".to_string(),
+                )
+            })?;
         }
         if self.bits_per_key > 64 {
             return bad("bits_per_key must be at most 64");
@@ -249,6 +269,22 @@ impl Options {
         }
         Ok(())
     }
+}
+
+/// Which file of an over-full level (1 and deeper) a leveled compaction
+/// merges into the level below (`Options::compaction_priority`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CompactionPriority {
+    /// The file after the last one compacted, in key order (LevelDB's
+    /// compact pointer): every part of the key space takes its turn.
+    #[default]
+    RoundRobin,
+    /// The file whose merge drops the most duplicate keys per byte it
+    /// writes: estimated shared keys `|A| + |B| − |A ∪ B|` (from the key
+    /// sketches; `|A|`, `|B|` exact) over the bytes of the file and the
+    /// files it overlaps below. Files without sketches score 0; ties go
+    /// round robin. DESIGN.md 6.8 measures it against `RoundRobin`.
+    MostDuplicates,
 }
 
 /// How point lookups read SSTable data blocks (`Options::table_reads`;

@@ -86,6 +86,54 @@ pub struct Stats {
     pub filter_memory: FilterMemory,
     /// Memory the database holds now, by part.
     pub memory: MemoryUsage,
+    /// The distinct-key predictions of the last compactions that merged
+    /// tables (at most [`KEY_PREDICTIONS_KEPT`], oldest first), each next
+    /// to what the merge found.
+    pub key_predictions: Vec<KeyPrediction>,
+}
+
+/// How many compactions' [`KeyPrediction`]s `Stats` keeps.
+pub const KEY_PREDICTIONS_KEPT: usize = 64;
+
+/// One compaction's prediction of its distinct user keys, made before it
+/// ran from the merged key sketches (HyperLogLogs) of its inputs, next to
+/// the exact counts the merge found. Compactions with an input that has
+/// no sketch (tables written before sketches existed, or with
+/// `Options::key_sketch_precision = None`) predict nothing and are not
+/// listed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KeyPrediction {
+    /// The level the compaction wrote.
+    pub output_level: usize,
+    /// Input tables.
+    pub input_tables: usize,
+    /// Internal entries of the inputs (every version and tombstone).
+    pub input_entries: u64,
+    /// Sum of the inputs' distinct user keys: the estimate a compaction
+    /// without sketches would make (no key in two inputs).
+    pub summed_distinct_keys: u64,
+    /// The prediction: the merged sketch's estimate of the distinct user
+    /// keys of the inputs' union.
+    pub predicted_distinct_keys: f64,
+    /// The sketch's relative standard error, `1.04/√m`.
+    pub relative_std_error: f64,
+    /// Distinct user keys the merge found in its inputs (exact).
+    pub distinct_input_keys: u64,
+    /// Distinct user keys it wrote: fewer than it found by the keys whose
+    /// tombstones it dropped with nothing older left.
+    pub distinct_output_keys: u64,
+}
+
+impl KeyPrediction {
+    /// The prediction's relative error against the distinct keys the
+    /// merge found, `(predicted − found) / found` (0 when it found none).
+    pub fn relative_error(&self) -> f64 {
+        if self.distinct_input_keys == 0 {
+            0.0
+        } else {
+            self.predicted_distinct_keys / self.distinct_input_keys as f64 - 1.0
+        }
+    }
 }
 
 /// Memory a database holds, in bytes, by part (`Stats::memory`). Table
@@ -254,6 +302,8 @@ pub(crate) struct Counters {
     pub scan_block_reads: Arc<AtomicU64>,
     pub prefix_probes: AtomicU64,
     pub prefix_negatives: AtomicU64,
+    /// The last [`KEY_PREDICTIONS_KEPT`] compactions' predictions.
+    pub key_predictions: parking_lot::Mutex<std::collections::VecDeque<KeyPrediction>>,
 }
 
 /// Counts of one lookup, added to [`Counters`] in one go.
@@ -268,6 +318,16 @@ pub(crate) struct GetCounts {
 }
 
 impl Counters {
+    /// Records one compaction's prediction, dropping the oldest beyond
+    /// [`KEY_PREDICTIONS_KEPT`].
+    pub(crate) fn add_key_prediction(&self, p: KeyPrediction) {
+        let mut q = self.key_predictions.lock();
+        if q.len() == KEY_PREDICTIONS_KEPT {
+            q.pop_front();
+        }
+        q.push_back(p);
+    }
+
     pub(crate) fn add_get(&self, c: &GetCounts) {
         let r = Ordering::Relaxed;
         self.gets.fetch_add(1, r);
@@ -324,6 +384,7 @@ impl Counters {
             levels,
             filter_memory,
             memory,
+            key_predictions: self.key_predictions.lock().iter().copied().collect(),
         }
     }
 }

@@ -313,6 +313,7 @@ fn valid_table() -> &'static [u8] {
             restart_interval: 4,
             filter_policy: Some(Arc::new(BloomFilterPolicy::new(10))),
             prefix_extractor: None,
+            key_sketch_precision: Some(12),
         };
         let mut b = TableBuilder::new(&path, opts).unwrap();
         for i in 0..200u64 {

@@ -82,6 +82,7 @@ pub fn table_options(u: &mut Unstructured<'_>) -> Result<TableOptions> {
             None
         },
         prefix_extractor: None,
+        key_sketch_precision: u.arbitrary::<bool>()?.then_some(12),
     })
 }
 

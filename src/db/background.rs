@@ -13,6 +13,7 @@ use crate::key::SequenceNumber;
 use crate::log::LogWriter;
 use crate::memtable::MemTable;
 use crate::sstable::{Table, TableBuilder, TableOptions};
+use crate::stats::KeyPrediction;
 use crate::sync_point::{self, SyncPoint};
 use crate::version::edit::{FileMetaData, VersionEdit};
 use crate::version::manifest::{self, Manifest};
@@ -278,6 +279,11 @@ impl DbInner {
     /// The caller holds the `compaction` lock.
     fn run_compaction(&self, c: &Compaction) -> Result<()> {
         sync_point::reach(&self.options.sync_points, SyncPoint::CompactionStart);
+        let prediction = if c.trivial_move {
+            None
+        } else {
+            compaction::predict_distinct_keys(c)
+        };
         let (outputs, counts) = if c.trivial_move {
             (Vec::new(), compaction::CompactionCounts::default())
         } else {
@@ -353,6 +359,22 @@ impl DbInner {
         k.table_bytes_written.fetch_add(counts.bytes_written, r);
         k.tombstones_dropped.fetch_add(counts.tombstones_dropped, r);
         k.versions_dropped.fetch_add(counts.versions_dropped, r);
+        if let Some((predicted, error)) = prediction {
+            let props = || c.inputs.iter().map(|(_, f)| f.table.properties());
+            k.add_key_prediction(KeyPrediction {
+                output_level: c.output_level,
+                input_tables: c.inputs.len(),
+                input_entries: props().map(|p| p.num_entries).sum(),
+                summed_distinct_keys: props().map(|p| p.num_distinct_keys).sum(),
+                predicted_distinct_keys: predicted,
+                relative_std_error: error,
+                distinct_input_keys: counts.distinct_input_keys,
+                distinct_output_keys: outputs
+                    .iter()
+                    .map(|o| o.table.properties().num_distinct_keys)
+                    .sum(),
+            });
+        }
         Ok(())
     }
 

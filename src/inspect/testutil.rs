@@ -74,6 +74,7 @@ pub(super) fn write_table(path: &Path, policy: Arc<dyn FilterPolicy>, n: u32) ->
         restart_interval: 4,
         filter_policy: Some(policy),
         prefix_extractor: None,
+        key_sketch_precision: None,
     };
     let mut b = TableBuilder::new(path, opts).unwrap();
     for i in 0..n {

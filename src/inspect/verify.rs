@@ -558,11 +558,14 @@ fn check_table(c: &mut Checker<'_>, table: &Table) -> Result<Option<Contents>> {
     if let Some(k) = prev_key {
         t.last_key = k;
     }
-    // The metadata blocks follow the data blocks.
-    let meta_start = if footer.filter.is_null() {
-        footer.properties.offset
-    } else {
+    // The metadata blocks follow the data blocks: the filter (if any),
+    // then the key sketch (if any), then the properties.
+    let meta_start = if !footer.filter.is_null() {
         footer.filter.offset
+    } else if let Some(h) = p.key_sketch {
+        h.offset.min(footer.properties.offset)
+    } else {
+        footer.properties.offset
     };
     // A filter that asks for a placement (the blocked Bloom filter) may be
     // preceded by up to 63 zero bytes of padding (DESIGN.md 12.4).
@@ -582,6 +585,14 @@ fn check_table(c: &mut Checker<'_>, table: &Table) -> Result<Option<Contents>> {
         }
     }
     c.advance(table.file_size().saturating_sub(done_bytes));
+
+    // The key sketch decodes (its checksum included).
+    if let Err(e) = table.key_sketch() {
+        let at = p.key_sketch.map(|h| h.offset);
+        if c.problem(path, "key sketch block", at, e.to_string()) {
+            return Ok(None);
+        }
+    }
 
     // Filter: no false negatives, and its shape matches the properties.
     if let Some((bytes, _)) = &filter {

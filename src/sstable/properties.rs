@@ -11,6 +11,7 @@
 //! | `siftdb.filter.num_hashes` | varint: probes per key `k` (0 if none) |
 //! | `siftdb.filter.policy` | raw UTF-8: [`crate::filter::FilterPolicy::name`], empty if none |
 //! | `siftdb.format_version` | varint: equals the footer's version |
+//! | `siftdb.key_sketch.handle` | two varints: offset and size of the key-sketch block (optional) |
 //! | `siftdb.largest_seq` | varint |
 //! | `siftdb.largest_user_key` | raw bytes |
 //! | `siftdb.num_data_blocks` | varint |
@@ -25,7 +26,10 @@
 //! | `siftdb.smallest_seq` | varint |
 //! | `siftdb.smallest_user_key` | raw bytes |
 //!
-//! Every name above is required in format version 1, except the three
+//! Every name above is required in format version 1, except
+//! `siftdb.key_sketch.handle` (tables written before the key sketch have
+//! none; its block holds a [`crate::sketch::hyperloglog::HyperLogLog`] of
+//! the distinct user keys, DESIGN.md 12.10) and the three
 //! `siftdb.prefix_filter.*` names, which a table written with a prefix
 //! extractor carries together (one without the others is corruption). The
 //! prefix filter block is built by the table's filter policy over the
@@ -46,6 +50,7 @@ const FILTER_BITS_PER_KEY: &str = "siftdb.filter.bits_per_key";
 const FILTER_NUM_HASHES: &str = "siftdb.filter.num_hashes";
 const FILTER_POLICY: &str = "siftdb.filter.policy";
 const FORMAT_VERSION: &str = "siftdb.format_version";
+const KEY_SKETCH_HANDLE: &str = "siftdb.key_sketch.handle";
 const LARGEST_SEQ: &str = "siftdb.largest_seq";
 const LARGEST_USER_KEY: &str = "siftdb.largest_user_key";
 const NUM_DATA_BLOCKS: &str = "siftdb.num_data_blocks";
@@ -103,6 +108,9 @@ pub struct TableProperties {
     /// The prefix filter, if the table was written with a prefix extractor
     /// (and a filter policy).
     pub prefix_filter: Option<PrefixFilterProperties>,
+    /// The key-sketch block (a HyperLogLog of the distinct user keys), if
+    /// the table has one.
+    pub key_sketch: Option<BlockHandle>,
 }
 
 /// Where a table's prefix filter is and what it holds.
@@ -142,6 +150,12 @@ impl TableProperties {
             (SMALLEST_SEQ, v(self.smallest_seq.0)),
             (SMALLEST_USER_KEY, self.smallest_user_key.clone()),
         ];
+        if let Some(h) = &self.key_sketch {
+            let mut handle = Vec::new();
+            h.encode_to(&mut handle);
+            entries.push((KEY_SKETCH_HANDLE, handle));
+            entries.sort_by_key(|(name, _)| *name);
+        }
         if let Some(pf) = &self.prefix_filter {
             let mut handle = Vec::new();
             pf.handle.encode_to(&mut handle);
@@ -217,6 +231,17 @@ impl TableProperties {
                         .map_err(|_| corrupt("prefix extractor name is not UTF-8".into()))?;
                     p.prefix_extractor = Some(s.to_string());
                 }
+                KEY_SKETCH_HANDLE => {
+                    let mut d = Decoder::new(value);
+                    match BlockHandle::decode_from(&mut d) {
+                        Ok(h) if d.is_empty() => p.key_sketch = Some(h),
+                        _ => {
+                            return Err(corrupt(format!(
+                                "property {name_str} is not a block handle"
+                            )))
+                        }
+                    }
+                }
                 PREFIX_HANDLE => {
                     let mut d = Decoder::new(value);
                     match BlockHandle::decode_from(&mut d) {
@@ -262,6 +287,7 @@ impl TableProperties {
             filter_num_hashes: req(p.filter_num_hashes, FILTER_NUM_HASHES, file, at)?,
             filter_bits: req(p.filter_bits, FILTER_BITS, file, at)?,
             format_version: req(p.format_version, FORMAT_VERSION, file, at)?,
+            key_sketch: p.key_sketch,
             prefix_filter: match (p.prefix_extractor, p.prefix_handle, p.prefix_count) {
                 (None, None, None) => None,
                 (Some(extractor), Some(handle), Some(prefixes)) => Some(PrefixFilterProperties {
@@ -300,6 +326,7 @@ struct Partial {
     prefix_extractor: Option<String>,
     prefix_handle: Option<BlockHandle>,
     prefix_count: Option<u64>,
+    key_sketch: Option<BlockHandle>,
 }
 
 #[cfg(test)]
@@ -325,6 +352,7 @@ mod tests {
             filter_bits: 15_000,
             format_version: 1,
             prefix_filter: None,
+            key_sketch: None,
         }
     }
 
@@ -426,6 +454,15 @@ mod tests {
             .contains("out of order"));
     }
 
+    /// The `(name, value)` entries of encoded properties, in block order.
+    fn block_entries(enc: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let b = Block::new(enc, Path::new("t.sst"), 0).unwrap();
+        b.iter()
+            .map(|r| r.map(|(k, v)| (k, v.to_vec())))
+            .collect::<Result<_>>()
+            .unwrap()
+    }
+
     #[test]
     fn a_prefix_filter_adds_three_properties_in_name_order() {
         let mut p = sample();
@@ -435,12 +472,7 @@ mod tests {
             prefixes: 800,
         });
         let enc = p.encode();
-        let b = Block::new(&enc, Path::new("t.sst"), 0).unwrap();
-        let entries: Vec<(Vec<u8>, Vec<u8>)> = b
-            .iter()
-            .map(|r| r.map(|(k, v)| (k, v.to_vec())))
-            .collect::<Result<_>>()
-            .unwrap();
+        let entries = block_entries(&enc);
         assert_eq!(entries.len(), 18);
         assert!(entries.windows(2).all(|w| w[0].0 < w[1].0));
         // After siftdb.num_tombstones (index 10), before siftdb.raw_key_bytes.
@@ -478,5 +510,33 @@ mod tests {
         }
         let e = decode(&with_entries(&partial)).unwrap_err();
         assert!(e.to_string().contains("must come together"), "{e}");
+    }
+
+    #[test]
+    fn a_key_sketch_adds_its_handle_after_the_format_version() {
+        let mut p = sample();
+        p.key_sketch = Some(BlockHandle::new(9000, 2050));
+        let enc = p.encode();
+        let entries = block_entries(&enc);
+        assert_eq!(entries.len(), 16);
+        assert!(entries.windows(2).all(|w| w[0].0 < w[1].0));
+        // siftdb.format_version is entry 4; the handle follows it: offset
+        // 9000 (0xa8 0x46) and size 2050 (0x82 0x10) as two varints.
+        assert_eq!(
+            entries[5],
+            (
+                b"siftdb.key_sketch.handle".to_vec(),
+                vec![0xa8, 0x46, 0x82, 0x10]
+            )
+        );
+        assert_eq!(decode(&enc).unwrap(), p);
+        // A handle that is not two varints is corruption.
+        let mut bad = sample_entries();
+        bad.insert(5, (b"siftdb.key_sketch.handle".to_vec(), vec![0x80]));
+        let refs: Vec<(&str, &[u8])> = bad
+            .iter()
+            .map(|(k, v)| (std::str::from_utf8(k).unwrap(), v.as_slice()))
+            .collect();
+        assert!(decode(&with_entries(&refs)).unwrap_err().is_corruption());
     }
 }

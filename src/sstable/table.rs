@@ -23,6 +23,7 @@ use crate::key::{
     compare_internal_keys, compare_to_seek, user_key_of, user_key_prefix, ParsedInternalKey,
     SequenceNumber, ValueType,
 };
+use crate::sketch::hyperloglog::HyperLogLog;
 use crate::sstable::block::{Block, BlockLayout, BlockPos};
 use crate::sstable::block_cache::{BlockCache, BlockKey};
 use crate::sstable::format::{
@@ -135,8 +136,9 @@ impl std::fmt::Debug for Table {
 
 impl Table {
     /// Opens the table at `path`: maps it, verifies the footer, reads and
-    /// checksums the index and properties blocks, and checksums the filter
-    /// once. `file_number` is recorded for the caller's bookkeeping.
+    /// checksums the index and properties blocks, and checksums the filters
+    /// and the key sketch once. `file_number` is recorded for the caller's
+    /// bookkeeping.
     ///
     /// # Errors
     /// [`Error::Io`] if the file cannot be opened or mapped;
@@ -176,6 +178,12 @@ impl Table {
             None => None,
         };
 
+        // The key sketch is read on demand (`key_sketch`), but its
+        // checksum is checked here, as every other block's but the data
+        // blocks', so that damage anywhere outside them fails the open.
+        if let Some(h) = properties.key_sketch {
+            read_block_contents(bytes, h, footer_start, path, "key sketch")?;
+        }
         let corrupt = |detail: String| Error::corruption(path, footer.properties.offset, detail);
         if properties.num_data_blocks != index.len() as u64 {
             return Err(corrupt(format!(
@@ -281,6 +289,24 @@ impl Table {
     /// The prefix filter block's bytes, if the table has one.
     pub fn prefix_filter_bytes(&self) -> Option<&[u8]> {
         self.prefix_filter.as_ref().map(AlignedBytes::bytes)
+    }
+
+    /// The HyperLogLog of the table's distinct user keys, read and decoded
+    /// from its key-sketch block (through the map, a few KiB), or `None`
+    /// for a table written without one (before sketches existed, or with
+    /// `Options::key_sketch_precision = None`).
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if the block's handle leaves the file, its
+    /// checksum fails, or the sketch does not decode.
+    pub fn key_sketch(&self) -> Result<Option<HyperLogLog>> {
+        let Some(handle) = self.properties.key_sketch else {
+            return Ok(None);
+        };
+        let footer_start = self.mmap.len().saturating_sub(FOOTER_LEN) as u64;
+        let bytes =
+            read_block_contents(&self.mmap, handle, footer_start, &self.path, "key sketch")?;
+        HyperLogLog::decode(bytes, &self.path, handle.offset).map(Some)
     }
 
     /// The table's properties.
@@ -1191,6 +1217,7 @@ mod tests {
                 None
             },
             prefix_extractor: None,
+            key_sketch_precision: None,
         }
     }
 

@@ -14,6 +14,7 @@ use crate::key::{
     compare_internal_keys, user_key_of, InternalKey, ParsedInternalKey, SequenceNumber, ValueType,
     MAX_KEY_LEN, MAX_VALUE_LEN,
 };
+use crate::sketch::hyperloglog::HyperLogLog;
 use crate::sstable::block_builder::{BlockBuilder, MAX_BLOCK_LEN};
 use crate::sstable::format::{
     block_trailer, BlockHandle, Footer, FORMAT_VERSION, MAX_ENCODED_HANDLE_LEN,
@@ -39,6 +40,9 @@ pub struct TableOptions {
     /// With a filter policy: also build a prefix filter, by the same policy,
     /// over the distinct prefixes this extractor takes from the keys.
     pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
+    /// Precision of the key-sketch block (a HyperLogLog of the distinct
+    /// user keys), or `None` for no sketch; 4..=18.
+    pub key_sketch_precision: Option<u8>,
 }
 
 impl TableOptions {
@@ -85,6 +89,7 @@ impl TableOptions {
             restart_interval: o.block_restart_interval,
             filter_policy,
             prefix_extractor: o.prefix_extractor.clone(),
+            key_sketch_precision: o.key_sketch_precision,
         }
     }
 
@@ -97,6 +102,7 @@ impl TableOptions {
             restart_interval: o.block_restart_interval,
             filter_policy: filter.policy(),
             prefix_extractor: o.prefix_extractor.clone(),
+            key_sketch_precision: o.key_sketch_precision,
         }
     }
 }
@@ -163,6 +169,8 @@ pub struct TableBuilder {
     /// and a prefix extractor, and the last prefix hashed.
     prefix_hashes: Vec<KeyHash>,
     last_prefix: Option<Vec<u8>>,
+    /// The HyperLogLog of the distinct user keys, with a sketch precision.
+    sketch: Option<HyperLogLog>,
     props: TableProperties,
     /// Set once `finish` succeeded; otherwise `Drop` deletes the file.
     finished: bool,
@@ -208,7 +216,8 @@ impl TableBuilder {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if `block_size` or `restart_interval` is
-    /// 0; [`Error::Io`] if the file cannot be created.
+    /// 0 or the key-sketch precision is outside 4..=18; [`Error::Io`] if
+    /// the file cannot be created.
     pub fn with_fs(
         fs: Arc<dyn FileSystem>,
         path: &Path,
@@ -219,6 +228,10 @@ impl TableBuilder {
                 "table block_size and restart_interval must be at least 1".into(),
             ));
         }
+        let sketch = opts
+            .key_sketch_precision
+            .map(HyperLogLog::new)
+            .transpose()?;
         let file = fs
             .create(path)
             .context(|| format!("create {}", path.display()))?;
@@ -240,6 +253,7 @@ impl TableBuilder {
             hashes: Vec::new(),
             prefix_hashes: Vec::new(),
             last_prefix: None,
+            sketch,
             props: TableProperties {
                 format_version: FORMAT_VERSION,
                 ..TableProperties::default()
@@ -330,8 +344,13 @@ impl TableBuilder {
         let new_user_key = first || user_key_of(&self.last_key) != parsed.user_key;
         if new_user_key {
             self.props.num_distinct_keys += 1;
-            if self.opts.filter_policy.is_some() {
-                self.hashes.push(hash_key(parsed.user_key));
+            let hash = (self.opts.filter_policy.is_some() || self.sketch.is_some())
+                .then(|| hash_key(parsed.user_key));
+            if let (Some(sketch), Some(h)) = (&mut self.sketch, hash) {
+                sketch.insert_hash(h);
+            }
+            if let (Some(_), Some(h)) = (&self.opts.filter_policy, hash) {
+                self.hashes.push(h);
                 // Keys with one prefix are adjacent (an extractor's prefixes
                 // are closed under extension), so comparing with the last
                 // prefix finds each distinct one once.
@@ -419,6 +438,9 @@ impl TableBuilder {
             None => BlockHandle::default(),
         };
 
+        if let Some(sketch) = self.sketch.take() {
+            self.props.key_sketch = Some(self.out.write_block(&sketch.encode())?);
+        }
         self.props.largest_user_key = user_key_of(&self.last_key).to_vec();
         let properties = self.out.write_block(&self.props.encode())?;
 
@@ -575,6 +597,7 @@ mod tests {
             restart_interval: 4,
             filter_policy: Some(Arc::new(BloomFilterPolicy::new(10))),
             prefix_extractor: None,
+            key_sketch_precision: None,
         }
     }
 

@@ -156,6 +156,7 @@ fn built_tables(c: &mut Corpus, scratch: &Path) {
             restart_interval: 3,
             filter_policy: filter.then(|| Arc::new(BloomFilterPolicy::new(10)) as _),
             prefix_extractor: None,
+            key_sketch_precision: None,
         };
         let mut b = TableBuilder::new(&path, opts).unwrap();
         for i in 0..24u64 {

@@ -1,7 +1,7 @@
 //! kvctl: the command-line tool of siftdb.
 //!
 //! Each subcommand lives in a module next to its clap arguments
-//! (`data`: import/export/get/put/delete/scan, `stats`, `compact`,
+//! (`data`: import/export/get/put/delete/scan, `stats`, `distinct`, `compact`,
 //! `bench`, `demo`, and
 //! `inspect/`: info, sst, verify, manifest, wal, explain, filters); this
 //! file only parses the command line, dispatches, and turns errors into the
@@ -11,6 +11,7 @@ mod bench;
 mod compact;
 mod data;
 mod demo;
+mod distinct;
 mod error;
 mod filter_spec;
 mod format;
@@ -55,6 +56,8 @@ enum Command {
     Scan(data::ScanArgs),
     /// Show SSTables per level: files, bytes, entries, tombstones, filter bits
     Stats(stats::StatsArgs),
+    /// Estimated distinct keys per table, per level and in all, and the keys levels share (from the tables' HyperLogLogs)
+    Distinct(distinct::DistinctArgs),
     /// Compact the whole database (or a key range) down to its deepest level
     Compact(compact::CompactArgs),
     /// Run benchmarks: `bench readamp` (reads per lookup against the model), `bench filters` (each filter kind's rate, space and speed), `bench monkey` (one filter budget over the levels against uniform bits)
@@ -86,6 +89,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Delete(a) => data::delete(a),
         Command::Scan(a) => data::scan(a),
         Command::Stats(a) => stats::run(a),
+        Command::Distinct(a) => distinct::run(a),
         Command::Compact(a) => compact::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Demo(a) => demo::run(a),

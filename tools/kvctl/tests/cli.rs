@@ -1366,3 +1366,53 @@ fn import_with_a_filter_budget_and_compact_filters_only() {
         stderr(&o)
     );
 }
+
+#[test]
+fn distinct_estimates_tables_levels_and_overlaps_from_the_sketches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    {
+        // Two level-0 tables sharing keys 1,000..2,000, left uncompacted.
+        let mut o = siftdb::Options::default();
+        o.level0_compaction_trigger = 8;
+        o.level0_slowdown_trigger = 8;
+        o.level0_stop_trigger = 8;
+        let d = siftdb::Db::open_with(&db, o).unwrap();
+        for (lo, hi) in [(0u32, 2_000u32), (1_000, 3_000)] {
+            for i in lo..hi {
+                d.put(format!("key{i:05}"), "v").unwrap();
+            }
+            d.flush().unwrap();
+        }
+        d.close().unwrap();
+    }
+    let o = ok(kvctl(&["distinct", p(&db), "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("valid JSON");
+    let tables = v["tables"].as_array().unwrap();
+    assert_eq!(tables.len(), 2, "{v}");
+    for t in tables {
+        // 2,000 keys per table, dense at p = 12: within 3 standard errors.
+        assert_eq!(t["distinct_keys"].as_u64(), Some(2_000), "{t}");
+        let est = t["estimate"].as_f64().unwrap();
+        assert!((est - 2_000.0).abs() <= 3.0 * 0.01625 * 2_000.0, "{t}");
+        assert_eq!(t["precision"].as_u64(), Some(12));
+        assert_eq!(t["level"].as_u64(), Some(0));
+    }
+    let levels = v["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 1, "{v}");
+    assert_eq!(levels[0]["distinct_keys_summed"].as_u64(), Some(4_000));
+    let total = &v["total"];
+    let n = total["estimate"].as_f64().unwrap();
+    assert!((n - 3_000.0).abs() <= 3.0 * 0.01625 * 3_000.0, "{v}");
+    assert_eq!(total["relative_std_error"].as_f64(), Some(1.04 / 64.0));
+    assert_eq!(total["unsketched_tables"].as_u64(), Some(0));
+    let pairs = v["level0_overlaps"].as_array().unwrap();
+    assert_eq!(pairs.len(), 1, "{v}");
+    let shared = pairs[0]["estimate"].as_f64().unwrap();
+    // |A| + |B| − |A ∪ B|: its error is that of the 3,000-key union.
+    assert!((shared - 1_000.0).abs() <= 3.0 * 0.01625 * 3_000.0, "{v}");
+
+    let text = stdout(&ok(kvctl(&["distinct", p(&db)])));
+    assert!(text.contains("(L0) share about"), "{text}");
+    assert!(text.contains("relative standard error 1.62%"), "{text}");
+}

@@ -102,14 +102,14 @@ fn info_human_and_json() {
         "last sequence     304",
         "log number        7",
         "next file number  9",
-        "write amp         2.43 (8.0 KiB of SSTables written for 3.3 KiB of keys and values flushed, since creation)",
+        "write amp         2.65 (8.8 KiB of SSTables written for 3.3 KiB of keys and values flushed, since creation)",
         "WAL               000007.log  65 B, 2 records, 2 updates",
         "options           not persisted in format version 1; the SSTables' properties show:",
         "                  filter siftdb.bloom.xxh3.v1, 10 bits/key, k = 7 (3 SSTables)",
         "                  data blocks average 246 B (25 blocks)",
         "level  files     size  entries  distinct keys  tombstones  filter memory  bits/key",
-        "L0         3  8.0 KiB      302            302           2          381 B     10.01",
-        "total      3  8.0 KiB      302            302           2          381 B     10.01",
+        "L0         3  8.8 KiB      302            302           2          381 B     10.01",
+        "total      3  8.8 KiB      302            302           2          381 B     10.01",
     ] {
         assert!(
             out.lines().any(|l| l == line),
@@ -128,8 +128,8 @@ fn info_human_and_json() {
     assert_eq!(j["log_number"], 7);
     assert_eq!(j["next_file_number"], 9);
     assert_eq!(j["user_bytes_flushed"], 3398);
-    assert_eq!(j["table_bytes_written"], 8241);
-    assert_eq!(j["write_amplification"], 8241.0 / 3398.0);
+    assert_eq!(j["table_bytes_written"], 8999);
+    assert_eq!(j["write_amplification"], 8999.0 / 3398.0);
     assert_eq!(
         j["wals"],
         json!([{"name": "000007.log", "number": 7, "size": 65, "records": 2, "ops": 2, "torn_tail": null}])
@@ -164,9 +164,9 @@ fn sst_list_human_and_json() {
         out,
         "\
 level  file           size  entries  keys  tombstones  key range     seq range   bits/key
-L0     000008.sst  2.9 KiB      102   102           2  k002 .. k299  201 .. 302     10.04
-L0     000006.sst  2.6 KiB      100   100           0  k001 .. k298  101 .. 200     10.00
-L0     000004.sst  2.6 KiB      100   100           0  k000 .. k297  1 .. 100       10.00
+L0     000008.sst  3.1 KiB      102   102           2  k002 .. k299  201 .. 302     10.04
+L0     000006.sst  2.8 KiB      100   100           0  k001 .. k298  101 .. 200     10.00
+L0     000004.sst  2.8 KiB      100   100           0  k000 .. k297  1 .. 100       10.00
 "
     );
     let j = json_ok(&["sst", "list", p(&db)]);
@@ -176,7 +176,7 @@ L0     000004.sst  2.6 KiB      100   100           0  k000 .. k297  1 .. 100   
     assert_eq!(
         t[2],
         json!({
-            "level": 0, "number": 4, "name": "000004.sst", "size": 2655,
+            "level": 0, "number": 4, "name": "000004.sst", "size": 2905,
             "entries": 100, "distinct_keys": 100, "tombstones": 0,
             "smallest_key": "k000", "largest_key": "k297",
             "smallest_seq": 1, "largest_seq": 100, "data_blocks": 8,
@@ -199,8 +199,9 @@ fn sst_dump_a_lone_file() {
 
     let out = stdout(&ok(kvctl(&["sst", "dump", p(&lone)])));
     assert!(out.starts_with(
-        "lone.sst: 2,655 bytes, 8 data blocks, format version 1\n\
-         footer: index {offset 2400, size 187}, filter {offset 2008, size 126}, properties {offset 2138, size 258}\n"
+        "lone.sst: 2,905 bytes, 8 data blocks, format version 1\n\
+         footer: index {offset 2650, size 187}, filter {offset 2008, size 126}, properties {offset 2364, size 282}\n\
+         key sketch {offset 2138, size 222}: HyperLogLog, precision 12, sparse, estimates 100 distinct keys (100 exact)\n"
     ), "{out}");
     for line in [
         "  siftdb.num_entries          100",
@@ -264,7 +265,7 @@ fn sst_dump_a_lone_file() {
         "--filter",
     ]);
     assert_eq!(j["number"], 0);
-    assert_eq!(j["size"], 2655);
+    assert_eq!(j["size"], 2905);
     assert_eq!(j["footer"]["filter"], json!({"offset": 2008, "size": 126}));
     assert_eq!(j["properties"]["siftdb.num_entries"], 100);
     assert_eq!(j["properties"]["siftdb.largest_user_key"], "k297");
@@ -319,7 +320,7 @@ fn verify_clean_then_a_flipped_data_block_byte() {
     let out = stdout(&ok(kvctl(&["verify", p(&db)])));
     assert_eq!(
         out,
-        "OK: checked manifest (4 edits), 3 SSTables (8.0 KiB: 25 data blocks, 302 entries, \
+        "OK: checked manifest (4 edits), 3 SSTables (8.8 KiB: 25 data blocks, 302 entries, \
          302 keys probed in filters), 1 WAL (2 records); no problems\n"
     );
     let j = json_ok(&["verify", p(&db)]);
@@ -327,7 +328,7 @@ fn verify_clean_then_a_flipped_data_block_byte() {
     assert_eq!(j["problems"], json!([]));
     assert_eq!(
         j["checked"],
-        json!({"manifest_edits": 4, "tables": 3, "table_bytes": 8241, "data_blocks": 25,
+        json!({"manifest_edits": 4, "tables": 3, "table_bytes": 8999, "data_blocks": 25,
                "entries": 302, "filter_probes": 302, "wals": 1, "wal_records": 2})
     );
 
@@ -477,8 +478,8 @@ edit 3 at offset 139 (46 bytes)
     3  next_file_number     9
     4  last_sequence        302
     7  user_bytes_flushed   3398
-    8  table_bytes_written  8241
-    6  new_file             L0 000008.sst  2927 bytes  102 entries  2 tombstones  k002@201 put .. k299@300 put
+    8  table_bytes_written  8999
+    6  new_file             L0 000008.sst  3179 bytes  102 entries  2 tombstones  k002@201 put .. k299@300 put
 ";
     assert!(out.ends_with(want_end), "{out}");
 
@@ -496,8 +497,8 @@ edit 3 at offset 139 (46 bytes)
             {"tag": 3, "name": "next_file_number", "value": 5},
             {"tag": 4, "name": "last_sequence", "value": 100},
             {"tag": 7, "name": "user_bytes_flushed", "value": 1062},
-            {"tag": 8, "name": "table_bytes_written", "value": 2655},
-            {"tag": 6, "name": "new_file", "level": 0, "number": 4, "file_size": 2655,
+            {"tag": 8, "name": "table_bytes_written", "value": 2905},
+            {"tag": 6, "name": "new_file", "level": 0, "number": 4, "file_size": 2905,
              "smallest": {"key": "k000", "seq": 1, "type": "put"},
              "largest": {"key": "k297", "seq": 100, "type": "put"},
              "entries": 100, "tombstones": 0},

@@ -341,6 +341,18 @@ pub fn dump_json(t: &Table, a: &DumpArgs) -> Result<Value, CliError> {
             "format_version": f.format_version,
         }),
     );
+    doc.insert(
+        "key_sketch".into(),
+        match (t.properties().key_sketch, t.key_sketch()?) {
+            (Some(h), Some(sk)) => json!({
+                "handle": handle_json(h),
+                "precision": sk.precision(),
+                "sparse": sk.is_sparse(),
+                "estimate": sk.estimate(),
+            }),
+            _ => Value::Null,
+        },
+    );
     if s.props {
         let mut m = Map::new();
         for (name, v) in properties_block(t)? {
@@ -408,6 +420,15 @@ pub fn dump_text(t: &Table, a: &DumpArgs) -> Result<String, CliError> {
         "footer: index {}, filter {filter}, properties {}\n",
         f.index, f.properties
     ));
+    if let (Some(h), Some(sk)) = (t.properties().key_sketch, t.key_sketch()?) {
+        out.push_str(&format!(
+            "key sketch {h}: HyperLogLog, precision {}, {}, estimates {} distinct keys ({} exact)\n",
+            sk.precision(),
+            if sk.is_sparse() { "sparse" } else { "dense" },
+            group(sk.estimate().round() as u64),
+            group(t.properties().num_distinct_keys)
+        ));
+    }
     if s.props {
         out.push_str("\nproperties\n");
         let mut tt = TextTable::new(&[("name", Align::Left), ("value", Align::Left)]);
