@@ -114,8 +114,13 @@ pub fn open_or_create(path: &Path, options: Options) -> Result<Db, CliError> {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Example:\n  kvctl import ./db tests/data/debian-packages.tsv.gz --raw --write-buffer-size 512K\n\n\
-Without --raw, keys and values are unescaped as `export` and `scan` write them.\n\
+    after_help = "Example:\n  kvctl import ./db tests/data/debian-packages.tsv.gz --write-buffer-size 512K\n\n\
+Lines are taken as raw bytes (a plain TSV, such as JSON values with their own backslashes, \
+imports as it is), unless the input starts with the header line `export` writes \
+(`#kvctl-export escaped v1`): then keys and values are unescaped, so that `kvctl export DB | \
+kvctl import NEW -` copies every byte exactly, tabs, newlines and non-UTF-8 bytes included. \
+--escaped unescapes input without the header (what `scan` prints, or an export by an older \
+kvctl); --raw refuses the header (DESIGN.md 12.10).\n\
 A gzip file is checked whole before the first line is imported. A bad line, or a failed \
 write (a full disk), stops the import there: lines are written in batches of 1,000 (fewer \
 where they pass 16 MiB), and the whole batches before it stay imported (the error says how \
@@ -148,10 +153,15 @@ pub struct ImportArgs {
     /// it again to `compact`: it is not stored)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub prefix_len: Option<u16>,
-    /// Take keys and values verbatim instead of unescaping `\t`, `\n`, `\\`, `\xNN`
-    /// (the `\r` of a CRLF line ending is still removed)
-    #[arg(long)]
+    /// Take keys and values verbatim (the default for input without
+    /// export's header line; the `\r` of a CRLF line ending is still
+    /// removed), and refuse the header
+    #[arg(long, conflicts_with = "escaped")]
     pub raw: bool,
+    /// Unescape keys and values (`\t`, `\n`, `\\`, `\xNN`) even without
+    /// export's header line, e.g. for what `scan` prints
+    #[arg(long)]
+    pub escaped: bool,
     /// No progress bar and no summary (errors still go to stderr)
     #[arg(long, short)]
     pub quiet: bool,
@@ -164,7 +174,17 @@ pub enum LineFormat {
     Escaped,
     /// Bytes as they are (the line ending excepted).
     Raw,
+    /// [`LineFormat::Escaped`] if the first line is [`EXPORT_HEADER`]
+    /// (which is then skipped), [`LineFormat::Raw`] otherwise.
+    Auto,
 }
+
+/// The first line `export` writes (without its `\n`): it says the lines
+/// after it are escaped, so that `import` unescapes them and a round trip
+/// is exact, while a plain TSV (no header) is imported raw. It holds no
+/// tab, so it can never be a `KEY<TAB>VALUE` line of a raw file.
+/// DESIGN.md 12.10.
+pub const EXPORT_HEADER: &str = "#kvctl-export escaped v1";
 
 /// Splits one line (without its line ending) at its first tab into key and
 /// value, as raw bytes.
@@ -181,14 +201,15 @@ pub fn split_line(line: &[u8]) -> Result<(&[u8], &[u8]), &'static str> {
 pub fn parse_line(line: &[u8], format: LineFormat) -> Result<Decoded<'_>, String> {
     let (key, value) = split_line(line)?;
     match format {
-        LineFormat::Raw => Ok((Cow::Borrowed(key), Cow::Borrowed(value))),
+        LineFormat::Raw | LineFormat::Auto => Ok((Cow::Borrowed(key), Cow::Borrowed(value))),
         LineFormat::Escaped => {
             let text = |what: &str, b: &[u8]| -> Result<Vec<u8>, String> {
                 let s = std::str::from_utf8(b).map_err(|_| {
-                    format!("{what} is not valid UTF-8 (escape bytes as \\xNN, or use --raw)")
+                    format!("{what} is not valid UTF-8 (escape bytes as \\xNN, or import without --escaped)")
                 })?;
-                siftdb::escape::unescape(s)
-                    .map_err(|e| format!("{what}: {e} (or use --raw to take bytes verbatim)"))
+                siftdb::escape::unescape(s).map_err(|e| {
+                    format!("{what}: {e} (or import without --escaped to take bytes verbatim)")
+                })
             };
             Ok((
                 Cow::Owned(text("key", key)?),
@@ -213,12 +234,14 @@ pub struct ImportSummary {
 /// Reads `KEY<TAB>VALUE` lines from `input` and writes them to `db` in
 /// batches of [`IMPORT_BATCH`] lines, or fewer where they would pass
 /// [`IMPORT_BATCH_BYTES`]. Blank lines are skipped; `\n` and `\r\n`
-/// both end a line. Does not flush. `source` names the input in errors;
+/// both end a line. A first line equal to [`EXPORT_HEADER`] is skipped
+/// and, with [`LineFormat::Auto`], makes the rest escaped; with
+/// [`LineFormat::Raw`] it is an error (exit 2). Does not flush. `source` names the input in errors;
 /// `progress` gets a message per batch.
 pub fn import_lines(
     db: &Db,
     mut input: impl BufRead,
-    format: LineFormat,
+    mut format: LineFormat,
     source: &str,
     progress: &ProgressBar,
 ) -> Result<ImportSummary, CliError> {
@@ -252,6 +275,18 @@ pub fn import_lines(
         let mut body = line.as_slice();
         if let Some(b) = body.strip_suffix(b"\n") {
             body = b.strip_suffix(b"\r").unwrap_or(b);
+        }
+        if sum.lines == 1 && body == EXPORT_HEADER.as_bytes() {
+            if format == LineFormat::Raw {
+                let e = CliError::usage(format!(
+                    "{}: the input starts with export's header `{EXPORT_HEADER}`: its lines \
+                     are escaped, and --raw would keep the escapes as bytes",
+                    at()
+                ));
+                return Err(stopped(e, written, "import without --raw"));
+            }
+            format = LineFormat::Escaped;
+            continue;
         }
         if body.is_empty() {
             continue;
@@ -315,11 +350,23 @@ fn import_write_failed(e: siftdb::Error, written: u64) -> CliError {
     stopped(CliError::from(e), written, fix)
 }
 
+/// Opens an input file the user named, for reading. A directory is bad
+/// input (exit 2) like a missing file or one without read permission
+/// (Linux opens a directory for reading, and only the first read fails).
+pub fn open_input_file(path: &Path) -> Result<File, CliError> {
+    if path.is_dir() {
+        return Err(CliError::usage(format!(
+            "{}: is a directory, not a file",
+            path.display()
+        )));
+    }
+    File::open(path).map_err(|e| CliError::from_io(format!("open {}", path.display()), &e))
+}
+
 /// Whether `path` starts with gzip's magic number.
 fn is_gzip(path: &Path) -> Result<bool, CliError> {
     let mut magic = [0u8; 2];
-    let mut f =
-        File::open(path).map_err(|e| CliError::from_io(format!("open {}", path.display()), &e))?;
+    let mut f = open_input_file(path)?;
     let n = f
         .read(&mut magic)
         .map_err(|e| CliError::from_io(format!("reading {}", path.display()), &e))?;
@@ -334,8 +381,7 @@ fn is_gzip(path: &Path) -> Result<bool, CliError> {
 /// # Errors
 /// Exit 2 naming the file if the stream is damaged; 4 on other read errors.
 fn check_gzip(path: &Path) -> Result<(), CliError> {
-    let f =
-        File::open(path).map_err(|e| CliError::from_io(format!("open {}", path.display()), &e))?;
+    let f = open_input_file(path)?;
     io::copy(
         &mut MultiGzDecoder::new(BufReader::with_capacity(1 << 16, f)),
         &mut io::sink(),
@@ -353,8 +399,7 @@ fn open_input(path: &Path, progress: &ProgressBar) -> Result<Box<dyn BufRead>, C
     let raw: Box<dyn Read> = if path == Path::new("-") {
         Box::new(progress.wrap_read(io::stdin()))
     } else {
-        let f = File::open(path)
-            .map_err(|e| CliError::from_io(format!("open {}", path.display()), &e))?;
+        let f = open_input_file(path)?;
         if let Ok(m) = f.metadata() {
             progress.set_length(m.len());
         }
@@ -420,8 +465,10 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     }
     let format = if args.raw {
         LineFormat::Raw
-    } else {
+    } else if args.escaped {
         LineFormat::Escaped
+    } else {
+        LineFormat::Auto
     };
     let stdin = args.file == Path::new("-");
     let source = if stdin {
@@ -500,7 +547,8 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
 #[command(after_help = "Example:\n  kvctl export ./db backup.tsv.gz\n  \
 kvctl export --salvage ./damaged-db rescued.tsv.gz\n\n\
 The output appears only when complete: the export writes .NAME.kvctl-partial beside it and \
-renames it (a device or FIFO, such as /dev/null, is written in place). A failed export removes that file; an interrupted one may leave it, and the next \
+renames it (a device or FIFO, such as /dev/null, is written in place; a symbolic link is \
+written through: its target gets the new content and the link stays). A failed export removes that file; an interrupted one may leave it, and the next \
 export to NAME replaces it.\n\n\
 --salvage reads a database that no longer opens (a damaged block, manifest or CURRENT) \
 without writing to it, and refuses one a process has open for writing: every entry still readable is written, the newest readable version of \
@@ -571,8 +619,9 @@ pub fn export(args: &ExportArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Writes `pairs` to `file` as escaped `KEY<TAB>VALUE` lines (gzip for a
-/// `.gz` name; stdout for `-`); returns how many.
+/// Writes `pairs` to `file` as [`EXPORT_HEADER`] and escaped
+/// `KEY<TAB>VALUE` lines (gzip for a `.gz` name; stdout for `-`); returns
+/// how many pairs.
 ///
 /// A file is written as `.NAME.kvctl-partial` beside the output and
 /// renamed into place once complete and synced, so that a failed or
@@ -588,7 +637,7 @@ fn write_output(
 ) -> Result<u64, CliError> {
     if file == Path::new("-") {
         let mut out = BufWriter::new(io::stdout().lock());
-        let n = write_pairs(pairs, &mut out, progress)?;
+        let n = write_export(pairs, &mut out, progress)?;
         out.flush().map_err(write_failed)?;
         return Ok(n);
     }
@@ -599,7 +648,7 @@ fn write_output(
     let write_to = |f: File, pairs| -> Result<(u64, File), CliError> {
         if file.extension().is_some_and(|e| e == "gz") {
             let mut enc = GzEncoder::new(BufWriter::new(f), flate2::Compression::default());
-            let n = write_pairs(pairs, &mut enc, progress)?;
+            let n = write_export(pairs, &mut enc, progress)?;
             let f = enc
                 .finish()
                 .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
@@ -607,22 +656,25 @@ fn write_output(
             Ok((n, f))
         } else {
             let mut out = BufWriter::new(f);
-            let n = write_pairs(pairs, &mut out, progress)?;
+            let n = write_export(pairs, &mut out, progress)?;
             let f = out.into_inner().map_err(|e| failed(e.into_error()))?;
             Ok((n, f))
         }
     };
+    // A symbolic link is written through: the finished file replaces the
+    // link's target, and the link stays.
+    let target = resolve_links(file)?;
     // A device or a pipe (`/dev/null`, a FIFO) is written in place:
     // renaming a finished file onto it would replace it (as root, a
     // `kvctl export DB /dev/null` turned /dev/null into a regular file).
-    match std::fs::metadata(file) {
+    match std::fs::metadata(&target) {
         Ok(m) if m.is_dir() => {
             return Err(CliError::usage(format!("{what} is a directory")));
         }
         Ok(m) if !m.is_file() => {
             let f = OpenOptions::new()
                 .write(true)
-                .open(file)
+                .open(&target)
                 .map_err(|e| CliError::from_io(format!("open {what}"), &e))?;
             let written = write_to(f, pairs).map(|(n, _)| n);
             progress.finish_and_clear();
@@ -630,26 +682,53 @@ fn write_output(
         }
         _ => {}
     }
-    let name = file
+    let name = target
         .file_name()
         .ok_or_else(|| CliError::usage(format!("{what}: not a file name")))?;
     let mut partial_name = std::ffi::OsString::from(".");
     partial_name.push(name);
     partial_name.push(".kvctl-partial");
-    let partial = file.with_file_name(partial_name);
+    let partial = target.with_file_name(partial_name);
+    // Errors name the user's path, never the partial file.
     let written = (|| {
-        let f = File::create(&partial)
-            .map_err(|e| CliError::from_io(format!("create {}", partial.display()), &e))?;
+        let f =
+            File::create(&partial).map_err(|e| CliError::from_io(format!("create {what}"), &e))?;
         let (n, f) = write_to(f, pairs)?;
         f.sync_all().map_err(failed)?;
-        std::fs::rename(&partial, file)
-            .map_err(|e| CliError::from_io(format!("rename into {what}"), &e))?;
+        std::fs::rename(&partial, &target).map_err(failed)?;
         Ok(n)
     })();
     progress.finish_and_clear();
     written.inspect_err(|_| {
         let _ = std::fs::remove_file(&partial);
     })
+}
+
+/// The file `path` names once every symbolic link on the way is
+/// followed (the last component included; a dangling link gives the path
+/// it points at, which the export then creates).
+///
+/// # Errors
+/// Exit 2 for a chain of more than 40 links (a loop).
+fn resolve_links(path: &Path) -> Result<PathBuf, CliError> {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = std::fs::read_link(&p)
+                    .map_err(|e| CliError::from_io(format!("read link {}", path.display()), &e))?;
+                p = match p.parent() {
+                    Some(dir) if to.is_relative() => dir.join(to),
+                    _ => to,
+                };
+            }
+            _ => return Ok(p),
+        }
+    }
+    Err(CliError::usage(format!(
+        "{}: too many levels of symbolic links",
+        path.display()
+    )))
 }
 
 // ---------------------------------------------------------------- export --salvage
@@ -714,9 +793,8 @@ fn export_salvage(args: &ExportArgs) -> Result<(), CliError> {
         });
     let exported = write_output(&args.file, pairs, &progress)?;
     if let Some(path) = &args.stale_keys {
-        std::fs::write(path, &stale_keys).map_err(|e| {
-            CliError::from(siftdb::Error::io(format!("write {}", path.display()), e))
-        })?;
+        std::fs::write(path, &stale_keys)
+            .map_err(|e| CliError::from_io(format!("write {}", path.display()), &e))?;
     }
     let report = salvage.finish();
     let outcome = SalvageOutcome {
@@ -1027,6 +1105,17 @@ impl SalvageOutcome<'_> {
             "notes": r.notes,
         })
     }
+}
+
+/// Writes [`EXPORT_HEADER`], then each pair as an escaped
+/// `KEY<TAB>VALUE` line; returns the count.
+fn write_export(
+    iter: impl Iterator<Item = siftdb::Result<Pair>>,
+    out: &mut impl Write,
+    progress: &ProgressBar,
+) -> Result<u64, CliError> {
+    writeln!(out, "{EXPORT_HEADER}").map_err(write_failed)?;
+    write_pairs(iter, out, progress)
 }
 
 /// Writes each pair as an escaped `KEY<TAB>VALUE` line; returns the count.

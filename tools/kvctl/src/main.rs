@@ -31,7 +31,10 @@ use crate::error::CliError;
     about = "Import, read, write and inspect siftdb databases",
     after_help = "Keys and values are printed escaped (\\\\, \\xNN for non-printable bytes) and \
 accepted in the same form.\n\
-Exit codes: 0 ok, 1 key not found, 2 usage or bad input, 3 corruption, 4 I/O or lock error.\n\n\
+Exit codes: 0 ok, 1 key not found, 2 usage or bad input, 3 corruption, 4 I/O or lock error.\n\
+A file you name that cannot be used as given (missing, a directory, no permission, or a file of \
+another kind, such as a WAL given to `sst dump`) is bad input (2); a read or write that fails on \
+a usable file (a full disk, a device error) is I/O (4).\n\n\
 Example:\n  cargo run --release -p kvctl -- demo"
 )]
 struct Cli {
@@ -41,9 +44,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Load KEY<TAB>VALUE lines (optionally gzipped) into a database
+    /// Load KEY<TAB>VALUE lines (raw, or escaped after export's header line; optionally gzipped) into a database
     Import(data::ImportArgs),
-    /// Write every pair as escaped KEY<TAB>VALUE lines (what import reads); --salvage: from a damaged database
+    /// Write every pair as a header line and escaped KEY<TAB>VALUE lines (import reads them back exactly); --salvage: from a damaged database
     Export(data::ExportArgs),
     /// Print the value of a key (exit 1 if absent)
     Get(data::GetArgs),
