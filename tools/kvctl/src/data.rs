@@ -8,7 +8,6 @@
 use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
-use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -21,18 +20,16 @@ use siftdb::escape::escape_bytes;
 use siftdb::inspect::{FileSet, Salvage, SalvageReport};
 use siftdb::{Db, Options, WriteBatch};
 
-use crate::error::{write_failed, CliError, EXIT_CORRUPTION, EXIT_NOT_FOUND};
+use crate::error::{write_failed, CliError, EXIT_CORRUPTION};
 use crate::format::{count, escaped_arg, human_bytes, parse_size, Bytes, TORN_WRITE};
 use crate::inspect::{emit_json, entries_text, file_name, torn_json};
+use crate::wait::{retry_locked, Wait, WaitArg};
 
 /// A key and its value, as the database iterators yield them.
 pub type Pair = (Vec<u8>, Vec<u8>);
 
 /// A decoded import line: key and value, borrowed when nothing was unescaped.
 pub type Decoded<'a> = (Cow<'a, [u8]>, Cow<'a, [u8]>);
-
-/// Lower and upper bound of a scan.
-type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
 /// Updates per `WriteBatch` during import.
 pub const IMPORT_BATCH: usize = 1000;
@@ -46,6 +43,16 @@ pub const IMPORT_BATCH_BYTES: usize = 16 << 20;
 
 /// Opens an existing database with `options` (never creating one).
 pub fn open_existing(path: &Path, options: Options) -> Result<Db, CliError> {
+    open_existing_waiting(path, options, None)
+}
+
+/// [`open_existing`], waiting for the lock as `wait` says
+/// ([`crate::wait::retry_locked`]).
+pub fn open_existing_waiting(
+    path: &Path,
+    options: Options,
+    wait: Option<Wait>,
+) -> Result<Db, CliError> {
     if !path.exists() {
         // Said plainly, rather than as the library's option name.
         return Err(siftdb::Error::NotADatabase {
@@ -56,7 +63,7 @@ pub fn open_existing(path: &Path, options: Options) -> Result<Db, CliError> {
     }
     let mut o = options;
     o.create_if_missing = false;
-    warn_dropped(Db::open_with(path, o)?)
+    warn_dropped(retry_locked(wait, || Db::open_with(path, o.clone()))?)
 }
 
 /// Says on stderr if the open dropped a torn WAL tail (a write cut short
@@ -105,9 +112,14 @@ pub fn open_read_only(path: &Path) -> Result<Db, CliError> {
     warn_dropped(db)
 }
 
-/// Opens a database, creating it if missing.
-pub fn open_or_create(path: &Path, options: Options) -> Result<Db, CliError> {
-    warn_dropped(Db::open_with(path, options)?)
+/// Opens a database, creating it if missing, waiting for the lock as
+/// `wait` says ([`crate::wait::retry_locked`]; `None`: not at all).
+pub fn open_or_create_waiting(
+    path: &Path,
+    options: Options,
+    wait: Option<Wait>,
+) -> Result<Db, CliError> {
+    warn_dropped(retry_locked(wait, || Db::open_with(path, options.clone()))?)
 }
 
 // ---------------------------------------------------------------- import
@@ -165,6 +177,8 @@ pub struct ImportArgs {
     /// No progress bar and no summary (errors still go to stderr)
     #[arg(long, short)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub wait: WaitArg,
 }
 
 /// How an import line's key and value are decoded.
@@ -487,7 +501,7 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     let progress = progress_bar(args.quiet, stdin);
     let input = open_input(&args.file, &progress)?;
     let new_database = !args.db.exists();
-    let db = open_or_create(&args.db, options)?;
+    let db = open_or_create_waiting(&args.db, options, args.wait.wait)?;
     let before = db.stats();
     let (flushes_before, compactions_before) = (before.flushes, before.compactions);
     let result = import_lines(&db, input, format, &source, &progress);
@@ -545,7 +559,10 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
 
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  kvctl export ./db backup.tsv.gz\n  \
+kvctl export ./db part.tsv --from user:1000 --to user:2000\n  \
 kvctl export --salvage ./damaged-db rescued.tsv.gz\n\n\
+The first line is the header `#kvctl-export escaped v1`; each pair follows as an escaped \
+KEY<TAB>VALUE line, so `import` reads it back exactly (DESIGN.md 12.10).\n\n\
 The output appears only when complete: the export writes .NAME.kvctl-partial beside it and \
 renames it (a device or FIFO, such as /dev/null, is written in place; a symbolic link is \
 written through: its target gets the new content and the link stays). A failed export removes that file; an interrupted one may leave it, and the next \
@@ -566,6 +583,12 @@ pub struct ExportArgs {
     /// Only keys starting with this (escaped) prefix
     #[arg(long, value_name = "P", value_parser = escaped_arg)]
     pub prefix: Option<Bytes>,
+    /// Only keys >= K (escaped)
+    #[arg(long, value_name = "K", value_parser = escaped_arg, conflicts_with = "salvage")]
+    pub from: Option<Bytes>,
+    /// Only keys < K (escaped)
+    #[arg(long, value_name = "K", value_parser = escaped_arg, conflicts_with = "salvage")]
+    pub to: Option<Bytes>,
     /// Read a damaged database around the damage, read-only, and report what was lost
     #[arg(long)]
     pub salvage: bool,
@@ -588,10 +611,21 @@ pub fn export(args: &ExportArgs) -> Result<(), CliError> {
     }
     // Damage met here is `Corruption`, whose hint points at `--salvage`.
     let db = open_read_only(&args.db)?;
-    let iter = match &args.prefix {
-        Some(p) => db.prefix(p),
-        None => db.iter(),
-    };
+    let iter: Box<dyn Iterator<Item = siftdb::Result<Pair>>> =
+        match (&args.prefix, args.from.is_some() || args.to.is_some()) {
+            // A prefix alone scans with the prefix filters' help.
+            (Some(p), false) => Box::new(db.prefix(p)),
+            (None, false) => Box::new(db.iter()),
+            (p, true) => match crate::scan::key_range(
+                p.as_deref(),
+                args.from.as_deref(),
+                args.to.as_deref(),
+                false,
+            ) {
+                Some(range) => Box::new(db.range(range)),
+                None => Box::new(std::iter::empty()),
+            },
+        };
     // The bar counts keys against the entries in SSTables, an upper bound
     // (old versions and tombstones are not exported).
     let progress = if args.quiet || args.file == Path::new("-") || !io::stderr().is_terminal() {
@@ -1119,7 +1153,7 @@ fn write_export(
 }
 
 /// Writes each pair as an escaped `KEY<TAB>VALUE` line; returns the count.
-fn write_pairs(
+pub fn write_pairs(
     iter: impl Iterator<Item = siftdb::Result<Pair>>,
     out: &mut impl Write,
     progress: &ProgressBar,
@@ -1136,157 +1170,6 @@ fn write_pairs(
     Ok(n)
 }
 
-// ---------------------------------------------------------------- get / put / delete
-
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Example:\n  kvctl get ./db 'user:42'\n\nExits 1 when the key is absent, printing nothing to stdout (`key not found` goes to stderr)."
-)]
-pub struct GetArgs {
-    /// Database directory
-    pub db: PathBuf,
-    /// Key (escapes such as \x00 and \t are decoded)
-    #[arg(value_parser = escaped_arg)]
-    pub key: Bytes,
-    /// Print the value's bytes exactly, with no escaping and no newline
-    #[arg(long)]
-    pub raw: bool,
-}
-
-pub fn get(args: &GetArgs) -> Result<(), CliError> {
-    let db = open_read_only(&args.db)?;
-    let value = db.get(&args.key)?;
-    db.close()?;
-    let Some(value) = value else {
-        return Err(CliError::new(
-            EXIT_NOT_FOUND,
-            format!("key not found: {}", escape_bytes(&args.key)),
-        ));
-    };
-    let mut out = io::stdout().lock();
-    if args.raw {
-        out.write_all(&value)
-    } else {
-        writeln!(out, "{}", escape_bytes(&value))
-    }
-    .and_then(|_| out.flush())
-    .map_err(write_failed)
-}
-
-#[derive(Debug, Args)]
-#[command(after_help = "Example:\n  kvctl put ./db 'user:42' '{\"name\":\"Ada\"}'")]
-pub struct PutArgs {
-    /// Database directory (created if missing)
-    pub db: PathBuf,
-    /// Key (escapes such as \x00 and \t are decoded)
-    #[arg(value_parser = escaped_arg)]
-    pub key: Bytes,
-    /// Value (escapes are decoded)
-    #[arg(value_parser = escaped_arg)]
-    pub value: Bytes,
-}
-
-pub fn put(args: &PutArgs) -> Result<(), CliError> {
-    let db = open_or_create(&args.db, Options::default())?;
-    db.put(&args.key, &args.value)?;
-    Ok(db.close()?)
-}
-
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Example:\n  kvctl delete ./db 'user:42'\n\nDeleting an absent key succeeds."
-)]
-pub struct DeleteArgs {
-    /// Database directory
-    pub db: PathBuf,
-    /// Key (escapes such as \x00 and \t are decoded)
-    #[arg(value_parser = escaped_arg)]
-    pub key: Bytes,
-}
-
-pub fn delete(args: &DeleteArgs) -> Result<(), CliError> {
-    let db = open_existing(&args.db, Options::default())?;
-    db.delete(&args.key)?;
-    Ok(db.close()?)
-}
-
-// ---------------------------------------------------------------- scan
-
-#[derive(Debug, Args)]
-#[command(after_help = "Example:\n  kvctl scan ./db --prefix lib --from libc --limit 10")]
-pub struct ScanArgs {
-    /// Database directory
-    pub db: PathBuf,
-    /// Only keys starting with P
-    #[arg(long, value_name = "P", value_parser = escaped_arg)]
-    pub prefix: Option<Bytes>,
-    /// Start at key K, inclusive (with --reverse: keys <= K)
-    #[arg(long, value_name = "K", value_parser = escaped_arg)]
-    pub from: Option<Bytes>,
-    /// Print at most N pairs
-    #[arg(long, value_name = "N")]
-    pub limit: Option<usize>,
-    /// Descending key order
-    #[arg(long)]
-    pub reverse: bool,
-}
-
-/// The key range a scan covers, or `None` if it is empty.
-fn scan_bounds(args: &ScanArgs) -> Option<KeyRange> {
-    let (mut lo, mut hi) = match &args.prefix {
-        Some(p) => (
-            Bound::Included(p.clone()),
-            siftdb::key::prefix_successor(p).map_or(Bound::Unbounded, Bound::Excluded),
-        ),
-        None => (Bound::Unbounded, Bound::Unbounded),
-    };
-    if let Some(from) = &args.from {
-        if args.reverse {
-            let tighter = match &hi {
-                Bound::Excluded(h) => from < h,
-                _ => true,
-            };
-            if tighter {
-                hi = Bound::Included(from.clone());
-            }
-        } else {
-            let tighter = match &lo {
-                Bound::Included(l) => from > l,
-                _ => true,
-            };
-            if tighter {
-                lo = Bound::Included(from.clone());
-            }
-        }
-    }
-    let empty = match (&lo, &hi) {
-        (Bound::Included(l), Bound::Included(h)) => l > h,
-        (Bound::Included(l), Bound::Excluded(h)) => l >= h,
-        _ => false,
-    };
-    (!empty).then_some((lo, hi))
-}
-
-pub fn scan(args: &ScanArgs) -> Result<(), CliError> {
-    let db = open_read_only(&args.db)?;
-    let Some(bounds) = scan_bounds(args) else {
-        return Ok(());
-    };
-    let iter = db.range(bounds);
-    let iter: Box<dyn Iterator<Item = siftdb::Result<Pair>>> = if args.reverse {
-        Box::new(iter.rev())
-    } else {
-        Box::new(iter)
-    };
-    let mut out = BufWriter::new(io::stdout().lock());
-    write_pairs(
-        iter.take(args.limit.unwrap_or(usize::MAX)),
-        &mut out,
-        &ProgressBar::hidden(),
-    )?;
-    out.flush().map_err(write_failed)
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -1295,51 +1178,6 @@ mod tests {
     use siftdb::fs::{FileSystem, StdFs, WritableFile};
 
     use super::*;
-
-    fn scan_args(prefix: Option<&str>, from: Option<&str>, reverse: bool) -> ScanArgs {
-        ScanArgs {
-            db: PathBuf::new(),
-            prefix: prefix.map(|p| p.as_bytes().to_vec()),
-            from: from.map(|f| f.as_bytes().to_vec()),
-            limit: None,
-            reverse,
-        }
-    }
-
-    fn inc(s: &str) -> Bound<Vec<u8>> {
-        Bound::Included(s.as_bytes().to_vec())
-    }
-
-    #[test]
-    fn bounds_combine_prefix_and_from() {
-        let exc = |s: &str| Bound::Excluded(s.as_bytes().to_vec());
-        assert_eq!(
-            scan_bounds(&scan_args(Some("ab"), None, false)),
-            Some((inc("ab"), exc("ac")))
-        );
-        assert_eq!(
-            scan_bounds(&scan_args(Some("ab"), Some("abc"), false)),
-            Some((inc("abc"), exc("ac")))
-        );
-        assert_eq!(
-            scan_bounds(&scan_args(Some("ab"), Some("a"), false)),
-            Some((inc("ab"), exc("ac")))
-        );
-        assert_eq!(
-            scan_bounds(&scan_args(Some("ab"), Some("abc"), true)),
-            Some((inc("ab"), inc("abc")))
-        );
-        assert_eq!(
-            scan_bounds(&scan_args(Some("ab"), Some("b"), true)),
-            Some((inc("ab"), exc("ac")))
-        );
-        assert_eq!(scan_bounds(&scan_args(Some("ab"), Some("b"), false)), None);
-        assert_eq!(scan_bounds(&scan_args(Some("ab"), Some("aa"), true)), None);
-        assert_eq!(
-            scan_bounds(&scan_args(None, Some("m"), true)),
-            Some((Bound::Unbounded, inc("m")))
-        );
-    }
 
     /// A file system whose writes to `*.{ext}` files fail with `ENOSPC`
     /// once `appends_left` runs out (`u64::MAX`: never), after writing half
@@ -1541,7 +1379,7 @@ mod tests {
         // and says so.
         // A batch of 1,000 lines `keyNNNNN<TAB>vNNNN` is 8,012 payload
         // bytes; half the record (12-byte header included) reached the disk.
-        let db = open_or_create(&dir, Options::default()).unwrap();
+        let db = open_or_create_waiting(&dir, Options::default(), None).unwrap();
         assert_eq!(
             torn_tail_warnings(&db),
             [format!(
@@ -1578,7 +1416,7 @@ mod tests {
             .unwrap()
             .clone()
             .expect("a table write failed");
-        let db = open_or_create(&dir, Options::default()).unwrap();
+        let db = open_or_create_waiting(&dir, Options::default(), None).unwrap();
         let imported = db.iter().count() as u64;
         assert!(imported > 0 && imported < 20_000, "{imported}");
         assert_eq!(e.code, crate::error::EXIT_IO);

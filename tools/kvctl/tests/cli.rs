@@ -462,7 +462,7 @@ fn a_trailing_backslash_is_named_as_such() {
     assert_eq!(code(&o), 2);
     assert_eq!(
         stderr(&o),
-        "error: invalid value 'trail\\' for '<VALUE>': a trailing backslash at offset 5; \
+        "error: invalid value 'trail\\' for '[VALUE]': a trailing backslash at offset 5; \
          write \\\\ for a literal backslash\n\nFor more information, try '--help'.\n"
     );
     assert!(!db.exists());
@@ -558,7 +558,15 @@ fn help_carries_examples() {
     let top = stdout(&ok(kvctl(&["--help"])));
     assert!(top.contains("Example:") && top.contains("demo"), "{top}");
     for cmd in [
-        "import", "export", "get", "put", "delete", "scan", "stats", "demo",
+        "import",
+        "export",
+        "get",
+        "put",
+        "delete",
+        "scan",
+        "stats",
+        "demo",
+        "completions",
     ] {
         let h = stdout(&ok(kvctl(&[cmd, "--help"])));
         assert!(h.contains("Example:\n  "), "{cmd}: {h}");
