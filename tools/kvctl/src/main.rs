@@ -1,7 +1,7 @@
 //! kvctl: the command-line tool of siftdb.
 //!
 //! Each subcommand lives in a module next to its clap arguments
-//! (`data`: import/export, `point`: get/put/delete, `scan`, `stats`,
+//! (`data`: import, `export`, `point`: get/put/delete, `scan`, `stats`,
 //! `compact`, `bench`, `demo`, and
 //! `inspect/`: info, sst, verify, manifest, wal, explain, filters); this
 //! file only parses the command line, dispatches, and turns errors into the
@@ -12,6 +12,7 @@ mod compact;
 mod data;
 mod demo;
 mod error;
+mod export;
 mod filter_spec;
 mod format;
 mod inspect;
@@ -50,7 +51,7 @@ enum Command {
     /// Load KEY<TAB>VALUE lines (raw, or escaped after export's header line; optionally gzipped) into a database
     Import(data::ImportArgs),
     /// Write every pair as a header line and escaped KEY<TAB>VALUE lines (import reads them back exactly); --salvage: from a damaged database
-    Export(data::ExportArgs),
+    Export(export::ExportArgs),
     /// Print the value of a key (exit 1 if absent)
     Get(point::GetArgs),
     /// Set a key to a value (from the command line, standard input or a file)
@@ -105,7 +106,7 @@ fn completions(a: &CompletionsArgs) -> Result<(), CliError> {
 fn run(cli: Cli) -> Result<(), CliError> {
     match &cli.command {
         Command::Import(a) => data::import(a),
-        Command::Export(a) => data::export(a),
+        Command::Export(a) => export::export(a),
         Command::Get(a) => point::get(a),
         Command::Put(a) => point::put(a),
         Command::Delete(a) => point::delete(a),

@@ -11,8 +11,9 @@ use indicatif::ProgressBar;
 use serde_json::json;
 use siftdb::escape::escape_bytes;
 
-use crate::data::{open_read_only, write_pairs, Pair};
+use crate::data::{open_read_only, Pair};
 use crate::error::{write_failed, CliError};
+use crate::export::write_pairs;
 use crate::format::{escaped_arg, Bytes};
 
 /// Lower and upper bound of a scan.
