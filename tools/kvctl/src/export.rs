@@ -25,7 +25,7 @@ kvctl export ./db part.tsv --from user:1000 --to user:2000\n  \
 kvctl export --salvage ./damaged-db rescued.tsv.gz\n\n\
 The first line is the header `#kvctl-export escaped v1`; each pair follows as an escaped \
 KEY<TAB>VALUE line, so `import` reads it back exactly (DESIGN.md 12.10).\n\n\
-The output appears only when complete: the export writes .NAME.kvctl-partial beside it and \
+An existing FILE is refused unless --force is given. The output appears only when complete: the export writes .NAME.kvctl-partial beside it and \
 renames it (a device or FIFO, such as /dev/null, is written in place; a symbolic link is \
 written through: its target gets the new content and the link stays). A failed export removes that file; an interrupted one may leave it, and the next \
 export to NAME replaces it.\n\n\
@@ -65,6 +65,11 @@ pub struct ExportArgs {
     /// salvage lost, still go to stderr)
     #[arg(long, short)]
     pub quiet: bool,
+    /// Replace FILE if it exists (without it, an existing file is refused,
+    /// so that an export cannot overwrite, say, the file it was imported
+    /// from)
+    #[arg(long, short)]
+    pub force: bool,
 }
 
 pub fn export(args: &ExportArgs) -> Result<(), CliError> {
@@ -102,7 +107,7 @@ pub fn export(args: &ExportArgs) -> Result<(), CliError> {
         }
         pb
     };
-    let n = write_output(&args.file, iter, &progress)?;
+    let n = write_output(&args.file, args.force, iter, &progress)?;
     if !args.quiet && args.file != Path::new("-") {
         // A closed stderr must not turn a finished export into a failure.
         let _ = writeln!(
@@ -117,7 +122,8 @@ pub fn export(args: &ExportArgs) -> Result<(), CliError> {
 
 /// Writes `pairs` to `file` as [`EXPORT_HEADER`] and escaped
 /// `KEY<TAB>VALUE` lines (gzip for a `.gz` name; stdout for `-`); returns
-/// how many pairs.
+/// how many pairs. An existing regular file (through any symbolic links)
+/// is replaced only if `force`; otherwise it is exit 2.
 ///
 /// A file is written as `.NAME.kvctl-partial` beside the output and
 /// renamed into place once complete and synced, so that a failed or
@@ -128,6 +134,7 @@ pub fn export(args: &ExportArgs) -> Result<(), CliError> {
 /// output.
 fn write_output(
     file: &Path,
+    force: bool,
     pairs: impl Iterator<Item = siftdb::Result<Pair>>,
     progress: &ProgressBar,
 ) -> Result<u64, CliError> {
@@ -175,6 +182,11 @@ fn write_output(
             let written = write_to(f, pairs).map(|(n, _)| n);
             progress.finish_and_clear();
             return written;
+        }
+        Ok(_) if !force => {
+            return Err(CliError::usage(format!(
+                "{what} exists; pass --force to replace it"
+            )));
         }
         _ => {}
     }
@@ -287,7 +299,7 @@ fn export_salvage(args: &ExportArgs) -> Result<(), CliError> {
             }
             Ok((e.key, e.value))
         });
-    let exported = write_output(&args.file, pairs, &progress)?;
+    let exported = write_output(&args.file, args.force, pairs, &progress)?;
     if let Some(path) = &args.stale_keys {
         std::fs::write(path, &stale_keys)
             .map_err(|e| CliError::from_io(format!("write {}", path.display()), &e))?;

@@ -170,7 +170,8 @@ fn an_export_error_names_the_users_path_not_the_partial_file() {
 }
 
 /// Found by a new-user trial: export onto a symbolic link replaced the
-/// link with a regular file, and the target kept its old content.
+/// link with a regular file, and the target kept its old content. (An
+/// existing target also needs --force now.)
 #[test]
 fn export_onto_a_symlink_writes_through_it_and_keeps_the_link() {
     let (tmp, db) = db_with_files();
@@ -185,7 +186,16 @@ fn export_onto_a_symlink_writes_through_it_and_keeps_the_link() {
     let link2 = tmp.path().join("link2.tsv");
     std::os::unix::fs::symlink(&link, &link2).unwrap();
 
-    ok(kvctl(&["export", p(&db), p(&link2), "-q"]));
+    // The target exists: refused without --force, whose link it names.
+    usage_error(
+        &["export", p(&db), p(&link2)],
+        &[&format!(
+            "{} exists; pass --force to replace it",
+            link2.display()
+        )],
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "old content\n");
+    ok(kvctl(&["export", p(&db), p(&link2), "-q", "--force"]));
     assert!(std::fs::symlink_metadata(&link)
         .unwrap()
         .file_type()
@@ -224,4 +234,42 @@ fn export_onto_a_symlink_writes_through_it_and_keeps_the_link() {
         &["export", p(&db), p(&a)],
         &["too many levels of symbolic links"],
     );
+}
+
+/// Found by a new-user trial: `export DB users.tsv` silently overwrote
+/// the file the database was imported from. An existing file now needs
+/// --force; a device is still written without it.
+#[test]
+fn export_refuses_to_overwrite_a_file_without_force() {
+    let (tmp, db) = db_with_files();
+    let input = tmp.path().join("in.tsv");
+    usage_error(
+        &["export", p(&db), p(&input)],
+        &[&format!(
+            "{} exists; pass --force to replace it",
+            input.display()
+        )],
+    );
+    assert_eq!(std::fs::read_to_string(&input).unwrap(), "a\t1\nb\t2\n");
+    let out = tmp.path().join("rescued.tsv");
+    std::fs::write(&out, "keep me\n").unwrap();
+    usage_error(
+        &["export", "--salvage", p(&db), p(&out)],
+        &["exists; pass --force"],
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "keep me\n");
+    ok(kvctl(&[
+        "export",
+        "--salvage",
+        p(&db),
+        p(&out),
+        "--force",
+        "-q",
+    ]));
+    ok(kvctl(&["export", p(&db), p(&input), "-f", "-q"]));
+    assert_eq!(
+        std::fs::read_to_string(&input).unwrap(),
+        "#kvctl-export escaped v1\na\t1\nb\t2\nc\t3\n"
+    );
+    ok(kvctl(&["export", p(&db), "/dev/null"]));
 }

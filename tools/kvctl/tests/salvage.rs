@@ -354,7 +354,7 @@ fn stale_keys_lists_the_keys_that_came_back_older() {
         stale.len()
     );
     // Without the option, the warning says how to get the list.
-    let o = kvctl(&["export", "--salvage", p(&db), p(&out)]);
+    let o = kvctl(&["export", "--salvage", p(&db), p(&out), "--force"]);
     assert!(
         stderr(&o).contains("--stale-keys FILE lists them"),
         "{}",
