@@ -50,7 +50,7 @@ fn small_db() -> (tempfile::TempDir, PathBuf) {
     let db = tmp.path().join("db");
     let o = ok(kvctl(&["import", p(&db), p(&input), "--escaped"]));
     let out = stdout(&o);
-    assert!(out.contains("imported 6 keys"), "{out}");
+    assert!(out.contains("imported 6 pairs"), "{out}");
     assert!(out.contains("1 SSTable flushed, 0 compactions"), "{out}");
     (tmp, db)
 }
@@ -498,7 +498,7 @@ fn one_key_is_counted_in_the_singular() {
     let out = stdout(&ok(kvctl(&["import", p(&db), p(&input)])));
     assert!(
         out.starts_with(&format!(
-            "imported 1 key (2 B of keys and values) from {} in ",
+            "imported 1 pair (2 B of keys and values) from {} in ",
             input.display()
         )),
         "{out}"
@@ -1384,4 +1384,26 @@ fn import_with_a_filter_budget_and_compact_filters_only() {
         "{}",
         stderr(&o)
     );
+}
+
+/// Found by a new-user trial: two lines with one key said "imported 2
+/// keys", and the time left out the final flush. The summary now counts
+/// pairs (and says the flush is in its time); `scan --count` counts keys.
+#[test]
+fn import_counts_pairs_not_keys() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("twice.tsv");
+    std::fs::write(&input, "k\t1\nk\t2\n").unwrap();
+    let db = tmp.path().join("db");
+    let out = stdout(&ok(kvctl(&["import", p(&db), p(&input)])));
+    let first = out.lines().next().unwrap();
+    assert!(
+        first.starts_with(&format!(
+            "imported 2 pairs (4 B of keys and values) from {} in ",
+            input.display()
+        )) && first.ends_with(" s, the final flush included"),
+        "{out}"
+    );
+    assert_eq!(stdout(&ok(kvctl(&["scan", p(&db), "--count"]))), "1\n");
+    assert_eq!(stdout(&ok(kvctl(&["get", p(&db), "k"]))), "2\n");
 }

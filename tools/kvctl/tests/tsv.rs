@@ -36,7 +36,7 @@ fn the_debian_tsv_imports_raw_without_flags_and_round_trips_through_export() {
     let db = tmp.path().join("db");
     let o = ok(kvctl(&["import", p(&db), DEBIAN]));
     assert!(
-        stdout(&o).contains("imported 63,681 keys"),
+        stdout(&o).contains("imported 63,681 pairs"),
         "{}",
         stdout(&o)
     );
