@@ -134,7 +134,8 @@ write (a full disk), stops the import there: lines are written in batches of 1,0
 where they pass 16 MiB), and the whole batches before it stay imported (the error says how \
 many keys).\n\n\
 The summary counts the pairs written: a key on several lines counts each time (its last value \
-wins); `kvctl scan DB --count` counts the keys."
+wins); `kvctl scan DB --count` counts the keys. Ctrl-C stops the import and says how many \
+pairs were imported (exit 130)."
 )]
 pub struct ImportArgs {
     /// Database directory (created if missing)
@@ -270,6 +271,7 @@ pub fn import_lines(
         db.write(std::mem::take(batch))
             .map_err(|e| import_write_failed(e, *written))?;
         *written = keys;
+        crate::interrupt::imported(keys);
         progress.set_message(count(keys, "key"));
         Ok::<(), CliError>(())
     };
@@ -319,6 +321,7 @@ pub fn import_lines(
     }
     db.write(batch)
         .map_err(|e| import_write_failed(e, written))?;
+    crate::interrupt::imported(sum.keys);
     sum.elapsed = start.elapsed();
     Ok(sum)
 }
@@ -502,6 +505,9 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     let db = open_or_create_waiting(&args.db, options, args.wait.wait)?;
     let before = db.stats();
     let (flushes_before, compactions_before) = (before.flushes, before.compactions);
+    crate::interrupt::on_interrupt(crate::interrupt::Task::Import {
+        source: source.clone(),
+    });
     let started = Instant::now();
     let result = import_lines(&db, input, format, &source, &progress);
     progress.finish_and_clear();

@@ -7,6 +7,7 @@
 //! | 2 | usage or bad input (bad flag, malformed import line, invalid argument; an input or output file that is missing, a directory, of the wrong kind, or not permitted) |
 //! | 3 | corruption: bytes on disk (or answers read back) are not what was written; for `export --salvage`, something could not be read (the output holds the rest) |
 //! | 4 | I/O error (reading or writing a usable file, a full disk), database locked, or any other engine failure |
+//! | 130 | interrupted by Ctrl-C (SIGINT); `import` and `compact` first say what was kept ([`crate::interrupt`]) |
 
 use std::fmt;
 

@@ -16,6 +16,7 @@ mod export;
 mod filter_spec;
 mod format;
 mod inspect;
+mod interrupt;
 mod point;
 mod scan;
 mod stats;
@@ -35,7 +36,8 @@ use crate::error::CliError;
     about = "Import, read, write and inspect siftdb databases",
     after_help = "Keys and values are printed escaped (\\\\, \\xNN for non-printable bytes) and \
 accepted in the same form.\n\
-Exit codes: 0 ok, 1 key not found, 2 usage or bad input, 3 corruption, 4 I/O or lock error.\n\
+Exit codes: 0 ok, 1 key not found, 2 usage or bad input, 3 corruption, 4 I/O or lock error, \
+130 interrupted by Ctrl-C (import and compact say what was kept).\n\
 A file you name that cannot be used as given (missing, a directory, no permission, or a file of \
 another kind, such as a WAL given to `sst dump`) is bad input (2); a read or write that fails on \
 a usable file (a full disk, a device error) is I/O (4).\n\n\

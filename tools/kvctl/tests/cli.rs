@@ -732,7 +732,13 @@ fn bench_readamp_runs_a_small_sweep() {
         "--out",
         p(&out_dir),
     ]));
-    assert!(stdout(&o).contains("readamp.csv"), "{}", stdout(&o));
+    // Named once (a new-user trial found it printed twice).
+    assert_eq!(
+        stdout(&o).matches("readamp.csv").count(),
+        1,
+        "{}",
+        stdout(&o)
+    );
     let csv = std::fs::read_to_string(out_dir.join("readamp.csv")).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
     assert!(
@@ -1406,4 +1412,28 @@ fn import_counts_pairs_not_keys() {
     );
     assert_eq!(stdout(&ok(kvctl(&["scan", p(&db), "--count"]))), "1\n");
     assert_eq!(stdout(&ok(kvctl(&["get", p(&db), "k"]))), "2\n");
+}
+
+/// Found by a new-user trial: `bench readamp --keys 0` warned about too
+/// few keys, then failed with "1 files need at least 1 keys".
+#[test]
+fn bench_readamp_refuses_bad_parameters_before_any_warning() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = p(&tmp.path().join("readamp")).to_string();
+    let o = kvctl(&["bench", "readamp", "--keys", "0", "--out", &out]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        "kvctl: --keys 0: the benchmark needs at least one key per file\n"
+    );
+    let o = kvctl(&[
+        "bench", "readamp", "--keys", "3", "--files", "4", "--out", &out,
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("4 files need at least 4 keys"),
+        "{}",
+        stderr(&o)
+    );
 }
