@@ -241,13 +241,16 @@ fn resolve_links(path: &Path) -> Result<PathBuf, CliError> {
 
 // ---------------------------------------------------------------- export --salvage
 
-/// Refuses an output file inside the database directory: a salvage never
-/// writes there (not even its partial file).
+/// Refuses an output file inside the database directory, also by way of
+/// a symbolic link: a salvage never writes there (not even its partial
+/// file).
 fn refuse_output_inside(db: &Path, file: &Path) -> Result<(), CliError> {
     if file == Path::new("-") {
         return Ok(());
     }
-    let parent = match file.parent() {
+    // Where the output really goes: through any symbolic links.
+    let target = resolve_links(file)?;
+    let parent = match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };

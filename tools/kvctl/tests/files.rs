@@ -273,3 +273,17 @@ fn export_refuses_to_overwrite_a_file_without_force() {
     );
     ok(kvctl(&["export", p(&db), "/dev/null"]));
 }
+
+/// A salvage never writes inside the database directory, not even
+/// through a symbolic link that points there.
+#[test]
+fn salvage_refuses_a_link_into_the_database_directory() {
+    let (tmp, db) = db_with_files();
+    let link = tmp.path().join("out.tsv");
+    std::os::unix::fs::symlink(db.join("rescued.tsv"), &link).unwrap();
+    usage_error(
+        &["export", "--salvage", p(&db), p(&link)],
+        &["inside the database directory"],
+    );
+    assert!(!db.join("rescued.tsv").exists());
+}
