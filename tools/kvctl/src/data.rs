@@ -145,6 +145,11 @@ pub struct ImportArgs {
     /// Memtable size before a flush to a new SSTable, e.g. 4M or 512K
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub write_buffer_size: Option<usize>,
+    /// Size at which a compaction starts a new SSTable in levels >= 1,
+    /// e.g. 2M (default 64M; at least 1K). Not stored: give it again to
+    /// `compact`, which otherwise writes files up to the default
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub target_file_size: Option<usize>,
     /// Bloom filter bits per key for new SSTables (0 = no filters)
     #[arg(long, value_name = "N", conflicts_with = "filters")]
     pub bits_per_key: Option<u32>,
@@ -463,6 +468,9 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     let mut options = Options::default();
     if let Some(w) = args.write_buffer_size {
         options.write_buffer_size = w;
+    }
+    if let Some(t) = args.target_file_size {
+        options.target_file_size = t as u64;
     }
     if let Some(b) = args.bits_per_key {
         options.bits_per_key = b;

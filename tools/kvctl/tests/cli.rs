@@ -1437,3 +1437,49 @@ fn bench_readamp_refuses_bad_parameters_before_any_warning() {
         stderr(&o)
     );
 }
+
+/// `--target-file-size` splits compaction output: the Debian data in
+/// files of at most about 1 MiB in level 1 (the README's `explain`
+/// example needs it to be reproducible).
+#[test]
+fn import_target_file_size_splits_level_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let debian = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/data/debian-packages.tsv.gz"
+    );
+    let args = [
+        "import",
+        p(&db),
+        debian,
+        "--write-buffer-size",
+        "512K",
+        "--target-file-size",
+        "1M",
+        "-q",
+    ];
+    ok(kvctl(&args));
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout(&ok(kvctl(&["sst", "list", p(&db), "--json"])))).unwrap();
+    let l1: Vec<u64> = v["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["level"] == 1)
+        .map(|t| t["size"].as_u64().unwrap())
+        .collect();
+    assert!(l1.len() >= 5, "{l1:?}");
+    // A file ends once it passes the target, by at most one block.
+    assert!(l1.iter().all(|&s| s < (1 << 20) + (64 << 10)), "{l1:?}");
+    assert_eq!(
+        code(&kvctl(&[
+            "import",
+            p(&db),
+            debian,
+            "--target-file-size",
+            "1.5M"
+        ])),
+        2
+    );
+}
