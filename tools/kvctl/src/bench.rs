@@ -394,6 +394,16 @@ fn readamp(a: &ReadampArgs) -> Result<(), CliError> {
     if a.no_leveled {
         cfg.leveled_levels.clear();
     }
+    // Refuse a bad configuration before the warnings (a new-user trial
+    // got a warning about `--keys 0` and then the error).
+    if a.keys == 0 {
+        return Err(CliError::usage(
+            "--keys 0: the benchmark needs at least one key per file",
+        ));
+    }
+    if let Err(e) = cfg.validate() {
+        return Err(CliError::usage(e.to_string()));
+    }
     // Below this many keys a correct engine may miss checks by noise.
     let enough = readamp::keys_for_checks(cfg.sigmas);
     let few_keys = (a.keys < enough).then(|| {
@@ -420,10 +430,8 @@ fn readamp(a: &ReadampArgs) -> Result<(), CliError> {
     let mut stdout = io::stdout().lock();
     let _ = stdout.write_all(&out);
     match result {
-        Ok(s) if s.misses.is_empty() => {
-            let _ = writeln!(stdout, "wrote {}", s.csv.display());
-            Ok(())
-        }
+        // The report already names the CSV and the plots.
+        Ok(s) if s.misses.is_empty() => Ok(()),
         // Exit 1, as `cargo bench --bench read_amplification` does (for
         // `bench`, 1 means "disagrees with the model", not "not found").
         Ok(s) => {

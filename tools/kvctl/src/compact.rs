@@ -80,6 +80,7 @@ pub fn run(args: &CompactArgs) -> Result<(), CliError> {
         )));
     }
     let db = open_existing(&args.db, options)?;
+    crate::interrupt::on_interrupt(crate::interrupt::Task::Compact);
     let before = db.stats();
     let spinner = if args.quiet || !io::stdout().is_terminal() {
         ProgressBar::hidden()

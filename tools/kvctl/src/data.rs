@@ -1,38 +1,31 @@
-//! Data subcommands: `import`, `export` (and `export --salvage`), `get`,
-//! `put`, `delete`, `scan`.
+//! `kvctl import`, and what the data commands share: opening a database
+//! (read-only, existing, or created; waiting for the lock), the import
+//! line format.
 //!
 //! Keys and values cross the command line and text files in escaped form
 //! (see [`siftdb::escape`]): what `scan` and `export` print, `import` and
 //! the `KEY`/`VALUE` arguments accept.
 
 use std::borrow::Cow;
-use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
-use std::ops::Bound;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use flate2::read::MultiGzDecoder;
-use flate2::write::GzEncoder;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::{json, Value};
-use siftdb::escape::escape_bytes;
-use siftdb::inspect::{FileSet, Salvage, SalvageReport};
 use siftdb::{Db, Options, WriteBatch};
 
-use crate::error::{write_failed, CliError, EXIT_CORRUPTION, EXIT_NOT_FOUND};
-use crate::format::{count, escaped_arg, human_bytes, parse_size, Bytes, TORN_WRITE};
-use crate::inspect::{emit_json, entries_text, file_name, torn_json};
+use crate::error::{write_failed, CliError};
+use crate::format::{count, human_bytes, parse_size, TORN_WRITE};
+use crate::wait::{retry_locked, Wait, WaitArg};
 
 /// A key and its value, as the database iterators yield them.
 pub type Pair = (Vec<u8>, Vec<u8>);
 
 /// A decoded import line: key and value, borrowed when nothing was unescaped.
 pub type Decoded<'a> = (Cow<'a, [u8]>, Cow<'a, [u8]>);
-
-/// Lower and upper bound of a scan.
-type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
 /// Updates per `WriteBatch` during import.
 pub const IMPORT_BATCH: usize = 1000;
@@ -46,6 +39,16 @@ pub const IMPORT_BATCH_BYTES: usize = 16 << 20;
 
 /// Opens an existing database with `options` (never creating one).
 pub fn open_existing(path: &Path, options: Options) -> Result<Db, CliError> {
+    open_existing_waiting(path, options, None)
+}
+
+/// [`open_existing`], waiting for the lock as `wait` says
+/// ([`crate::wait::retry_locked`]).
+pub fn open_existing_waiting(
+    path: &Path,
+    options: Options,
+    wait: Option<Wait>,
+) -> Result<Db, CliError> {
     if !path.exists() {
         // Said plainly, rather than as the library's option name.
         return Err(siftdb::Error::NotADatabase {
@@ -56,7 +59,7 @@ pub fn open_existing(path: &Path, options: Options) -> Result<Db, CliError> {
     }
     let mut o = options;
     o.create_if_missing = false;
-    warn_dropped(Db::open_with(path, o)?)
+    warn_dropped(retry_locked(wait, || Db::open_with(path, o.clone()))?)
 }
 
 /// Says on stderr if the open dropped a torn WAL tail (a write cut short
@@ -105,21 +108,34 @@ pub fn open_read_only(path: &Path) -> Result<Db, CliError> {
     warn_dropped(db)
 }
 
-/// Opens a database, creating it if missing.
-pub fn open_or_create(path: &Path, options: Options) -> Result<Db, CliError> {
-    warn_dropped(Db::open_with(path, options)?)
+/// Opens a database, creating it if missing, waiting for the lock as
+/// `wait` says ([`crate::wait::retry_locked`]; `None`: not at all).
+pub fn open_or_create_waiting(
+    path: &Path,
+    options: Options,
+    wait: Option<Wait>,
+) -> Result<Db, CliError> {
+    warn_dropped(retry_locked(wait, || Db::open_with(path, options.clone()))?)
 }
 
 // ---------------------------------------------------------------- import
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Example:\n  kvctl import ./db tests/data/debian-packages.tsv.gz --raw --write-buffer-size 512K\n\n\
-Without --raw, keys and values are unescaped as `export` and `scan` write them.\n\
+    after_help = "Example:\n  kvctl import ./db tests/data/debian-packages.tsv.gz --write-buffer-size 512K\n\n\
+Lines are taken as raw bytes (a plain TSV, such as JSON values with their own backslashes, \
+imports as it is), unless the input starts with the header line `export` writes \
+(`#kvctl-export escaped v1`): then keys and values are unescaped, so that `kvctl export DB | \
+kvctl import NEW -` copies every byte exactly, tabs, newlines and non-UTF-8 bytes included. \
+--escaped unescapes input without the header (what `scan` prints, or an export by an older \
+kvctl); --raw refuses the header (DESIGN.md 12.11).\n\
 A gzip file is checked whole before the first line is imported. A bad line, or a failed \
 write (a full disk), stops the import there: lines are written in batches of 1,000 (fewer \
 where they pass 16 MiB), and the whole batches before it stay imported (the error says how \
-many keys)."
+many keys).\n\n\
+The summary counts the pairs written: a key on several lines counts each time (its last value \
+wins); `kvctl scan DB --count` counts the keys. Ctrl-C stops the import and says how many \
+pairs were imported (exit 130)."
 )]
 pub struct ImportArgs {
     /// Database directory (created if missing)
@@ -129,6 +145,11 @@ pub struct ImportArgs {
     /// Memtable size before a flush to a new SSTable, e.g. 4M or 512K
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub write_buffer_size: Option<usize>,
+    /// Size at which a compaction starts a new SSTable in levels >= 1,
+    /// e.g. 2M (default 64M; at least 1K). Not stored: give it again to
+    /// `compact`, which otherwise writes files up to the default
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub target_file_size: Option<usize>,
     /// Bloom filter bits per key for new SSTables (0 = no filters)
     #[arg(long, value_name = "N", conflicts_with = "filters")]
     pub bits_per_key: Option<u32>,
@@ -148,13 +169,20 @@ pub struct ImportArgs {
     /// it again to `compact`: it is not stored)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub prefix_len: Option<u16>,
-    /// Take keys and values verbatim instead of unescaping `\t`, `\n`, `\\`, `\xNN`
-    /// (the `\r` of a CRLF line ending is still removed)
-    #[arg(long)]
+    /// Take keys and values verbatim (the default for input without
+    /// export's header line; the `\r` of a CRLF line ending is still
+    /// removed), and refuse the header
+    #[arg(long, conflicts_with = "escaped")]
     pub raw: bool,
+    /// Unescape keys and values (`\t`, `\n`, `\\`, `\xNN`) even without
+    /// export's header line, e.g. for what `scan` prints
+    #[arg(long)]
+    pub escaped: bool,
     /// No progress bar and no summary (errors still go to stderr)
     #[arg(long, short)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub wait: WaitArg,
 }
 
 /// How an import line's key and value are decoded.
@@ -164,7 +192,17 @@ pub enum LineFormat {
     Escaped,
     /// Bytes as they are (the line ending excepted).
     Raw,
+    /// [`LineFormat::Escaped`] if the first line is [`EXPORT_HEADER`]
+    /// (which is then skipped), [`LineFormat::Raw`] otherwise.
+    Auto,
 }
+
+/// The first line `export` writes (without its `\n`): it says the lines
+/// after it are escaped, so that `import` unescapes them and a round trip
+/// is exact, while a plain TSV (no header) is imported raw. It holds no
+/// tab, so it can never be a `KEY<TAB>VALUE` line of a raw file.
+/// DESIGN.md 12.11.
+pub const EXPORT_HEADER: &str = "#kvctl-export escaped v1";
 
 /// Splits one line (without its line ending) at its first tab into key and
 /// value, as raw bytes.
@@ -181,14 +219,15 @@ pub fn split_line(line: &[u8]) -> Result<(&[u8], &[u8]), &'static str> {
 pub fn parse_line(line: &[u8], format: LineFormat) -> Result<Decoded<'_>, String> {
     let (key, value) = split_line(line)?;
     match format {
-        LineFormat::Raw => Ok((Cow::Borrowed(key), Cow::Borrowed(value))),
+        LineFormat::Raw | LineFormat::Auto => Ok((Cow::Borrowed(key), Cow::Borrowed(value))),
         LineFormat::Escaped => {
             let text = |what: &str, b: &[u8]| -> Result<Vec<u8>, String> {
                 let s = std::str::from_utf8(b).map_err(|_| {
-                    format!("{what} is not valid UTF-8 (escape bytes as \\xNN, or use --raw)")
+                    format!("{what} is not valid UTF-8 (escape bytes as \\xNN, or import without --escaped)")
                 })?;
-                siftdb::escape::unescape(s)
-                    .map_err(|e| format!("{what}: {e} (or use --raw to take bytes verbatim)"))
+                siftdb::escape::unescape(s).map_err(|e| {
+                    format!("{what}: {e} (or import without --escaped to take bytes verbatim)")
+                })
             };
             Ok((
                 Cow::Owned(text("key", key)?),
@@ -213,12 +252,14 @@ pub struct ImportSummary {
 /// Reads `KEY<TAB>VALUE` lines from `input` and writes them to `db` in
 /// batches of [`IMPORT_BATCH`] lines, or fewer where they would pass
 /// [`IMPORT_BATCH_BYTES`]. Blank lines are skipped; `\n` and `\r\n`
-/// both end a line. Does not flush. `source` names the input in errors;
+/// both end a line. A first line equal to [`EXPORT_HEADER`] is skipped
+/// and, with [`LineFormat::Auto`], makes the rest escaped; with
+/// [`LineFormat::Raw`] it is an error (exit 2). Does not flush. `source` names the input in errors;
 /// `progress` gets a message per batch.
 pub fn import_lines(
     db: &Db,
     mut input: impl BufRead,
-    format: LineFormat,
+    mut format: LineFormat,
     source: &str,
     progress: &ProgressBar,
 ) -> Result<ImportSummary, CliError> {
@@ -235,6 +276,7 @@ pub fn import_lines(
         db.write(std::mem::take(batch))
             .map_err(|e| import_write_failed(e, *written))?;
         *written = keys;
+        crate::interrupt::imported(keys);
         progress.set_message(count(keys, "key"));
         Ok::<(), CliError>(())
     };
@@ -252,6 +294,18 @@ pub fn import_lines(
         let mut body = line.as_slice();
         if let Some(b) = body.strip_suffix(b"\n") {
             body = b.strip_suffix(b"\r").unwrap_or(b);
+        }
+        if sum.lines == 1 && body == EXPORT_HEADER.as_bytes() {
+            if format == LineFormat::Raw {
+                let e = CliError::usage(format!(
+                    "{}: the input starts with export's header `{EXPORT_HEADER}`: its lines \
+                     are escaped, and --raw would keep the escapes as bytes",
+                    at()
+                ));
+                return Err(stopped(e, written, "import without --raw"));
+            }
+            format = LineFormat::Escaped;
+            continue;
         }
         if body.is_empty() {
             continue;
@@ -272,6 +326,7 @@ pub fn import_lines(
     }
     db.write(batch)
         .map_err(|e| import_write_failed(e, written))?;
+    crate::interrupt::imported(sum.keys);
     sum.elapsed = start.elapsed();
     Ok(sum)
 }
@@ -315,11 +370,23 @@ fn import_write_failed(e: siftdb::Error, written: u64) -> CliError {
     stopped(CliError::from(e), written, fix)
 }
 
+/// Opens an input file the user named, for reading. A directory is bad
+/// input (exit 2) like a missing file or one without read permission
+/// (Linux opens a directory for reading, and only the first read fails).
+pub fn open_input_file(path: &Path) -> Result<File, CliError> {
+    if path.is_dir() {
+        return Err(CliError::usage(format!(
+            "{}: is a directory, not a file",
+            path.display()
+        )));
+    }
+    File::open(path).map_err(|e| CliError::from_io(format!("open {}", path.display()), &e))
+}
+
 /// Whether `path` starts with gzip's magic number.
 fn is_gzip(path: &Path) -> Result<bool, CliError> {
     let mut magic = [0u8; 2];
-    let mut f =
-        File::open(path).map_err(|e| CliError::from_io(format!("open {}", path.display()), &e))?;
+    let mut f = open_input_file(path)?;
     let n = f
         .read(&mut magic)
         .map_err(|e| CliError::from_io(format!("reading {}", path.display()), &e))?;
@@ -334,8 +401,7 @@ fn is_gzip(path: &Path) -> Result<bool, CliError> {
 /// # Errors
 /// Exit 2 naming the file if the stream is damaged; 4 on other read errors.
 fn check_gzip(path: &Path) -> Result<(), CliError> {
-    let f =
-        File::open(path).map_err(|e| CliError::from_io(format!("open {}", path.display()), &e))?;
+    let f = open_input_file(path)?;
     io::copy(
         &mut MultiGzDecoder::new(BufReader::with_capacity(1 << 16, f)),
         &mut io::sink(),
@@ -353,8 +419,7 @@ fn open_input(path: &Path, progress: &ProgressBar) -> Result<Box<dyn BufRead>, C
     let raw: Box<dyn Read> = if path == Path::new("-") {
         Box::new(progress.wrap_read(io::stdin()))
     } else {
-        let f = File::open(path)
-            .map_err(|e| CliError::from_io(format!("open {}", path.display()), &e))?;
+        let f = open_input_file(path)?;
         if let Ok(m) = f.metadata() {
             progress.set_length(m.len());
         }
@@ -404,6 +469,9 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     if let Some(w) = args.write_buffer_size {
         options.write_buffer_size = w;
     }
+    if let Some(t) = args.target_file_size {
+        options.target_file_size = t as u64;
+    }
     if let Some(b) = args.bits_per_key {
         options.bits_per_key = b;
     }
@@ -420,8 +488,10 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     }
     let format = if args.raw {
         LineFormat::Raw
-    } else {
+    } else if args.escaped {
         LineFormat::Escaped
+    } else {
+        LineFormat::Auto
     };
     let stdin = args.file == Path::new("-");
     let source = if stdin {
@@ -440,9 +510,13 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     let progress = progress_bar(args.quiet, stdin);
     let input = open_input(&args.file, &progress)?;
     let new_database = !args.db.exists();
-    let db = open_or_create(&args.db, options)?;
+    let db = open_or_create_waiting(&args.db, options, args.wait.wait)?;
     let before = db.stats();
     let (flushes_before, compactions_before) = (before.flushes, before.compactions);
+    crate::interrupt::on_interrupt(crate::interrupt::Task::Import {
+        source: source.clone(),
+    });
+    let started = Instant::now();
     let result = import_lines(&db, input, format, &source, &progress);
     progress.finish_and_clear();
     let sum = match result {
@@ -469,17 +543,19 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     let compactions = after.compactions - compactions_before;
     let (files, bytes) = total_files(&db);
     db.close()?;
+    // The time the keys took to be on disk in tables, not just in the log.
+    let elapsed = started.elapsed();
     if args.quiet {
         return Ok(());
     }
     let mut out = io::stdout().lock();
     writeln!(
         out,
-        "imported {} ({} of keys and values) from {} in {:.2} s",
-        count(sum.keys, "key"),
+        "imported {} ({} of keys and values) from {} in {:.2} s, the final flush included",
+        count(sum.keys, "pair"),
         human_bytes(sum.bytes),
         source,
-        sum.elapsed.as_secs_f64()
+        elapsed.as_secs_f64()
     )
     .and_then(|_| {
         writeln!(
@@ -494,710 +570,6 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     .map_err(write_failed)
 }
 
-// ---------------------------------------------------------------- export
-
-#[derive(Debug, Args)]
-#[command(after_help = "Example:\n  kvctl export ./db backup.tsv.gz\n  \
-kvctl export --salvage ./damaged-db rescued.tsv.gz\n\n\
-The output appears only when complete: the export writes .NAME.kvctl-partial beside it and \
-renames it (a device or FIFO, such as /dev/null, is written in place). A failed export removes that file; an interrupted one may leave it, and the next \
-export to NAME replaces it.\n\n\
---salvage reads a database that no longer opens (a damaged block, manifest or CURRENT) \
-without writing to it, and refuses one a process has open for writing: every entry still readable is written, the newest readable version of \
-each key, in the same format (import it into a fresh database), and stderr (or --json, on \
-stdout) lists what could not be read: data blocks and their byte ranges, tables skipped whole, \
-WAL damage. Exits 0 if nothing was lost, 3 if something was or the manifest could not be used \
-(the output is still written). \
-Keys in a lost block's key range may come back with an older value (DESIGN.md 11.1).")]
-pub struct ExportArgs {
-    /// Database directory
-    pub db: PathBuf,
-    /// Output file (`-` = stdout); a name ending in `.gz` is gzip-compressed
-    #[arg(default_value = "-")]
-    pub file: PathBuf,
-    /// Only keys starting with this (escaped) prefix
-    #[arg(long, value_name = "P", value_parser = escaped_arg)]
-    pub prefix: Option<Bytes>,
-    /// Read a damaged database around the damage, read-only, and report what was lost
-    #[arg(long)]
-    pub salvage: bool,
-    /// With --salvage: print the report as JSON on stdout (needs an output FILE)
-    #[arg(long, requires = "salvage")]
-    pub json: bool,
-    /// With --salvage: write the keys flagged as possibly stale to this file,
-    /// escaped, one per line
-    #[arg(long, value_name = "FILE", requires = "salvage")]
-    pub stale_keys: Option<PathBuf>,
-    /// No progress bar and no "exported N keys" line (errors, and what a
-    /// salvage lost, still go to stderr)
-    #[arg(long, short)]
-    pub quiet: bool,
-}
-
-pub fn export(args: &ExportArgs) -> Result<(), CliError> {
-    if args.salvage {
-        return export_salvage(args);
-    }
-    // Damage met here is `Corruption`, whose hint points at `--salvage`.
-    let db = open_read_only(&args.db)?;
-    let iter = match &args.prefix {
-        Some(p) => db.prefix(p),
-        None => db.iter(),
-    };
-    // The bar counts keys against the entries in SSTables, an upper bound
-    // (old versions and tombstones are not exported).
-    let progress = if args.quiet || args.file == Path::new("-") || !io::stderr().is_terminal() {
-        ProgressBar::hidden()
-    } else {
-        let entries: u64 = db.stats().levels.iter().map(|l| l.entries).sum();
-        let pb = ProgressBar::new(entries);
-        if let Ok(style) =
-            ProgressStyle::with_template("[{elapsed_precise}] {wide_bar} {pos} keys  {msg}")
-        {
-            pb.set_style(style);
-        }
-        pb
-    };
-    let n = write_output(&args.file, iter, &progress)?;
-    if !args.quiet && args.file != Path::new("-") {
-        // A closed stderr must not turn a finished export into a failure.
-        let _ = writeln!(
-            io::stderr(),
-            "exported {} to {}",
-            count(n, "key"),
-            args.file.display()
-        );
-    }
-    Ok(())
-}
-
-/// Writes `pairs` to `file` as escaped `KEY<TAB>VALUE` lines (gzip for a
-/// `.gz` name; stdout for `-`); returns how many.
-///
-/// A file is written as `.NAME.kvctl-partial` beside the output and
-/// renamed into place once complete and synced, so that a failed or
-/// interrupted export never leaves a truncated file under the name asked
-/// for (which would import without complaint). On an error the partial
-/// file is removed; an interrupt (SIGINT) can leave it, and the next
-/// export to the same name replaces it, so at most one is ever left per
-/// output.
-fn write_output(
-    file: &Path,
-    pairs: impl Iterator<Item = siftdb::Result<Pair>>,
-    progress: &ProgressBar,
-) -> Result<u64, CliError> {
-    if file == Path::new("-") {
-        let mut out = BufWriter::new(io::stdout().lock());
-        let n = write_pairs(pairs, &mut out, progress)?;
-        out.flush().map_err(write_failed)?;
-        return Ok(n);
-    }
-    let what = file.display();
-    let failed = |e: io::Error| CliError::from_io(format!("write {what}"), &e);
-    // Writes every pair to `f`, gzip-compressed for a `.gz` name; returns
-    // the count and the file, flushed.
-    let write_to = |f: File, pairs| -> Result<(u64, File), CliError> {
-        if file.extension().is_some_and(|e| e == "gz") {
-            let mut enc = GzEncoder::new(BufWriter::new(f), flate2::Compression::default());
-            let n = write_pairs(pairs, &mut enc, progress)?;
-            let f = enc
-                .finish()
-                .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
-                .map_err(failed)?;
-            Ok((n, f))
-        } else {
-            let mut out = BufWriter::new(f);
-            let n = write_pairs(pairs, &mut out, progress)?;
-            let f = out.into_inner().map_err(|e| failed(e.into_error()))?;
-            Ok((n, f))
-        }
-    };
-    // A device or a pipe (`/dev/null`, a FIFO) is written in place:
-    // renaming a finished file onto it would replace it (as root, a
-    // `kvctl export DB /dev/null` turned /dev/null into a regular file).
-    match std::fs::metadata(file) {
-        Ok(m) if m.is_dir() => {
-            return Err(CliError::usage(format!("{what} is a directory")));
-        }
-        Ok(m) if !m.is_file() => {
-            let f = OpenOptions::new()
-                .write(true)
-                .open(file)
-                .map_err(|e| CliError::from_io(format!("open {what}"), &e))?;
-            let written = write_to(f, pairs).map(|(n, _)| n);
-            progress.finish_and_clear();
-            return written;
-        }
-        _ => {}
-    }
-    let name = file
-        .file_name()
-        .ok_or_else(|| CliError::usage(format!("{what}: not a file name")))?;
-    let mut partial_name = std::ffi::OsString::from(".");
-    partial_name.push(name);
-    partial_name.push(".kvctl-partial");
-    let partial = file.with_file_name(partial_name);
-    let written = (|| {
-        let f = File::create(&partial)
-            .map_err(|e| CliError::from_io(format!("create {}", partial.display()), &e))?;
-        let (n, f) = write_to(f, pairs)?;
-        f.sync_all().map_err(failed)?;
-        std::fs::rename(&partial, file)
-            .map_err(|e| CliError::from_io(format!("rename into {what}"), &e))?;
-        Ok(n)
-    })();
-    progress.finish_and_clear();
-    written.inspect_err(|_| {
-        let _ = std::fs::remove_file(&partial);
-    })
-}
-
-// ---------------------------------------------------------------- export --salvage
-
-/// Refuses an output file inside the database directory: a salvage never
-/// writes there (not even its partial file).
-fn refuse_output_inside(db: &Path, file: &Path) -> Result<(), CliError> {
-    if file == Path::new("-") {
-        return Ok(());
-    }
-    let parent = match file.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if let (Ok(db), Ok(parent)) = (db.canonicalize(), parent.canonicalize()) {
-        if parent.starts_with(&db) {
-            return Err(CliError::usage(format!(
-                "{}: the output would be written inside the database directory, which a \
-                 salvage never writes to; choose a file elsewhere",
-                file.display()
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// `export --salvage`: see [`ExportArgs`] and DESIGN.md 11.1.
-fn export_salvage(args: &ExportArgs) -> Result<(), CliError> {
-    let stdout = args.file == Path::new("-");
-    if args.json && stdout {
-        return Err(CliError::usage(
-            "--json prints the report on stdout; give an output FILE for the entries",
-        ));
-    }
-    refuse_output_inside(&args.db, &args.file)?;
-    let start = Instant::now();
-    let mut salvage = Salvage::open(&args.db)?;
-    let progress = if args.quiet || stdout || !io::stderr().is_terminal() {
-        ProgressBar::hidden()
-    } else {
-        let pb = ProgressBar::new_spinner();
-        if let Ok(style) = ProgressStyle::with_template("{spinner} {pos} keys salvaged") {
-            pb.set_style(style);
-        }
-        pb
-    };
-    let mut stale = 0u64;
-    let mut stale_keys: Vec<u8> = Vec::new();
-    let prefix = args.prefix.as_deref();
-    let pairs = salvage
-        .by_ref()
-        .filter(|e| prefix.is_none_or(|p| e.key.starts_with(p)))
-        .map(|e| {
-            if e.possibly_stale {
-                stale += 1;
-                if args.stale_keys.is_some() {
-                    stale_keys.extend_from_slice(escape_bytes(&e.key).as_bytes());
-                    stale_keys.push(b'\n');
-                }
-            }
-            Ok((e.key, e.value))
-        });
-    let exported = write_output(&args.file, pairs, &progress)?;
-    if let Some(path) = &args.stale_keys {
-        std::fs::write(path, &stale_keys).map_err(|e| {
-            CliError::from(siftdb::Error::io(format!("write {}", path.display()), e))
-        })?;
-    }
-    let report = salvage.finish();
-    let outcome = SalvageOutcome {
-        report: &report,
-        output: &args.file,
-        exported,
-        stale,
-        stale_keys: args.stale_keys.as_deref(),
-        seconds: start.elapsed().as_secs_f64(),
-    };
-    if args.json {
-        emit_json(&outcome.json())?;
-    } else {
-        // A closed stderr must not turn a finished salvage into a failure.
-        let _ = io::stderr().write_all(outcome.text().as_bytes());
-    }
-    if report.is_complete() {
-        return Ok(());
-    }
-    Err(CliError::new(
-        EXIT_CORRUPTION,
-        format!("export --salvage: {}", outcome.lost_summary()),
-    )
-    .with_hint(format!(
-        "{} holds every other entry; load it into a fresh database with `kvctl import NEW {}`, \
-         and keep a copy of the damaged directory",
-        args.file.display(),
-        args.file.display()
-    )))
-}
-
-/// A finished salvage export, for the report.
-struct SalvageOutcome<'a> {
-    report: &'a SalvageReport,
-    output: &'a Path,
-    /// Keys written.
-    exported: u64,
-    /// Of them, keys flagged possibly stale.
-    stale: u64,
-    /// Where they were listed (`--stale-keys`).
-    stale_keys: Option<&'a Path>,
-    seconds: f64,
-}
-
-/// A key range as text: `keys [a .. b]`, open ends said in words.
-fn range_text(r: &siftdb::inspect::KeyRange) -> String {
-    match (&r.first, &r.last) {
-        (Some(a), Some(b)) => format!("keys [{} .. {}]", escape_bytes(a), escape_bytes(b)),
-        (None, Some(b)) => format!("keys up to {}", escape_bytes(b)),
-        (Some(a), None) => format!("keys from {}", escape_bytes(a)),
-        (None, None) => "any key".into(),
-    }
-}
-
-/// An escaped key, or JSON `null`.
-fn key_json(k: &Option<Vec<u8>>) -> Value {
-    k.as_deref()
-        .map_or(Value::Null, |k| Value::from(escape_bytes(k)))
-}
-
-impl SalvageOutcome<'_> {
-    /// What was lost, in one phrase: `1 data block and 1 WAL tail lost`.
-    fn lost_summary(&self) -> String {
-        let r = self.report;
-        let mut parts = Vec::new();
-        if r.lost_blocks() > 0 {
-            parts.push(count(r.lost_blocks(), "data block"));
-        }
-        if r.unread_tables() > 0 {
-            parts.push(count(r.unread_tables(), "whole SSTable"));
-        }
-        if r.damaged_wals() > 0 {
-            parts.push(format!(
-                "the rest of {}",
-                count(r.damaged_wals(), "damaged WAL")
-            ));
-        }
-        let mut s = if parts.is_empty() {
-            "nothing lost".to_string()
-        } else {
-            format!("{} lost", parts.join(", "))
-        };
-        if r.file_set.is_directory() {
-            s.push_str("; the manifest could not be used, so every table and WAL was read");
-        }
-        s
-    }
-
-    /// The report for stderr.
-    fn text(&self) -> String {
-        let r = self.report;
-        let mut out = String::new();
-        match &r.file_set {
-            FileSet::Manifest {
-                path,
-                current_problem,
-                edits,
-                log_number,
-                torn_tail,
-            } => {
-                let name = file_name(path);
-                if let Some(why) = current_problem {
-                    out.push_str(&format!(
-                        "note: {why}; used {name}, the only manifest in the directory\n"
-                    ));
-                }
-                out.push_str(&format!(
-                    "salvage: read the live set of {name} ({}; WALs from {log_number:06}.log)\n",
-                    count(*edits, "edit")
-                ));
-                if let Some(t) = torn_tail {
-                    out.push_str(&format!(
-                        "note: {name}: torn final record at offset {} ({}); ignored, as at open\n",
-                        t.offset, t.reason
-                    ));
-                }
-            }
-            FileSet::Directory { reason } => out.push_str(&format!(
-                "salvage: read every table and WAL in the directory: {reason}\n\
-                 warning: without the manifest, any table or WAL a flush or compaction had \
-                 already replaced was read too, and may bring back older values and deleted \
-                 keys\n"
-            )),
-        }
-        for t in &r.tables {
-            let name = file_name(&t.path);
-            let at = t.level.map_or(String::new(), |l| format!(" (L{l})"));
-            for b in &t.skipped_blocks {
-                let bytes = b.bytes();
-                out.push_str(&format!(
-                    "LOST: {name}{at}: data block {} of {}, bytes {}..{}: {}; {}\n",
-                    b.block,
-                    t.data_blocks,
-                    bytes.start,
-                    bytes.end,
-                    b.detail,
-                    range_text(&b.keys)
-                ));
-            }
-            if let Some(u) = &t.unreadable {
-                let offset = u
-                    .offset
-                    .map_or(String::new(), |o| format!(" at offset {o}"));
-                out.push_str(&format!(
-                    "LOST: {name}{at}: the whole table ({}{offset}: {}); {}\n",
-                    u.what,
-                    u.detail,
-                    range_text(&t.keys)
-                ));
-            }
-            for n in &t.notes {
-                out.push_str(&format!("note: {name}: {n}\n"));
-            }
-        }
-        for w in &r.wals {
-            let name = file_name(&w.path);
-            if let Some(d) = &w.damage {
-                out.push_str(&format!(
-                    "LOST: {name}: every record from offset {} on ({}): {}\n",
-                    d.offset,
-                    count(w.unread_bytes(), "byte"),
-                    d.detail
-                ));
-            } else if let Some(t) = &w.torn_tail {
-                out.push_str(&format!(
-                    "note: {name}: torn final record at offset {} ({}; {}) dropped, as an open \
-                     drops it ({TORN_WRITE}, never acknowledged unless synced)\n",
-                    t.offset,
-                    count(w.unread_bytes(), "byte"),
-                    t.reason
-                ));
-            }
-        }
-        for n in &r.notes {
-            out.push_str(&format!("note: {n}\n"));
-        }
-        let deleted = if r.deleted > 0 {
-            format!(", {} left out", count(r.deleted, "deleted key"))
-        } else {
-            String::new()
-        };
-        out.push_str(&format!(
-            "salvaged {} to {} in {:.2} s: {} read from {} and {}{deleted}\n",
-            count(self.exported, "key"),
-            if self.output == Path::new("-") {
-                "standard output".to_string()
-            } else {
-                self.output.display().to_string()
-            },
-            self.seconds,
-            entries_text(r.entries_read),
-            count(r.tables.len() as u64, "SSTable"),
-            count(r.wals.len() as u64, "WAL"),
-        ));
-        if self.stale > 0 {
-            out.push_str(&format!(
-                "warning: {} {} in the key range of lost data that may have held a newer \
-                 version: {} may be older than the database's (and keys deleted there may be \
-                 back); {}\n",
-                count(self.stale, "exported key"),
-                if self.stale == 1 { "lies" } else { "lie" },
-                if self.stale == 1 {
-                    "its value"
-                } else {
-                    "their values"
-                },
-                match self.stale_keys {
-                    Some(path) => format!("listed in {}", path.display()),
-                    None => "--stale-keys FILE lists them".into(),
-                },
-            ));
-        } else if !r.is_complete() && !r.file_set.is_directory() {
-            out.push_str(
-                "note: no exported key lies in the key range of lost data that could have held \
-                 a newer version of it\n",
-            );
-        }
-        out
-    }
-
-    /// The report for `--json` (DESIGN.md 11.1).
-    fn json(&self) -> Value {
-        let r = self.report;
-        let file_set = match &r.file_set {
-            FileSet::Manifest {
-                path,
-                current_problem,
-                edits,
-                log_number,
-                torn_tail,
-            } => json!({
-                "source": "manifest",
-                "manifest": file_name(path),
-                "current_problem": current_problem,
-                "edits": edits,
-                "log_number": log_number,
-                "torn_tail": torn_json(torn_tail),
-            }),
-            FileSet::Directory { reason } => json!({
-                "source": "directory",
-                "reason": reason,
-            }),
-        };
-        let tables: Vec<Value> = r
-            .tables
-            .iter()
-            .map(|t| {
-                json!({
-                    "file": file_name(&t.path),
-                    "number": t.number,
-                    "level": t.level,
-                    "size": t.size,
-                    "smallest_key": key_json(&t.keys.first),
-                    "largest_key": key_json(&t.keys.last),
-                    "data_blocks": t.data_blocks,
-                    "blocks_read": t.blocks_read,
-                    "entries": t.entries,
-                    "skipped_blocks": t.skipped_blocks.iter().map(|b| json!({
-                        "block": b.block,
-                        "handle": { "offset": b.handle.offset, "size": b.handle.size },
-                        "first_key": key_json(&b.keys.first),
-                        "last_key": key_json(&b.keys.last),
-                        "detail": b.detail,
-                    })).collect::<Vec<_>>(),
-                    "unreadable": t.unreadable.as_ref().map(|u| json!({
-                        "what": u.what,
-                        "offset": u.offset,
-                        "detail": u.detail,
-                    })),
-                    "notes": t.notes,
-                })
-            })
-            .collect();
-        let wals: Vec<Value> = r
-            .wals
-            .iter()
-            .map(|w| {
-                json!({
-                    "file": file_name(&w.path),
-                    "number": w.number,
-                    "size": w.size,
-                    "records": w.records,
-                    "entries": w.entries,
-                    "torn_tail": torn_json(&w.torn_tail),
-                    "damage": w.damage.as_ref().map(|d| json!({
-                        "offset": d.offset,
-                        "detail": d.detail,
-                        "lost_bytes": w.unread_bytes(),
-                    })),
-                })
-            })
-            .collect();
-        json!({
-            "complete": r.is_complete(),
-            "output": self.output.display().to_string(),
-            "exported": self.exported,
-            "possibly_stale": self.stale,
-            "entries_read": r.entries_read,
-            "deleted": r.deleted,
-            "lost": {
-                "data_blocks": r.lost_blocks(),
-                "tables": r.unread_tables(),
-                "wals": r.damaged_wals(),
-            },
-            "file_set": file_set,
-            "tables": tables,
-            "wals": wals,
-            "notes": r.notes,
-        })
-    }
-}
-
-/// Writes each pair as an escaped `KEY<TAB>VALUE` line; returns the count.
-fn write_pairs(
-    iter: impl Iterator<Item = siftdb::Result<Pair>>,
-    out: &mut impl Write,
-    progress: &ProgressBar,
-) -> Result<u64, CliError> {
-    let mut n = 0;
-    for item in iter {
-        let (k, v) = item?;
-        writeln!(out, "{}\t{}", escape_bytes(&k), escape_bytes(&v)).map_err(write_failed)?;
-        n += 1;
-        if n % 1024 == 0 {
-            progress.set_position(n);
-        }
-    }
-    Ok(n)
-}
-
-// ---------------------------------------------------------------- get / put / delete
-
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Example:\n  kvctl get ./db 'user:42'\n\nExits 1 when the key is absent, printing nothing to stdout (`key not found` goes to stderr)."
-)]
-pub struct GetArgs {
-    /// Database directory
-    pub db: PathBuf,
-    /// Key (escapes such as \x00 and \t are decoded)
-    #[arg(value_parser = escaped_arg)]
-    pub key: Bytes,
-    /// Print the value's bytes exactly, with no escaping and no newline
-    #[arg(long)]
-    pub raw: bool,
-}
-
-pub fn get(args: &GetArgs) -> Result<(), CliError> {
-    let db = open_read_only(&args.db)?;
-    let value = db.get(&args.key)?;
-    db.close()?;
-    let Some(value) = value else {
-        return Err(CliError::new(
-            EXIT_NOT_FOUND,
-            format!("key not found: {}", escape_bytes(&args.key)),
-        ));
-    };
-    let mut out = io::stdout().lock();
-    if args.raw {
-        out.write_all(&value)
-    } else {
-        writeln!(out, "{}", escape_bytes(&value))
-    }
-    .and_then(|_| out.flush())
-    .map_err(write_failed)
-}
-
-#[derive(Debug, Args)]
-#[command(after_help = "Example:\n  kvctl put ./db 'user:42' '{\"name\":\"Ada\"}'")]
-pub struct PutArgs {
-    /// Database directory (created if missing)
-    pub db: PathBuf,
-    /// Key (escapes such as \x00 and \t are decoded)
-    #[arg(value_parser = escaped_arg)]
-    pub key: Bytes,
-    /// Value (escapes are decoded)
-    #[arg(value_parser = escaped_arg)]
-    pub value: Bytes,
-}
-
-pub fn put(args: &PutArgs) -> Result<(), CliError> {
-    let db = open_or_create(&args.db, Options::default())?;
-    db.put(&args.key, &args.value)?;
-    Ok(db.close()?)
-}
-
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Example:\n  kvctl delete ./db 'user:42'\n\nDeleting an absent key succeeds."
-)]
-pub struct DeleteArgs {
-    /// Database directory
-    pub db: PathBuf,
-    /// Key (escapes such as \x00 and \t are decoded)
-    #[arg(value_parser = escaped_arg)]
-    pub key: Bytes,
-}
-
-pub fn delete(args: &DeleteArgs) -> Result<(), CliError> {
-    let db = open_existing(&args.db, Options::default())?;
-    db.delete(&args.key)?;
-    Ok(db.close()?)
-}
-
-// ---------------------------------------------------------------- scan
-
-#[derive(Debug, Args)]
-#[command(after_help = "Example:\n  kvctl scan ./db --prefix lib --from libc --limit 10")]
-pub struct ScanArgs {
-    /// Database directory
-    pub db: PathBuf,
-    /// Only keys starting with P
-    #[arg(long, value_name = "P", value_parser = escaped_arg)]
-    pub prefix: Option<Bytes>,
-    /// Start at key K, inclusive (with --reverse: keys <= K)
-    #[arg(long, value_name = "K", value_parser = escaped_arg)]
-    pub from: Option<Bytes>,
-    /// Print at most N pairs
-    #[arg(long, value_name = "N")]
-    pub limit: Option<usize>,
-    /// Descending key order
-    #[arg(long)]
-    pub reverse: bool,
-}
-
-/// The key range a scan covers, or `None` if it is empty.
-fn scan_bounds(args: &ScanArgs) -> Option<KeyRange> {
-    let (mut lo, mut hi) = match &args.prefix {
-        Some(p) => (
-            Bound::Included(p.clone()),
-            siftdb::key::prefix_successor(p).map_or(Bound::Unbounded, Bound::Excluded),
-        ),
-        None => (Bound::Unbounded, Bound::Unbounded),
-    };
-    if let Some(from) = &args.from {
-        if args.reverse {
-            let tighter = match &hi {
-                Bound::Excluded(h) => from < h,
-                _ => true,
-            };
-            if tighter {
-                hi = Bound::Included(from.clone());
-            }
-        } else {
-            let tighter = match &lo {
-                Bound::Included(l) => from > l,
-                _ => true,
-            };
-            if tighter {
-                lo = Bound::Included(from.clone());
-            }
-        }
-    }
-    let empty = match (&lo, &hi) {
-        (Bound::Included(l), Bound::Included(h)) => l > h,
-        (Bound::Included(l), Bound::Excluded(h)) => l >= h,
-        _ => false,
-    };
-    (!empty).then_some((lo, hi))
-}
-
-pub fn scan(args: &ScanArgs) -> Result<(), CliError> {
-    let db = open_read_only(&args.db)?;
-    let Some(bounds) = scan_bounds(args) else {
-        return Ok(());
-    };
-    let iter = db.range(bounds);
-    let iter: Box<dyn Iterator<Item = siftdb::Result<Pair>>> = if args.reverse {
-        Box::new(iter.rev())
-    } else {
-        Box::new(iter)
-    };
-    let mut out = BufWriter::new(io::stdout().lock());
-    write_pairs(
-        iter.take(args.limit.unwrap_or(usize::MAX)),
-        &mut out,
-        &ProgressBar::hidden(),
-    )?;
-    out.flush().map_err(write_failed)
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -1206,51 +578,6 @@ mod tests {
     use siftdb::fs::{FileSystem, StdFs, WritableFile};
 
     use super::*;
-
-    fn scan_args(prefix: Option<&str>, from: Option<&str>, reverse: bool) -> ScanArgs {
-        ScanArgs {
-            db: PathBuf::new(),
-            prefix: prefix.map(|p| p.as_bytes().to_vec()),
-            from: from.map(|f| f.as_bytes().to_vec()),
-            limit: None,
-            reverse,
-        }
-    }
-
-    fn inc(s: &str) -> Bound<Vec<u8>> {
-        Bound::Included(s.as_bytes().to_vec())
-    }
-
-    #[test]
-    fn bounds_combine_prefix_and_from() {
-        let exc = |s: &str| Bound::Excluded(s.as_bytes().to_vec());
-        assert_eq!(
-            scan_bounds(&scan_args(Some("ab"), None, false)),
-            Some((inc("ab"), exc("ac")))
-        );
-        assert_eq!(
-            scan_bounds(&scan_args(Some("ab"), Some("abc"), false)),
-            Some((inc("abc"), exc("ac")))
-        );
-        assert_eq!(
-            scan_bounds(&scan_args(Some("ab"), Some("a"), false)),
-            Some((inc("ab"), exc("ac")))
-        );
-        assert_eq!(
-            scan_bounds(&scan_args(Some("ab"), Some("abc"), true)),
-            Some((inc("ab"), inc("abc")))
-        );
-        assert_eq!(
-            scan_bounds(&scan_args(Some("ab"), Some("b"), true)),
-            Some((inc("ab"), exc("ac")))
-        );
-        assert_eq!(scan_bounds(&scan_args(Some("ab"), Some("b"), false)), None);
-        assert_eq!(scan_bounds(&scan_args(Some("ab"), Some("aa"), true)), None);
-        assert_eq!(
-            scan_bounds(&scan_args(None, Some("m"), true)),
-            Some((Bound::Unbounded, inc("m")))
-        );
-    }
 
     /// A file system whose writes to `*.{ext}` files fail with `ENOSPC`
     /// once `appends_left` runs out (`u64::MAX`: never), after writing half
@@ -1452,7 +779,7 @@ mod tests {
         // and says so.
         // A batch of 1,000 lines `keyNNNNN<TAB>vNNNN` is 8,012 payload
         // bytes; half the record (12-byte header included) reached the disk.
-        let db = open_or_create(&dir, Options::default()).unwrap();
+        let db = open_or_create_waiting(&dir, Options::default(), None).unwrap();
         assert_eq!(
             torn_tail_warnings(&db),
             [format!(
@@ -1489,7 +816,7 @@ mod tests {
             .unwrap()
             .clone()
             .expect("a table write failed");
-        let db = open_or_create(&dir, Options::default()).unwrap();
+        let db = open_or_create_waiting(&dir, Options::default(), None).unwrap();
         let imported = db.iter().count() as u64;
         assert!(imported > 0 && imported < 20_000, "{imported}");
         assert_eq!(e.code, crate::error::EXIT_IO);

@@ -4,9 +4,10 @@
 //! |------|---------|
 //! | 0 | success |
 //! | 1 | `get`: the key is absent |
-//! | 2 | usage or bad input (bad flag, malformed import line, invalid argument) |
+//! | 2 | usage or bad input (bad flag, malformed import line, invalid argument; an input or output file that is missing, a directory, of the wrong kind, or not permitted) |
 //! | 3 | corruption: bytes on disk (or answers read back) are not what was written; for `export --salvage`, something could not be read (the output holds the rest) |
-//! | 4 | I/O error, database locked, or any other engine failure |
+//! | 4 | I/O error (reading or writing a usable file, a full disk), database locked, or any other engine failure |
+//! | 130 | interrupted by Ctrl-C (SIGINT); `import` and `compact` first say what was kept ([`crate::interrupt`]) |
 
 use std::fmt;
 
@@ -71,15 +72,22 @@ impl CliError {
     }
 
     /// An I/O error on a file kvctl itself reads or writes (not the
-    /// database): a missing file or undecodable input (`InvalidData`, e.g.
-    /// a bad gzip stream, or `UnexpectedEof`, a truncated one) is bad input
-    /// (2), anything else is I/O (4).
+    /// database), by the rule the help states: a path that cannot be used
+    /// as given (missing, a directory where a file is needed or a file
+    /// where a directory is, no permission) or undecodable input
+    /// (`InvalidData`, e.g. a bad gzip stream, or `UnexpectedEof`, a
+    /// truncated one) is bad input (2); a failure reading or writing a
+    /// usable file (a full disk, `EIO`) is I/O (4).
     pub fn from_io(what: impl fmt::Display, e: &std::io::Error) -> CliError {
+        use std::io::ErrorKind as K;
         let code = match e.kind() {
-            std::io::ErrorKind::InvalidData
-            | std::io::ErrorKind::InvalidInput
-            | std::io::ErrorKind::UnexpectedEof
-            | std::io::ErrorKind::NotFound => EXIT_USAGE,
+            K::InvalidData
+            | K::InvalidInput
+            | K::UnexpectedEof
+            | K::NotFound
+            | K::PermissionDenied
+            | K::IsADirectory
+            | K::NotADirectory => EXIT_USAGE,
             _ => EXIT_IO,
         };
         CliError::new(code, format!("{what}: {e}"))
@@ -133,5 +141,38 @@ pub fn write_failed(e: std::io::Error) -> CliError {
         CliError::new(EXIT_OK, String::new())
     } else {
         CliError::new(EXIT_IO, format!("writing output: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Error, ErrorKind as K};
+
+    use super::*;
+
+    /// The rule in the help: a path that cannot be used as given is bad
+    /// input, a failing read or write is I/O.
+    #[test]
+    fn io_errors_map_to_bad_input_or_io() {
+        for kind in [
+            K::NotFound,
+            K::PermissionDenied,
+            K::IsADirectory,
+            K::NotADirectory,
+            K::InvalidData,
+            K::UnexpectedEof,
+        ] {
+            let e = CliError::from_io("open x.tsv", &Error::from(kind));
+            assert_eq!(e.code, EXIT_USAGE, "{kind:?}");
+        }
+        for kind in [K::StorageFull, K::Other, K::Interrupted] {
+            assert_eq!(
+                CliError::from_io("write x", &Error::from(kind)).code,
+                EXIT_IO,
+                "{kind:?}"
+            );
+        }
+        let e = CliError::from_io("open x.tsv", &Error::from(K::PermissionDenied));
+        assert_eq!(e.to_string(), "kvctl: open x.tsv: permission denied");
     }
 }

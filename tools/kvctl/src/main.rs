@@ -1,8 +1,8 @@
 //! kvctl: the command-line tool of siftdb.
 //!
 //! Each subcommand lives in a module next to its clap arguments
-//! (`data`: import/export/get/put/delete/scan, `stats`, `distinct`, `compact`,
-//! `bench`, `demo`, and
+//! (`data`: import, `export`, `point`: get/put/delete, `scan`, `stats`,
+//! `distinct`, `compact`, `bench`, `demo`, and
 //! `inspect/`: info, sst, verify, manifest, wal, explain, filters); this
 //! file only parses the command line, dispatches, and turns errors into the
 //! exit codes listed in [`error`].
@@ -13,15 +13,20 @@ mod data;
 mod demo;
 mod distinct;
 mod error;
+mod export;
 mod filter_spec;
 mod format;
 mod inspect;
+mod interrupt;
+mod point;
+mod scan;
 mod stats;
+mod wait;
 
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::error::CliError;
 
@@ -32,7 +37,11 @@ use crate::error::CliError;
     about = "Import, read, write and inspect siftdb databases",
     after_help = "Keys and values are printed escaped (\\\\, \\xNN for non-printable bytes) and \
 accepted in the same form.\n\
-Exit codes: 0 ok, 1 key not found, 2 usage or bad input, 3 corruption, 4 I/O or lock error.\n\n\
+Exit codes: 0 ok, 1 key not found, 2 usage or bad input, 3 corruption, 4 I/O or lock error, \
+130 interrupted by Ctrl-C (import and compact say what was kept).\n\
+A file you name that cannot be used as given (missing, a directory, no permission, or a file of \
+another kind, such as a WAL given to `sst dump`) is bad input (2); a read or write that fails on \
+a usable file (a full disk, a device error) is I/O (4).\n\n\
 Example:\n  cargo run --release -p kvctl -- demo"
 )]
 struct Cli {
@@ -42,18 +51,18 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Load KEY<TAB>VALUE lines (optionally gzipped) into a database
+    /// Load KEY<TAB>VALUE lines (raw, or escaped after export's header line; optionally gzipped) into a database
     Import(data::ImportArgs),
-    /// Write every pair as escaped KEY<TAB>VALUE lines (what import reads); --salvage: from a damaged database
-    Export(data::ExportArgs),
+    /// Write every pair as a header line and escaped KEY<TAB>VALUE lines (import reads them back exactly); --salvage: from a damaged database
+    Export(export::ExportArgs),
     /// Print the value of a key (exit 1 if absent)
-    Get(data::GetArgs),
-    /// Set a key to a value
-    Put(data::PutArgs),
+    Get(point::GetArgs),
+    /// Set a key to a value (from the command line, standard input or a file)
+    Put(point::PutArgs),
     /// Delete a key
-    Delete(data::DeleteArgs),
-    /// Print KEY<TAB>VALUE lines in key order
-    Scan(data::ScanArgs),
+    Delete(point::DeleteArgs),
+    /// Print KEY<TAB>VALUE lines in key order (or keys, a count, JSON)
+    Scan(scan::ScanArgs),
     /// Show SSTables per level: files, bytes, entries, tombstones, filter bits
     Stats(stats::StatsArgs),
     /// Estimated distinct keys per table, per level and in all, and the keys levels share (from the tables' HyperLogLogs)
@@ -78,16 +87,35 @@ enum Command {
     Explain(inspect::explain::ExplainArgs),
     /// Per-SSTable filter health (implied vs design false-positive rate), then per level: filter memory, bits per key in force and optimal, expected false positives
     Filters(inspect::filters::FiltersArgs),
+    /// Print a shell completion script: bash, zsh, fish, elvish or powershell
+    Completions(CompletionsArgs),
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  \
+kvctl completions bash > ~/.local/share/bash-completion/completions/kvctl\n  \
+kvctl completions zsh > ~/.zfunc/_kvctl   # with fpath+=~/.zfunc before compinit\n  \
+kvctl completions fish > ~/.config/fish/completions/kvctl.fish")]
+struct CompletionsArgs {
+    /// The shell to complete for
+    shell: clap_complete::Shell,
+}
+
+/// Writes the completion script for `shell` to stdout.
+fn completions(a: &CompletionsArgs) -> Result<(), CliError> {
+    let mut script = Vec::new();
+    clap_complete::generate(a.shell, &mut Cli::command(), "kvctl", &mut script);
+    inspect::emit(&String::from_utf8_lossy(&script))
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
     match &cli.command {
         Command::Import(a) => data::import(a),
-        Command::Export(a) => data::export(a),
-        Command::Get(a) => data::get(a),
-        Command::Put(a) => data::put(a),
-        Command::Delete(a) => data::delete(a),
-        Command::Scan(a) => data::scan(a),
+        Command::Export(a) => export::export(a),
+        Command::Get(a) => point::get(a),
+        Command::Put(a) => point::put(a),
+        Command::Delete(a) => point::delete(a),
+        Command::Scan(a) => scan::scan(a),
         Command::Stats(a) => stats::run(a),
         Command::Distinct(a) => distinct::run(a),
         Command::Compact(a) => compact::run(a),
@@ -100,6 +128,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Wal(a) => inspect::logs::wal(a),
         Command::Explain(a) => inspect::explain::run(a),
         Command::Filters(a) => inspect::filters::run(a),
+        Command::Completions(a) => completions(a),
     }
 }
 
@@ -122,6 +151,29 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory;
+
+    #[test]
+    fn completion_scripts_name_the_subcommands() {
+        for shell in [
+            clap_complete::Shell::Bash,
+            clap_complete::Shell::Zsh,
+            clap_complete::Shell::Fish,
+        ] {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut super::Cli::command(), "kvctl", &mut script);
+            let script = String::from_utf8(script).unwrap();
+            for word in [
+                "import",
+                "export",
+                "scan",
+                "keys-only",
+                "value-file",
+                "wait",
+            ] {
+                assert!(script.contains(word), "{shell:?} lacks {word}");
+            }
+        }
+    }
 
     #[test]
     fn cli_definition_is_valid() {

@@ -48,9 +48,9 @@ fn small_db() -> (tempfile::TempDir, PathBuf) {
     let input = tmp.path().join("small.tsv");
     std::fs::write(&input, SMALL_TSV).unwrap();
     let db = tmp.path().join("db");
-    let o = ok(kvctl(&["import", p(&db), p(&input)]));
+    let o = ok(kvctl(&["import", p(&db), p(&input), "--escaped"]));
     let out = stdout(&o);
-    assert!(out.contains("imported 6 keys"), "{out}");
+    assert!(out.contains("imported 6 pairs"), "{out}");
     assert!(out.contains("1 SSTable flushed, 0 compactions"), "{out}");
     (tmp, db)
 }
@@ -64,7 +64,7 @@ fn quiet_import_and_export_print_nothing() {
     let db = tmp.path().join("db");
     let out = tmp.path().join("out.tsv");
     for args in [
-        vec!["import", p(&db), p(&input), "-q"],
+        vec!["import", p(&db), p(&input), "-q", "--escaped"],
         vec!["export", p(&db), p(&out), "-q"],
     ] {
         let o = ok(kvctl(&args));
@@ -74,7 +74,8 @@ fn quiet_import_and_export_print_nothing() {
             "{args:?}"
         );
     }
-    assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 6);
+    // The header line, then the 6 pairs.
+    assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 7);
 }
 
 #[test]
@@ -168,27 +169,34 @@ fn export_import_round_trip_with_gzip_and_stdin() {
     assert_eq!(stdout(&ok(kvctl(&["scan", p(&copy)]))), before);
 
     let exported = ok(kvctl(&["export", p(&db)])).stdout;
-    assert_eq!(String::from_utf8(exported.clone()).unwrap(), before);
+    assert_eq!(
+        String::from_utf8(exported.clone()).unwrap(),
+        format!("#kvctl-export escaped v1\n{before}")
+    );
     let copy2 = tmp.path().join("copy2");
     let o = kvctl_stdin(&["import", p(&copy2), "-"], &exported);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(stdout(&ok(kvctl(&["scan", p(&copy2)]))), before);
 }
 
+/// Found by a new-user trial: a plain TSV of JSON values stopped at its
+/// first `\"`; it is now imported raw without a flag.
 #[test]
 fn raw_import_keeps_backslashes() {
     let tmp = tempfile::tempdir().unwrap();
     let input = tmp.path().join("raw.tsv");
     std::fs::write(&input, "abe\t{\"d\":\"named \\\"Abe\\\"\"}\n").unwrap();
     let db = tmp.path().join("db");
-    // Escaped mode rejects `\"`, naming the line and suggesting --raw.
-    let o = kvctl(&["import", p(&db), p(&input)]);
+    // --escaped rejects `\"`, naming the line and saying how to take it raw.
+    let o = kvctl(&["import", p(&db), p(&input), "--escaped"]);
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("raw.tsv:1"), "{}", stderr(&o));
-    assert!(stderr(&o).contains("--raw"), "{}", stderr(&o));
-    ok(kvctl(&["import", p(&db), p(&input), "--raw"]));
-    let o = ok(kvctl(&["get", p(&db), "abe", "--raw"]));
-    assert_eq!(o.stdout, b"{\"d\":\"named \\\"Abe\\\"\"}");
+    assert!(stderr(&o).contains("without --escaped"), "{}", stderr(&o));
+    for args in [&[][..], &["--raw"][..]] {
+        ok(kvctl(&[&["import", p(&db), p(&input)][..], args].concat()));
+        let o = ok(kvctl(&["get", p(&db), "abe", "--raw"]));
+        assert_eq!(o.stdout, b"{\"d\":\"named \\\"Abe\\\"\"}");
+    }
 }
 
 #[test]
@@ -454,19 +462,19 @@ fn a_trailing_backslash_is_named_as_such() {
     assert_eq!(code(&o), 2);
     assert_eq!(
         stderr(&o),
-        "error: invalid value 'trail\\' for '<VALUE>': a trailing backslash at offset 5; \
+        "error: invalid value 'trail\\' for '[VALUE]': a trailing backslash at offset 5; \
          write \\\\ for a literal backslash\n\nFor more information, try '--help'.\n"
     );
     assert!(!db.exists());
     let input = tmp.path().join("bad.tsv");
     std::fs::write(&input, "a\t1\nb\tx\\\n").unwrap();
-    let o = kvctl(&["import", p(&db), p(&input)]);
+    let o = kvctl(&["import", p(&db), p(&input), "--escaped"]);
     assert_eq!(code(&o), 2);
     assert_eq!(
         stderr(&o),
         format!(
             "kvctl: {}:2: value: a trailing backslash at offset 1; write \\\\ for a literal \
-             backslash (or use --raw to take bytes verbatim)\n\
+             backslash (or import without --escaped to take bytes verbatim)\n\
              hint: nothing was imported; fix the line and import again\n",
             input.display()
         )
@@ -476,7 +484,7 @@ fn a_trailing_backslash_is_named_as_such() {
     // database is left alone.
     assert!(!db.exists(), "an empty database was left behind");
     ok(kvctl(&["put", p(&db), "kept", "1"]));
-    assert_eq!(code(&kvctl(&["import", p(&db), p(&input)])), 2);
+    assert_eq!(code(&kvctl(&["import", p(&db), p(&input), "--escaped"])), 2);
     assert_eq!(stdout(&ok(kvctl(&["get", p(&db), "kept"]))), "1\n");
 }
 
@@ -490,7 +498,7 @@ fn one_key_is_counted_in_the_singular() {
     let out = stdout(&ok(kvctl(&["import", p(&db), p(&input)])));
     assert!(
         out.starts_with(&format!(
-            "imported 1 key (2 B of keys and values) from {} in ",
+            "imported 1 pair (2 B of keys and values) from {} in ",
             input.display()
         )),
         "{out}"
@@ -550,7 +558,15 @@ fn help_carries_examples() {
     let top = stdout(&ok(kvctl(&["--help"])));
     assert!(top.contains("Example:") && top.contains("demo"), "{top}");
     for cmd in [
-        "import", "export", "get", "put", "delete", "scan", "stats", "demo",
+        "import",
+        "export",
+        "get",
+        "put",
+        "delete",
+        "scan",
+        "stats",
+        "demo",
+        "completions",
     ] {
         let h = stdout(&ok(kvctl(&[cmd, "--help"])));
         assert!(h.contains("Example:\n  "), "{cmd}: {h}");
@@ -716,7 +732,13 @@ fn bench_readamp_runs_a_small_sweep() {
         "--out",
         p(&out_dir),
     ]));
-    assert!(stdout(&o).contains("readamp.csv"), "{}", stdout(&o));
+    // Named once (a new-user trial found it printed twice).
+    assert_eq!(
+        stdout(&o).matches("readamp.csv").count(),
+        1,
+        "{}",
+        stdout(&o)
+    );
     let csv = std::fs::read_to_string(out_dir.join("readamp.csv")).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
     assert!(
@@ -1263,8 +1285,11 @@ fn export_into_a_fifo_writes_into_it_and_leaves_it_a_fifo() {
     let text = rx
         .recv_timeout(std::time::Duration::from_secs(20))
         .expect("nothing was written into the FIFO");
-    assert_eq!(text.lines().count(), 6, "{text}");
-    assert!(text.starts_with("apple\tred\n"), "{text}");
+    assert_eq!(text.lines().count(), 7, "{text}");
+    assert!(
+        text.starts_with("#kvctl-export escaped v1\napple\tred\n"),
+        "{text}"
+    );
     assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
     assert!(!tmp.path().join(".pipe.kvctl-partial").exists());
 
@@ -1415,4 +1440,96 @@ fn distinct_estimates_tables_levels_and_overlaps_from_the_sketches() {
     let text = stdout(&ok(kvctl(&["distinct", p(&db)])));
     assert!(text.contains("(L0) share about"), "{text}");
     assert!(text.contains("relative standard error 1.62%"), "{text}");
+}
+
+/// Found by a new-user trial: two lines with one key said "imported 2
+/// keys", and the time left out the final flush. The summary now counts
+/// pairs (and says the flush is in its time); `scan --count` counts keys.
+#[test]
+fn import_counts_pairs_not_keys() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("twice.tsv");
+    std::fs::write(&input, "k\t1\nk\t2\n").unwrap();
+    let db = tmp.path().join("db");
+    let out = stdout(&ok(kvctl(&["import", p(&db), p(&input)])));
+    let first = out.lines().next().unwrap();
+    assert!(
+        first.starts_with(&format!(
+            "imported 2 pairs (4 B of keys and values) from {} in ",
+            input.display()
+        )) && first.ends_with(" s, the final flush included"),
+        "{out}"
+    );
+    assert_eq!(stdout(&ok(kvctl(&["scan", p(&db), "--count"]))), "1\n");
+    assert_eq!(stdout(&ok(kvctl(&["get", p(&db), "k"]))), "2\n");
+}
+
+/// Found by a new-user trial: `bench readamp --keys 0` warned about too
+/// few keys, then failed with "1 files need at least 1 keys".
+#[test]
+fn bench_readamp_refuses_bad_parameters_before_any_warning() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = p(&tmp.path().join("readamp")).to_string();
+    let o = kvctl(&["bench", "readamp", "--keys", "0", "--out", &out]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        "kvctl: --keys 0: the benchmark needs at least one key per file\n"
+    );
+    let o = kvctl(&[
+        "bench", "readamp", "--keys", "3", "--files", "4", "--out", &out,
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("4 files need at least 4 keys"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// `--target-file-size` splits compaction output: the Debian data in
+/// files of at most about 1 MiB in level 1 (the README's `explain`
+/// example needs it to be reproducible).
+#[test]
+fn import_target_file_size_splits_level_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let debian = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/data/debian-packages.tsv.gz"
+    );
+    let args = [
+        "import",
+        p(&db),
+        debian,
+        "--write-buffer-size",
+        "512K",
+        "--target-file-size",
+        "1M",
+        "-q",
+    ];
+    ok(kvctl(&args));
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout(&ok(kvctl(&["sst", "list", p(&db), "--json"])))).unwrap();
+    let l1: Vec<u64> = v["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["level"] == 1)
+        .map(|t| t["size"].as_u64().unwrap())
+        .collect();
+    assert!(l1.len() >= 5, "{l1:?}");
+    // A file ends once it passes the target, by at most one block.
+    assert!(l1.iter().all(|&s| s < (1 << 20) + (64 << 10)), "{l1:?}");
+    assert_eq!(
+        code(&kvctl(&[
+            "import",
+            p(&db),
+            debian,
+            "--target-file-size",
+            "1.5M"
+        ])),
+        2
+    );
 }

@@ -46,9 +46,12 @@ fn build() -> (tempfile::TempDir, PathBuf, BTreeMap<String, String>) {
     (tmp, db, model)
 }
 
-/// Parses an export (escaped KEY<TAB>VALUE lines).
+/// Parses an export (its header line, then escaped KEY<TAB>VALUE lines).
 fn lines(text: &str) -> BTreeMap<String, String> {
-    text.lines()
+    let body = text
+        .strip_prefix("#kvctl-export escaped v1\n")
+        .unwrap_or_else(|| panic!("no export header: {text:.80}"));
+    body.lines()
         .map(|l| {
             let (k, v) = l.split_once('\t').unwrap();
             (k.to_string(), v.to_string())
@@ -351,7 +354,7 @@ fn stale_keys_lists_the_keys_that_came_back_older() {
         stale.len()
     );
     // Without the option, the warning says how to get the list.
-    let o = kvctl(&["export", "--salvage", p(&db), p(&out)]);
+    let o = kvctl(&["export", "--salvage", p(&db), p(&out), "--force"]);
     assert!(
         stderr(&o).contains("--stale-keys FILE lists them"),
         "{}",

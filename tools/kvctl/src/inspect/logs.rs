@@ -138,6 +138,7 @@ fn manifest_path(path: &Path) -> Result<PathBuf, CliError> {
     if path.is_dir() {
         Ok(current_manifest(path)?.1)
     } else if path.is_file() {
+        super::kind::expect_kind(path, super::kind::FileKind::Manifest, "manifest dump", true)?;
         Ok(path.to_path_buf())
     } else {
         Err(CliError::usage(format!(
@@ -329,6 +330,7 @@ fn wal_dump(a: &WalDumpArgs) -> Result<(), CliError> {
     let wals = if a.path.is_dir() {
         read_live_wals(&a.path)?
     } else if a.path.is_file() {
+        super::kind::expect_kind(&a.path, super::kind::FileKind::Wal, "wal dump", true)?;
         vec![read_wal(&a.path)?]
     } else {
         return Err(CliError::usage(format!(

@@ -9,6 +9,7 @@ pub mod explain;
 pub mod explain_prefix;
 pub mod filters;
 pub mod info;
+pub mod kind;
 pub mod logs;
 pub mod sst;
 pub mod verify;

@@ -503,6 +503,7 @@ fn dump(a: &DumpArgs) -> Result<(), CliError> {
             a.file.display()
         )));
     }
+    super::kind::expect_kind(&a.file, super::kind::FileKind::Table, "sst dump", false)?;
     let t = open_table(&a.file)?;
     if a.json {
         emit_json(&dump_json(&t, a)?)

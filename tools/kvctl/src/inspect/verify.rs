@@ -8,6 +8,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 use siftdb::inspect::{verify_db, verify_file, VerifyReport};
 
+use super::kind::{self, FileKind};
 use super::{emit, emit_json, entries_text};
 use crate::error::{CliError, EXIT_CORRUPTION, SALVAGE_ADVICE};
 use crate::format::{count, human_bytes};
@@ -110,7 +111,12 @@ pub fn run(args: &VerifyArgs) -> Result<(), CliError> {
     let result = if args.path.is_dir() {
         verify_db(&args.path, args.all, &mut progress)
     } else if args.path.exists() {
-        verify_file(&args.path, args.all, &mut progress)
+        match kind::file_kind(&args.path) {
+            FileKind::Table | FileKind::Wal | FileKind::Manifest => {
+                verify_file(&args.path, args.all, &mut progress)
+            }
+            other => return Err(kind::wrong_kind(&args.path, other, "verify")),
+        }
     } else {
         return Err(CliError::usage(format!(
             "{}: does not exist (give a database directory or one of its files)",

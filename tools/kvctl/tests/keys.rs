@@ -1,0 +1,186 @@
+//! `put` from a file or stdin, `get --json`, `scan --to/--keys-only/
+//! --count/--json`, `export --from/--to`, and `completions`.
+
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+mod common;
+
+use common::{code, kvctl, kvctl_stdin, ok, p, stderr, stdout};
+
+/// A database holding `a` .. `f` (values `1` .. `6`) and the key
+/// `b\xff` (value a tab).
+fn letters_db() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("in.tsv");
+    std::fs::write(&input, "a\t1\nb\t2\nc\t3\nd\t4\ne\t5\nf\t6\n").unwrap();
+    let db = tmp.path().join("db");
+    ok(kvctl(&["import", p(&db), p(&input), "-q"]));
+    ok(kvctl(&["put", p(&db), "b\\xff", "\\t"]));
+    (tmp, db)
+}
+
+fn json_of(o: &std::process::Output) -> Value {
+    serde_json::from_str(&stdout(o)).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
+}
+
+/// Found by a new-user trial: a 1.3 MB value failed with "Argument list
+/// too long".
+#[test]
+fn put_takes_a_large_value_from_a_file_or_stdin() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    // 1.3 MB of every byte value, newlines and tabs included.
+    let value: Vec<u8> = (0..1_300_000u32).map(|i| (i * 7 % 256) as u8).collect();
+    let file = tmp.path().join("value.bin");
+    std::fs::write(&file, &value).unwrap();
+
+    ok(kvctl(&[
+        "put",
+        p(&db),
+        "from-file",
+        "--value-file",
+        p(&file),
+    ]));
+    ok(kvctl_stdin(&["put", p(&db), "from-stdin", "-"], &value));
+    for key in ["from-file", "from-stdin"] {
+        let got = ok(kvctl(&["get", p(&db), key, "--raw"])).stdout;
+        assert_eq!(got.len(), value.len(), "{key}");
+        assert!(got == value, "{key}: bytes differ");
+    }
+    // An empty stdin is an empty value; `\x2d` is a value of one `-`.
+    ok(kvctl_stdin(&["put", p(&db), "empty", "-"], b""));
+    assert_eq!(ok(kvctl(&["get", p(&db), "empty", "--raw"])).stdout, b"");
+    ok(kvctl(&["put", p(&db), "dash", "\\x2d"]));
+    assert_eq!(ok(kvctl(&["get", p(&db), "dash", "--raw"])).stdout, b"-");
+
+    // Bad uses are usage errors.
+    let o = kvctl(&["put", p(&db), "k"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let o = kvctl(&["put", p(&db), "k", "v", "--value-file", p(&file)]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let missing = tmp.path().join("missing.bin");
+    let o = kvctl(&["put", p(&db), "k", "--value-file", p(&missing)]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("open {}", missing.display())),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(code(&kvctl(&["get", p(&db), "k"])), 1);
+}
+
+#[test]
+fn get_json_escapes_and_reports_an_absent_key() {
+    let (_tmp, db) = letters_db();
+    let o = ok(kvctl(&["get", p(&db), "b\\xff", "--json"]));
+    assert_eq!(
+        json_of(&o),
+        json!({"found": true, "key": "b\\xff", "value": "\\x09"})
+    );
+    let o = kvctl(&["get", p(&db), "zz", "--json"]);
+    assert_eq!(code(&o), 1);
+    assert_eq!(
+        json_of(&o),
+        json!({"found": false, "key": "zz", "value": null})
+    );
+    assert_eq!(stderr(&o), "kvctl: key not found: zz\n");
+}
+
+#[test]
+fn scan_to_keys_only_count_and_json() {
+    let (_tmp, db) = letters_db();
+    let scan = |args: &[&str]| stdout(&ok(kvctl(&[&["scan", p(&db)][..], args].concat())));
+    assert_eq!(
+        scan(&["--from", "b", "--to", "d"]),
+        "b\t2\nb\\xff\t\\x09\nc\t3\n"
+    );
+    assert_eq!(scan(&["--to", "b"]), "a\t1\n");
+    assert_eq!(scan(&["--to", "a"]), "");
+    assert_eq!(
+        scan(&["--reverse", "--from", "e", "--to", "b"]),
+        "e\t5\nd\t4\nc\t3\nb\\xff\t\\x09\n"
+    );
+    assert_eq!(scan(&["--keys-only", "--prefix", "b"]), "b\nb\\xff\n");
+    assert_eq!(scan(&["--count"]), "7\n");
+    assert_eq!(scan(&["--count", "--from", "c", "--to", "f"]), "3\n");
+    assert_eq!(scan(&["--count", "--limit", "2"]), "2\n");
+
+    let o = ok(kvctl(&["scan", p(&db), "--prefix", "b", "--json"]));
+    assert_eq!(
+        json_of(&o),
+        json!({"pairs": [{"key": "b", "value": "2"}, {"key": "b\\xff", "value": "\\x09"}],
+               "total": 2})
+    );
+    let o = ok(kvctl(&[
+        "scan",
+        p(&db),
+        "--to",
+        "c",
+        "--keys-only",
+        "--json",
+    ]));
+    assert_eq!(
+        json_of(&o),
+        json!({"pairs": [{"key": "a"}, {"key": "b"}, {"key": "b\\xff"}], "total": 3})
+    );
+    let o = ok(kvctl(&["scan", p(&db), "--from", "x", "--json"]));
+    assert_eq!(json_of(&o), json!({"pairs": [], "total": 0}));
+    let o = ok(kvctl(&["scan", p(&db), "--count", "--json"]));
+    assert_eq!(json_of(&o), json!({"total": 7}));
+    // --count and --keys-only contradict each other.
+    assert_eq!(code(&kvctl(&["scan", p(&db), "--count", "--keys-only"])), 2);
+}
+
+#[test]
+fn export_from_to_exports_a_key_range() {
+    let (tmp, db) = letters_db();
+    let o = ok(kvctl(&["export", p(&db), "--from", "b\\x00", "--to", "e"]));
+    assert_eq!(
+        stdout(&o),
+        "#kvctl-export escaped v1\nb\\xff\t\\x09\nc\t3\nd\t4\n"
+    );
+    let o = ok(kvctl(&[
+        "export",
+        p(&db),
+        "--prefix",
+        "b",
+        "--to",
+        "b\\x01",
+    ]));
+    assert_eq!(stdout(&o), "#kvctl-export escaped v1\nb\t2\n");
+    let o = ok(kvctl(&["export", p(&db), "--from", "e", "--to", "c"]));
+    assert_eq!(stdout(&o), "#kvctl-export escaped v1\n");
+    // The range imports into a database of its own.
+    let part = tmp.path().join("part.tsv");
+    ok(kvctl(&["export", p(&db), p(&part), "--to", "c", "-q"]));
+    let copy = tmp.path().join("copy");
+    ok(kvctl(&["import", p(&copy), p(&part), "-q"]));
+    assert_eq!(
+        stdout(&ok(kvctl(&["scan", p(&copy)]))),
+        "a\t1\nb\t2\nb\\xff\t\\x09\n"
+    );
+    // Not with --salvage.
+    let o = kvctl(&["export", "--salvage", p(&db), p(&part), "--from", "a"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+}
+
+#[test]
+fn completions_for_bash_zsh_and_fish() {
+    for shell in ["bash", "zsh", "fish"] {
+        let o = ok(kvctl(&["completions", shell]));
+        let script = stdout(&o);
+        assert!(script.contains("kvctl"), "{shell}");
+        assert!(script.contains("keys-only"), "{shell}");
+    }
+    // The bash script parses and registers a completion for kvctl.
+    let bash = stdout(&ok(kvctl(&["completions", "bash"])));
+    let o = std::process::Command::new("bash")
+        .args(["-c", &format!("{bash}\ncomplete -p kvctl")])
+        .output()
+        .expect("run bash");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("kvctl"));
+    assert_eq!(code(&kvctl(&["completions", "tcsh"])), 2);
+}
