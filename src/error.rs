@@ -56,6 +56,11 @@ pub enum Error {
         detail: String,
     },
 
+    /// A database already exists at the path and
+    /// [`crate::Options::error_if_exists`] is set. Nothing was changed.
+    #[error("{}: a database already exists (error_if_exists is set)", .0.display())]
+    AlreadyExists(PathBuf),
+
     /// The database was written by a newer, incompatible siftdb format.
     #[error("{}: format version {found} is not supported (this build reads up to {supported})", file.display())]
     UnsupportedVersion {

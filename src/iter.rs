@@ -271,6 +271,57 @@ impl DoubleEndedIterator for DbIterator {
     }
 }
 
+impl DbIterator {
+    /// The keys alone, in the same order (double-ended). Values are still
+    /// read (they sit beside the keys in each block) but not returned.
+    pub fn keys(self) -> Keys {
+        Keys(self)
+    }
+
+    /// The values alone, in key order (double-ended).
+    pub fn values(self) -> Values {
+        Values(self)
+    }
+}
+
+/// The keys of a [`DbIterator`] ([`DbIterator::keys`]): items are
+/// `Result<key>`.
+#[derive(Debug)]
+pub struct Keys(DbIterator);
+
+/// The values of a [`DbIterator`] ([`DbIterator::values`]): items are
+/// `Result<value>`.
+#[derive(Debug)]
+pub struct Values(DbIterator);
+
+impl Iterator for Keys {
+    type Item = Result<Vec<u8>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(|r| r.map(|(k, _)| k))
+    }
+}
+
+impl DoubleEndedIterator for Keys {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.0.next_back().map(|r| r.map(|(k, _)| k))
+    }
+}
+
+impl Iterator for Values {
+    type Item = Result<Vec<u8>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(|r| r.map(|(_, v)| v))
+    }
+}
+
+impl DoubleEndedIterator for Values {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.0.next_back().map(|r| r.map(|(_, v)| v))
+    }
+}
+
 impl std::fmt::Debug for DbIterator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DbIterator")

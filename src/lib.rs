@@ -19,6 +19,30 @@
 //!   survive a reopen.
 //!
 //! DESIGN.md describes the architecture and every on-disk format.
+//!
+//! # Example
+//!
+//! ```
+//! use siftdb::{Db, WriteBatch};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let db = Db::builder(dir.path()).bits_per_key(12).open()?;
+//! db.put("apple", "red")?;
+//! let mut batch = WriteBatch::new();
+//! batch.put("banana", "yellow")?;
+//! batch.delete("apple")?;
+//! db.write(batch)?; // atomic
+//! assert_eq!(db.get("banana")?.as_deref(), Some(&b"yellow"[..]));
+//! assert!(!db.contains_key("apple")?);
+//! let snapshot = db.snapshot();
+//! db.put("cherry", "dark red")?;
+//! assert_eq!(snapshot.len()?, 1); // the snapshot does not see cherry
+//! for pair in db.prefix("b") {
+//!     let (key, value) = pair?;
+//!     assert_eq!((key.as_slice(), value.as_slice()), (&b"banana"[..], &b"yellow"[..]));
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 #![deny(missing_docs)]
 
@@ -43,9 +67,9 @@ pub mod util;
 pub mod version;
 pub mod write_batch;
 
-pub use db::{Db, LiveFile, RecoveryReport, Snapshot, WalReplay};
+pub use db::{Db, DbBuilder, LiveFile, RecoveryReport, Snapshot, WalReplay};
 pub use error::{Error, Result};
-pub use iter::DbIterator;
+pub use iter::{DbIterator, Keys, Values};
 pub use key::{InternalKey, SequenceNumber, ValueType};
 pub use options::{CompactionPriority, CompactionStyle, Options, TableReads, WriteOptions};
 pub use stats::{KeyPrediction, LevelStats, MemoryUsage, Stats, KEY_PREDICTIONS_KEPT};

@@ -26,12 +26,21 @@ pub enum CompactionStyle {
     None,
 }
 
-/// How a database is opened and how it lays out data. Set fields directly:
+/// How a database is opened and how it lays out data. Outside this crate
+/// set them by name with [`Db::builder`](crate::Db::builder) (the struct
+/// is `#[non_exhaustive]`, so a literal with `..Default::default()` does
+/// not compile there), or change the fields of a default:
 ///
 /// ```
+/// let dir = tempfile::tempdir()?;
+/// let db = siftdb::Db::builder(dir.path()).bits_per_key(12).open()?;
+/// // The same, by fields:
 /// let mut o = siftdb::Options::default();
 /// o.write_buffer_size = 1 << 20;
 /// o.bits_per_key = 12;
+/// # drop(db);
+/// # let _ = siftdb::Db::open_with(dir.path(), o)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -120,7 +129,8 @@ pub struct Options {
     pub sync: bool,
     /// Create the database if the directory holds none. Defaults to true.
     pub create_if_missing: bool,
-    /// Refuse to open a database that already exists. Defaults to false.
+    /// Refuse to open a database that already exists, with
+    /// [`Error::AlreadyExists`](crate::Error::AlreadyExists). Defaults to false.
     pub error_if_exists: bool,
     /// Frozen memtables allowed to wait for flushing before writers block.
     /// Defaults to 2.

@@ -203,7 +203,13 @@ fn misuse_of_options_and_calls_is_invalid_argument() {
     let mut o = small_options();
     o.error_if_exists = true;
     let err = refused_without_changes(dir.path(), || Db::open_with(dir.path(), o));
-    assert!(matches!(err, Error::NotADatabase { .. }), "{err:?}");
+    assert!(
+        matches!(&err, Error::AlreadyExists(p) if p == dir.path()),
+        "{err:?}"
+    );
+    assert!(err
+        .to_string()
+        .ends_with("a database already exists (error_if_exists is set)"));
 
     let missing = dir.path().join("not-there");
     let mut o = small_options();

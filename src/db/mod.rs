@@ -41,6 +41,7 @@ use crate::version::manifest::{self, Manifest};
 use crate::version::set::Version;
 use crate::write_batch::{check_lengths, WriteBatch};
 use crate::{Error, Options, Result, WriteOptions};
+pub use builder::DbBuilder;
 
 /// What a reader needs to see the whole database at one moment: the active
 /// memtable, the frozen memtables waiting for flush (newest first) and the
@@ -50,6 +51,54 @@ pub(crate) struct SuperVersion {
     pub mem: Arc<MemTable>,
     pub imms: Vec<Arc<MemTable>>,
     pub version: Arc<Version>,
+}
+
+/// The read calls `Db` and `Snapshot` both offer on top of `get` and
+/// `iter` (one definition, so the two stay alike).
+macro_rules! read_conveniences {
+    ($view:literal) => {
+        #[doc = concat!("Whether `key` has a live value ", $view, ": `get(key)?.is_some()`.")]
+        ///
+        /// # Errors
+        /// As [`Db::get`].
+        pub fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool> {
+            Ok(self.get(key)?.is_some())
+        }
+
+        #[doc = concat!("The live pair with the smallest key ", $view, ", if any: the first item of `iter()`.")]
+        ///
+        /// # Errors
+        /// [`Error::Corruption`] if a block read fails its checksum.
+        pub fn first_key_value(&self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+            self.iter().next().transpose()
+        }
+
+        #[doc = concat!("The live pair with the largest key ", $view, ", if any: the first item of `iter().rev()`.")]
+        ///
+        /// # Errors
+        /// [`Error::Corruption`] if a block read fails its checksum.
+        pub fn last_key_value(&self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+            self.iter().next_back().transpose()
+        }
+
+        #[doc = concat!("Whether no key has a live value ", $view, " (reads at most one pair).")]
+        ///
+        /// # Errors
+        /// [`Error::Corruption`] if a block read fails its checksum.
+        pub fn is_empty(&self) -> Result<bool> {
+            Ok(self.first_key_value()?.is_none())
+        }
+
+        #[doc = concat!("The exact number of live keys ", $view, ", counted by a full scan")]
+        /// (it reads every table; [`Db::approximate_len`] estimates it
+        /// from the key sketches without reading data).
+        ///
+        /// # Errors
+        /// [`Error::Corruption`] if a block read fails its checksum.
+        pub fn len(&self) -> Result<u64> {
+            self.iter().try_fold(0u64, |n, pair| pair.map(|_| n + 1))
+        }
+    };
 }
 
 /// What the tables and memtables of `sv` hold in memory.
@@ -194,6 +243,12 @@ impl Db {
         Db::open_with(path, Options::default())
     }
 
+    /// A [`DbBuilder`] for the database at `path`: set options by name,
+    /// then `open()` (see its example).
+    pub fn builder(path: impl AsRef<Path>) -> DbBuilder {
+        DbBuilder::new(path.as_ref().to_path_buf())
+    }
+
     /// Opens (or, with `create_if_missing`, creates) the database in
     /// directory `path`, replaying the manifest and any WAL left by the last
     /// process. A single WAL whose writes fit in the memtable stays in use
@@ -206,7 +261,8 @@ impl Db {
     /// - [`Error::NotADatabase`] if `path` is a file or below one, a
     ///   non-empty directory
     ///   without a database, or missing with `create_if_missing == false`;
-    ///   or a database exists and `error_if_exists` is set;
+    /// - [`Error::AlreadyExists`] if a database exists and
+    ///   `error_if_exists` is set;
     /// - [`Error::Locked`] if another `Db` holds it;
     /// - [`Error::Corruption`] for damaged files (a torn tail at the end of
     ///   a WAL is not damage: those unacknowledged bytes are dropped);
@@ -240,7 +296,7 @@ impl Db {
         let state = match manifest::read_current(&dir)? {
             Some(number) => {
                 if options.error_if_exists {
-                    return Err(not_db("a database already exists (error_if_exists is set)"));
+                    return Err(Error::AlreadyExists(dir.clone()));
                 }
                 replay_manifest(&dir, number)?
             }
@@ -698,6 +754,8 @@ impl Db {
         Ok(sketch.estimate().round() as u64 + unsketched)
     }
 
+    read_conveniences!("now");
+
     /// The database directory.
     pub fn path(&self) -> &Path {
         &self.inner.dir
@@ -782,6 +840,8 @@ impl Snapshot {
         self.seq
     }
 
+    read_conveniences!("as of the snapshot");
+
     /// The value `key` had when the snapshot was taken.
     ///
     /// # Errors
@@ -842,6 +902,7 @@ impl std::fmt::Debug for Snapshot {
 }
 
 mod background;
+mod builder;
 mod filter_budget;
 mod read;
 mod recovery;

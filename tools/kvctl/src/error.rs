@@ -119,6 +119,7 @@ impl From<siftdb::Error> for CliError {
                 EXIT_USAGE,
                 Some("check the path; `import` and `put` create a database only in a missing or empty directory".to_string()),
             ),
+            E::AlreadyExists(_) => (EXIT_USAGE, None),
             E::UnsupportedVersion { .. } => (
                 EXIT_IO,
                 Some("the database was written by a newer siftdb; use a matching kvctl".to_string()),

@@ -1,0 +1,124 @@
+//! The small read calls on `Db` and `Snapshot` (`contains_key`,
+//! `first_key_value`, `last_key_value`, `is_empty`, `len`) and the `keys`
+//! and `values` adapters, against a `BTreeMap` model, across a flush, a
+//! delete and a snapshot.
+
+use std::collections::BTreeMap;
+
+use siftdb::{Db, Error};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn check(db_view: &impl View, model: &Model) {
+    assert_eq!(db_view.len().unwrap(), model.len() as u64);
+    assert_eq!(db_view.is_empty().unwrap(), model.is_empty());
+    assert_eq!(
+        db_view.first_key_value().unwrap(),
+        model.iter().next().map(|(k, v)| (k.clone(), v.clone()))
+    );
+    assert_eq!(
+        db_view.last_key_value().unwrap(),
+        model
+            .iter()
+            .next_back()
+            .map(|(k, v)| (k.clone(), v.clone()))
+    );
+    for k in [&b"a"[..], b"k05", b"k10", b"zz"] {
+        assert_eq!(
+            db_view.contains_key(k).unwrap(),
+            model.contains_key(k),
+            "{k:?}"
+        );
+    }
+    let keys: Vec<Vec<u8>> = db_view.iter().keys().collect::<Result<_, Error>>().unwrap();
+    assert_eq!(keys, model.keys().cloned().collect::<Vec<_>>());
+    let values_rev: Vec<Vec<u8>> = db_view
+        .iter()
+        .values()
+        .rev()
+        .collect::<Result<_, Error>>()
+        .unwrap();
+    assert_eq!(
+        values_rev,
+        model.values().rev().cloned().collect::<Vec<_>>()
+    );
+}
+
+/// The calls shared by `Db` and `Snapshot`, so one check serves both.
+trait View {
+    fn len(&self) -> siftdb::Result<u64>;
+    fn is_empty(&self) -> siftdb::Result<bool>;
+    fn first_key_value(&self) -> siftdb::Result<Option<(Vec<u8>, Vec<u8>)>>;
+    fn last_key_value(&self) -> siftdb::Result<Option<(Vec<u8>, Vec<u8>)>>;
+    fn contains_key(&self, k: &[u8]) -> siftdb::Result<bool>;
+    fn iter(&self) -> siftdb::DbIterator;
+}
+
+macro_rules! view {
+    ($t:ty) => {
+        impl View for $t {
+            fn len(&self) -> siftdb::Result<u64> {
+                <$t>::len(self)
+            }
+            fn is_empty(&self) -> siftdb::Result<bool> {
+                <$t>::is_empty(self)
+            }
+            fn first_key_value(&self) -> siftdb::Result<Option<(Vec<u8>, Vec<u8>)>> {
+                <$t>::first_key_value(self)
+            }
+            fn last_key_value(&self) -> siftdb::Result<Option<(Vec<u8>, Vec<u8>)>> {
+                <$t>::last_key_value(self)
+            }
+            fn contains_key(&self, k: &[u8]) -> siftdb::Result<bool> {
+                <$t>::contains_key(self, k)
+            }
+            fn iter(&self) -> siftdb::DbIterator {
+                <$t>::iter(self)
+            }
+        }
+    };
+}
+view!(Db);
+view!(siftdb::Snapshot);
+
+#[test]
+fn conveniences_agree_with_a_model_in_memtables_tables_and_snapshots() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::builder(dir.path())
+        .write_buffer_size(4096)
+        .open()
+        .unwrap();
+    let mut model = Model::new();
+    check(&db, &model);
+    for i in 0..20u32 {
+        let (k, v) = (
+            format!("k{i:02}").into_bytes(),
+            format!("v{i}").into_bytes(),
+        );
+        db.put(&k, &v).unwrap();
+        model.insert(k, v);
+    }
+    check(&db, &model);
+    db.flush().unwrap();
+    let snap = db.snapshot();
+    let at_snap = model.clone();
+    // Delete the first and last keys and one in the middle.
+    for k in ["k00", "k10", "k19"] {
+        db.delete(k).unwrap();
+        model.remove(k.as_bytes());
+    }
+    db.put("k05", "new").unwrap();
+    model.insert(b"k05".to_vec(), b"new".to_vec());
+    check(&db, &model);
+    check(&snap, &at_snap);
+    db.compact().unwrap();
+    check(&db, &model);
+    check(&snap, &at_snap);
+    // Everything deleted: empty, though tombstones remain in the tree.
+    for k in model.keys() {
+        db.delete(k).unwrap();
+    }
+    model.clear();
+    check(&db, &model);
+    assert_eq!(snap.len().unwrap(), 20);
+}
