@@ -122,3 +122,31 @@ fn conveniences_agree_with_a_model_in_memtables_tables_and_snapshots() {
     check(&db, &model);
     assert_eq!(snap.len().unwrap(), 20);
 }
+
+/// Found by a new-user trial: a `Snapshot` kept past `Db::close` held the
+/// database's lock, so the next open said it was locked by another
+/// process. Close now lets the lock go; the snapshot still reads.
+#[test]
+fn a_snapshot_kept_past_close_does_not_lock_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    db.put("k", "old").unwrap();
+    db.flush().unwrap();
+    let snap = db.snapshot();
+    let mut iter = db.iter();
+    db.close().unwrap();
+    let db = Db::open(dir.path()).expect("the lock was let go at close");
+    db.put("k", "new").unwrap();
+    db.compact().unwrap();
+    assert_eq!(snap.get("k").unwrap().as_deref(), Some(&b"old"[..]));
+    assert_eq!(iter.next().unwrap().unwrap().1, b"old");
+    drop((snap, iter));
+    assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"new"[..]));
+    // The lock is still exclusive between open handles.
+    assert!(matches!(Db::open(dir.path()), Err(Error::Locked(_))));
+    drop(db);
+    assert_eq!(
+        Db::open(dir.path()).unwrap().get("k").unwrap().as_deref(),
+        Some(&b"new"[..])
+    );
+}

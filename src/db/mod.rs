@@ -204,9 +204,11 @@ struct DbInner {
     compaction: Mutex<Vec<Vec<u8>>>,
     /// What the open replayed and dropped.
     recovery: RecoveryReport,
-    /// Held (with an exclusive lock) until the database is dropped; `None`
-    /// when open read-only.
-    _lock: Option<File>,
+    /// The `LOCK` file, held with an exclusive lock until the `Db` closes
+    /// or drops (not until the last `Snapshot` or iterator lets this go, so
+    /// a snapshot kept past close does not keep the database locked);
+    /// `None` when open read-only, and once closed.
+    lock: Mutex<Option<File>>,
 }
 
 /// An open siftdb database: a directory of WAL, SSTable and manifest files.
@@ -790,11 +792,19 @@ impl Db {
             let _ = t.join();
         }
         let mut w = self.inner.write.lock();
-        self.inner.sync_closed_wals()?;
-        match w.wal.as_mut() {
-            Some(wal) => wal.sync(),
-            None => Ok(()),
-        }
+        let synced = self
+            .inner
+            .sync_closed_wals()
+            .and_then(|()| match w.wal.as_mut() {
+                Some(wal) => wal.sync(),
+                None => Ok(()),
+            });
+        // Nothing writes once the background thread is gone and this handle
+        // is closing: let the next open in (snapshots and iterators still
+        // read what they hold). Every acknowledged write is in the WAL or a
+        // table, synced or not, so a failed sync above does not hold it.
+        drop(self.inner.lock.lock().take());
+        synced
     }
 }
 

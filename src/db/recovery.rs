@@ -721,7 +721,7 @@ pub(super) fn recover(
         snapshots: Mutex::new(BTreeMap::new()),
         compaction: Mutex::new(vec![Vec::new(); crate::version::set::NUM_LEVELS]),
         recovery: report,
-        _lock: lock,
+        lock: Mutex::new(lock),
     });
     let bg_thread = if read_only {
         None
