@@ -9,6 +9,22 @@
 use std::path::PathBuf;
 
 /// Every fallible siftdb call returns this.
+///
+/// # Example
+/// ```
+/// use siftdb::{Db, Error};
+///
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path())?;
+/// // A second handle on the same directory is refused.
+/// assert!(matches!(Db::open(dir.path()), Err(Error::Locked(_))));
+/// // Keys are at most 65,535 bytes; nothing is written.
+/// match db.put(vec![0u8; 70_000], "v") {
+///     Err(Error::InvalidArgument(why)) => assert!(why.contains("key")),
+///     other => panic!("{other:?}"),
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

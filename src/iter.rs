@@ -146,6 +146,20 @@ fn parse(ik: &[u8]) -> Result<ParsedInternalKey<'_>> {
 /// interleaved. The iterator holds the memtables and SSTables it reads, so
 /// it sees a fixed view however long it lives; hold it briefly, because the
 /// files it references cannot be deleted until it is dropped.
+///
+/// # Example
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let db = siftdb::Db::open(dir.path())?;
+/// for k in ["a", "b", "c", "d"] {
+///     db.put(k, k.to_uppercase())?;
+/// }
+/// let backwards: Vec<Vec<u8>> = db.range("b".."d").keys().rev().collect::<Result<_, _>>()?;
+/// assert_eq!(backwards, [b"c".to_vec(), b"b".to_vec()]);
+/// let (first, value) = db.iter().next().transpose()?.expect("not empty");
+/// assert_eq!((first.as_slice(), value.as_slice()), (&b"a"[..], &b"A"[..]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct DbIterator {
     merge: MergingIterator,
     seq: SequenceNumber,

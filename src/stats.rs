@@ -13,6 +13,23 @@ use crate::version::set::Version;
 
 /// A snapshot of a database's counters and shape. Counters count events
 /// since `Db::open`; the per-level figures describe the current version.
+///
+/// # Example
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let db = siftdb::Db::open(dir.path())?;
+/// db.put("a", "1")?;
+/// db.put("c", "3")?;
+/// db.flush()?;
+/// db.get("b")?; // within the table's key range, but absent
+/// let s = db.stats();
+/// assert_eq!((s.gets, s.flushes), (1, 1));
+/// // The table's filter proved "b" absent: no data block read.
+/// assert_eq!((s.filter_negatives, s.data_block_reads), (1, 0));
+/// assert_eq!(s.levels[0].files, 1);
+/// assert!(s.memory.pinned_filters > 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct Stats {

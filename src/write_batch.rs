@@ -30,6 +30,19 @@ pub const MAX_BATCH_LEN: u64 = u32::MAX as u64;
 /// A set of updates applied atomically by [`crate::Db::write`]: after a crash
 /// either all of them are visible or none is, and readers never see part of
 /// a batch. Later updates to the same key win over earlier ones.
+///
+/// # Example
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let db = siftdb::Db::open(dir.path())?;
+/// let mut batch = siftdb::WriteBatch::new();
+/// batch.put("from", "0")?;
+/// batch.put("to", "100")?;
+/// batch.delete("pending")?;
+/// db.write(batch)?; // all three, or none after a crash
+/// assert_eq!(db.get("to")?.as_deref(), Some(&b"100"[..]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct WriteBatch {
     rep: Vec<u8>,

@@ -837,8 +837,21 @@ pub struct LiveFile {
 /// called: `get`, `range` and `prefix` behave as on the `Db`, but see no
 /// write made after that moment, however many flushes and compactions
 /// follow. Dropping it releases the old versions it kept alive. It may
-/// outlive the `Db` handle; reads then still work, and the database stays
-/// locked (`LOCK` is released when the last snapshot is dropped).
+/// outlive the `Db` handle: reads then still work, and `close` (or drop)
+/// still lets the database's `LOCK` go, so it can be opened again.
+///
+/// # Example
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let db = siftdb::Db::open(dir.path())?;
+/// db.put("k", "before")?;
+/// let snapshot = db.snapshot();
+/// db.put("k", "after")?;
+/// db.flush()?;
+/// assert_eq!(snapshot.get("k")?.as_deref(), Some(&b"before"[..]));
+/// assert_eq!(db.get("k")?.as_deref(), Some(&b"after"[..]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Snapshot {
     inner: Arc<DbInner>,
     seq: SequenceNumber,
