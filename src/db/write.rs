@@ -45,7 +45,15 @@ struct QueuedWrite {
     id: u64,
     batch: WriteBatch,
     sync: bool,
+    /// A read-modify-write ([`Db::update`](super::Db::update)): its batch
+    /// is built by its own writer while it leads, from the value committed
+    /// last, so it is committed in a group of its own.
+    exclusive: bool,
 }
+
+/// Builds a read-modify-write's batch while its writer leads and holds the
+/// write lock, given the sequence number of the last committed write.
+pub(super) type BuildBatch<'a> = &'a mut dyn FnMut(&DbInner, SequenceNumber) -> Result<WriteBatch>;
 
 /// The queue of writers (DESIGN.md 2): its state behind one mutex, and
 /// the condition variable the writers wait on.
@@ -83,6 +91,26 @@ impl DbInner {
         if batch.is_empty() && !sync {
             return self.check_writable();
         }
+        self.commit_queued(batch, sync, None)
+    }
+
+    /// Commits the batch `build` makes, atomically with the read it does:
+    /// no other write commits between the two (see [`BuildBatch`]).
+    ///
+    /// # Errors
+    /// As [`Db::write`](super::Db::write), and whatever `build` returns
+    /// (nothing is then written).
+    pub(super) fn write_built(&self, sync: bool, build: BuildBatch<'_>) -> Result<()> {
+        self.commit_queued(WriteBatch::new(), sync, Some(build))
+    }
+
+    fn commit_queued(
+        &self,
+        batch: WriteBatch,
+        sync: bool,
+        mut build: Option<BuildBatch<'_>>,
+    ) -> Result<()> {
+        let exclusive = build.is_some();
         // An empty sync batch (`persist`, or `write_with` of an empty batch)
         // logs nothing but joins a group like any write, so its sync is
         // shared with theirs and covers every write acknowledged before.
@@ -90,7 +118,12 @@ impl DbInner {
         let mut q = queue.state.lock();
         let id = q.next_id;
         q.next_id += 1;
-        q.waiting.push_back(QueuedWrite { id, batch, sync });
+        q.waiting.push_back(QueuedWrite {
+            id,
+            batch,
+            sync,
+            exclusive,
+        });
         let points = &self.options.sync_points;
         sync_point::reach(points, SyncPoint::WriteQueued);
         loop {
@@ -132,7 +165,7 @@ impl DbInner {
         // the queue led forever: they get an error, the database turns
         // read-only, and the panic goes on in this thread.
         let committed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.commit_group(&mut group)
+            self.commit_group(&mut group, build.take())
         }));
         let (outcome, panic) = match committed {
             Ok(outcome) => (outcome, None),
@@ -162,13 +195,18 @@ impl DbInner {
 
     /// Logs the batches of one group and applies them to the memtable, as
     /// the leader.
-    fn commit_group(&self, group: &mut [QueuedWrite]) -> Result<()> {
+    fn commit_group(&self, group: &mut [QueuedWrite], build: Option<BuildBatch<'_>>) -> Result<()> {
         let sync = group.iter().any(|w| w.sync);
         let mut ws = self.write.lock();
         self.check_writable()?;
         self.throttle_for_level0()?;
         if ws.mem.approximate_size() >= self.options.write_buffer_size {
             self.rotate_memtable(&mut ws)?;
+        }
+        if let Some(build) = build {
+            // The group is this writer's alone (`take_group`), and the lock
+            // held keeps every other commit out until this one is visible.
+            group[0].batch = build(self, SequenceNumber(ws.last_seq))?;
         }
         let count: u64 = group.iter().map(|w| w.batch.len() as u64).sum();
         let first = ws.last_seq + 1;
@@ -271,8 +309,12 @@ fn take_group(waiting: &mut VecDeque<QueuedWrite>, group: &mut Vec<QueuedWrite>)
         MAX_GROUP_BYTES
     };
     let mut bytes = first;
+    let alone = leader.exclusive;
     group.push(leader);
-    while let Some(next) = waiting.front() {
+    while let Some(next) = waiting.front().filter(|_| !alone) {
+        if next.exclusive {
+            break;
+        }
         bytes += next.batch.encoded_len();
         if bytes > limit {
             break;
@@ -308,7 +350,20 @@ mod tests {
             id,
             batch,
             sync: false,
+            exclusive: false,
         }
+    }
+
+    #[test]
+    fn a_read_modify_write_is_committed_in_a_group_of_its_own() {
+        let mut q: VecDeque<QueuedWrite> = (0..5).map(|i| queued(i, 10)).collect();
+        q[2].exclusive = true;
+        // Followers stop before it...
+        let ids = |g: Vec<QueuedWrite>| g.iter().map(|w| w.id).collect::<Vec<_>>();
+        assert_eq!(ids(group_of(&mut q)), [0, 1]);
+        // ...and, leading, it takes no follower.
+        assert_eq!(ids(group_of(&mut q)), [2]);
+        assert_eq!(ids(group_of(&mut q)), [3, 4]);
     }
 
     fn group_of(q: &mut VecDeque<QueuedWrite>) -> Vec<QueuedWrite> {
