@@ -32,7 +32,7 @@ fn assert_intact(dir: &Path) {
         Some(&b"value 123"[..])
     );
     assert_eq!(db.get("in-wal").unwrap().as_deref(), Some(&b"yes"[..]));
-    assert_eq!(db.range::<&str, _>(..).count(), 301);
+    assert_eq!(db.range(..).count(), 301);
 }
 
 /// Runs `f` (an open attempt that must fail) and checks that no file in

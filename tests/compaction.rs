@@ -196,7 +196,7 @@ fn snapshot_keeps_old_value_until_dropped() {
     assert_eq!(db.get("k").unwrap(), None);
     assert_eq!(snap.get("k").unwrap().as_deref(), Some(&b"old"[..]));
     assert_eq!(snap.get("j").unwrap(), None);
-    let seen: Vec<Vec<u8>> = snap.range::<&str, _>(..).map(|r| r.unwrap().0).collect();
+    let seen: Vec<Vec<u8>> = snap.range(..).map(|r| r.unwrap().0).collect();
     assert_eq!(seen, [b"k".to_vec()]);
     let all: Vec<Vec<u8>> = snap.iter().rev().map(|r| r.unwrap().0).collect();
     assert_eq!(all, [b"k".to_vec()]);
@@ -349,7 +349,7 @@ fn tiered_style_merges_runs_and_keeps_data() {
         }
     }
     let got: Vec<(String, Vec<u8>)> = db
-        .range::<&str, _>(..)
+        .range(..)
         .map(|r| r.unwrap())
         .map(|(k, v)| (String::from_utf8(k).unwrap(), v))
         .collect();
@@ -404,7 +404,7 @@ fn tiered_merges_settle_when_runs_outgrow_the_target_file_size() {
     if runs.len() >= defaults.level0_compaction_trigger {
         assert!(runs[1] > 2 * runs[0], "runs {runs:?} should have merged");
     }
-    assert_eq!(db.range::<&str, _>(..).count(), 3000);
+    assert_eq!(db.range(..).count(), 3000);
 }
 
 fn o_trigger_bound() -> usize {
@@ -588,7 +588,7 @@ fn assert_loaded(db: &Db, n: usize) {
             "key{i:05}"
         );
     }
-    assert_eq!(db.range::<&str, _>(..).count(), n - n.div_ceil(10));
+    assert_eq!(db.range(..).count(), n - n.div_ceil(10));
 }
 
 #[test]
@@ -866,5 +866,5 @@ fn a_bottom_file_past_the_target_size_is_still_cut() {
     let db = Db::open_with(dir.path(), opts).unwrap();
     db.compact().unwrap();
     assert_eq!(numbers(&bottom_files(&db).1), numbers(&second));
-    assert_eq!(db.range::<&str, _>(..).count(), 1000);
+    assert_eq!(db.range(..).count(), 1000);
 }

@@ -518,7 +518,7 @@ fn evaluate(base: &Base, dir: &Path, case: &Case) -> Result<Outcome, String> {
     }
     let mut scanned: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     let mut scan_failed = false;
-    for r in db.range::<&[u8], _>(..) {
+    for r in db.range(..) {
         match r {
             Ok(kv) => scanned.push(kv),
             Err(e) => {
@@ -736,7 +736,7 @@ fn a_compaction_meeting_a_damaged_block_turns_the_database_read_only() {
         assert_eq!(db.get(format!("k{i:04}")).unwrap(), Some(want));
     }
     // A scan merges the older table too, so it meets the damage and says so.
-    match db.range::<&str, _>(..).find_map(|r| r.err()) {
+    match db.range(..).find_map(|r| r.err()) {
         Some(Error::Corruption { file, .. }) => assert_eq!(&file, older),
         other => panic!("expected Corruption from the scan, got {other:?}"),
     }

@@ -28,7 +28,7 @@ fn put_get_delete_overwrite_across_flush_and_reopen() {
     assert_eq!(db.get("a").unwrap().as_deref(), Some(&b"3"[..]));
     assert_eq!(db.get("b").unwrap(), None);
     assert_eq!(db.get("c").unwrap().as_deref(), Some(&b"4"[..]));
-    assert_eq!(keys(db.range::<&str, _>(..)), ["a", "c"]);
+    assert_eq!(keys(db.range(..)), ["a", "c"]);
 }
 
 #[test]
@@ -82,7 +82,7 @@ fn empty_value_is_not_a_tombstone() {
     let db = open(dir.path(), &opts);
     assert_eq!(db.get("k").unwrap(), Some(vec![]));
     assert_eq!(db.get("j").unwrap(), None);
-    assert_eq!(keys(db.range::<&str, _>(..)), ["k"]);
+    assert_eq!(keys(db.range(..)), ["k"]);
 }
 
 #[test]
@@ -139,7 +139,7 @@ fn last_key_of_every_block_and_a_one_key_table() {
     assert_eq!(db2.get("only").unwrap().as_deref(), Some(&b"one"[..]));
     assert_eq!(db2.get("onlx").unwrap(), None);
     assert_eq!(db2.get("onlz").unwrap(), None);
-    assert_eq!(keys(db2.range::<&str, _>(..).rev()), ["only"]);
+    assert_eq!(keys(db2.range(..).rev()), ["only"]);
 }
 
 #[test]
@@ -177,7 +177,7 @@ fn reverse_iteration_over_deleted_keys() {
     // between a table and the memtable.
     db.put("b", "b2").unwrap();
     db.put("d", "d2").unwrap();
-    let mut it = db.range::<&str, _>(..);
+    let mut it = db.range(..);
     let mut seen = Vec::new();
     loop {
         let f = it.next().map(|r| r.unwrap().0);
@@ -383,7 +383,7 @@ fn read_only_open_changes_nothing_and_ignores_the_lock() {
             "the WAL's delete is replayed in memory"
         );
         assert_eq!(ro.get("b").unwrap().as_deref(), Some(&b"2"[..]));
-        assert_eq!(keys(ro.range::<&str, _>(..)), ["b"]);
+        assert_eq!(keys(ro.range(..)), ["b"]);
         assert!(matches!(ro.put("c", "3"), Err(Error::ReadOnly)));
         // Even an empty batch: a write to a read-only handle is refused.
         assert!(matches!(
@@ -405,7 +405,7 @@ fn read_only_open_changes_nothing_and_ignores_the_lock() {
     let writer = open(dir.path(), &opts);
     writer.put("c", "3").unwrap();
     let ro = Db::open_read_only(dir.path(), opts.clone()).unwrap();
-    assert_eq!(keys(ro.range::<&str, _>(..)), ["b", "c"]);
+    assert_eq!(keys(ro.range(..)), ["b", "c"]);
     drop(ro);
     drop(writer);
 

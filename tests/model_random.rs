@@ -198,7 +198,7 @@ fn run(seed: u64, style: CompactionStyle, ops: usize) {
     snapshots.clear();
     drop(db);
     let db = Db::open_with(dir.path(), opts).unwrap();
-    let all: Pairs = db.range::<Vec<u8>, _>(..).map(|r| r.unwrap()).collect();
+    let all: Pairs = db.range(..).map(|r| r.unwrap()).collect();
     let expected: Pairs = model.into_iter().collect();
     assert_eq!(all, expected, "seed {seed} final scan");
 }

@@ -126,7 +126,7 @@ fn flipped_byte_in_sstable_data_block_is_corruption() {
         other => panic!("expected corruption, got {other:?}"),
     }
     // A range scan over the bad block reports it too, and does not panic.
-    let results: Vec<_> = db.range::<&str, _>(..).collect();
+    let results: Vec<_> = db.range(..).collect();
     assert!(results
         .iter()
         .any(|r| matches!(r, Err(Error::Corruption { .. }))));

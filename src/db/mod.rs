@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -29,6 +29,7 @@ use crate::filename;
 use crate::fs::FileSystem;
 use crate::iter::DbIterator;
 use crate::key::SequenceNumber;
+use crate::key_range::KeyRange;
 use crate::log::LogWriter;
 use crate::memtable::MemTable;
 use crate::sketch::hyperloglog::HyperLogLog;
@@ -577,16 +578,14 @@ impl Db {
     /// With [`Options::prefix_extractor`] set and both bounds keys of one
     /// extracted prefix, tables whose prefix filter says they hold no key
     /// of it are skipped without a read.
-    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> DbIterator {
-        let lo = map_bound(range.start_bound());
-        let hi = map_bound(range.end_bound());
+    pub fn range(&self, range: impl KeyRange) -> DbIterator {
+        let (lo, hi) = range.into_bounds();
         let (sv, seq) = self.inner.view();
         self.inner.scan_range(sv, seq, lo, hi)
     }
 
     /// Iterates every live pair in key order (double-ended), as of the
-    /// moment of the call: `range` over all keys, without having to name a
-    /// key type for the unbounded range.
+    /// moment of the call: `range(..)`.
     pub fn iter(&self) -> DbIterator {
         let (sv, seq) = self.inner.view();
         let all = std::ops::Bound::Unbounded;
@@ -968,9 +967,9 @@ impl Snapshot {
     }
 
     /// As [`Db::range`], as of the snapshot.
-    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> DbIterator {
+    pub fn range(&self, range: impl KeyRange) -> DbIterator {
         let sv = self.inner.current.read().clone();
-        let (lo, hi) = (map_bound(range.start_bound()), map_bound(range.end_bound()));
+        let (lo, hi) = range.into_bounds();
         self.inner.scan_range(sv, self.seq, lo, hi)
     }
 
@@ -1013,7 +1012,7 @@ mod read;
 mod recovery;
 mod write;
 
-use read::{get_from, iterate, map_bound, prefix_bounds, prefix_scan_prefix, range_scan_prefix};
+use read::{get_from, iterate, prefix_bounds, prefix_scan_prefix, range_scan_prefix};
 use recovery::{acquire_lock, check_fresh_directory, recover, replay_manifest, Replayed};
 pub(crate) use recovery::{is_directory, live_wals, no_database, pin_wals, PinnedWal};
 pub use recovery::{RecoveryReport, WalReplay};

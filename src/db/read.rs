@@ -96,14 +96,6 @@ fn probe(
     }
 }
 
-pub(super) fn map_bound<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<Vec<u8>> {
-    match b {
-        Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
-        Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
-        Bound::Unbounded => Bound::Unbounded,
-    }
-}
-
 /// The user-key bounds of the keys starting with `p`.
 pub(super) fn prefix_bounds(p: &[u8]) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
     let hi = match crate::key::prefix_successor(p) {
