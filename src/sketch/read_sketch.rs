@@ -200,3 +200,134 @@ impl ReadSketch {
         self.found.memory() + self.absent.memory()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::filter::hash_key;
+
+    /// A Zipf(`s`) sampler over ranks `0..n` by inverse CDF, driven by a
+    /// xorshift64* generator (deterministic).
+    struct Zipf {
+        cdf: Vec<f64>,
+        state: u64,
+    }
+
+    impl Zipf {
+        fn new(n: usize, s: f64, seed: u64) -> Zipf {
+            let mut cdf = Vec::with_capacity(n);
+            let mut acc = 0.0;
+            for r in 1..=n {
+                acc += (r as f64).powf(-s);
+                cdf.push(acc);
+            }
+            for c in &mut cdf {
+                *c /= acc;
+            }
+            Zipf { cdf, state: seed | 1 }
+        }
+
+        fn next(&mut self) -> u32 {
+            self.state ^= self.state >> 12;
+            self.state ^= self.state << 25;
+            self.state ^= self.state >> 27;
+            let u = (self.state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64;
+            self.cdf.partition_point(|&c| c < u).min(self.cdf.len() - 1) as u32
+        }
+    }
+
+    fn zipf_top10_in_hot_keys(reads: usize) {
+        let opts = HotKeyOptions {
+            window: 1 << 30,
+            ..Default::default()
+        };
+        let sketch = ReadSketch::new(&opts).unwrap();
+        let mut zipf = Zipf::new(1_000_000, 1.1, 42);
+        let mut exact: HashMap<u32, u64> = HashMap::new();
+        for _ in 0..reads {
+            let r = zipf.next();
+            let key = r.to_be_bytes();
+            // Every 7th rank is an absent key, to exercise both sketches.
+            sketch.record(&key, hash_key(&key), r % 7 != 0);
+            *exact.entry(r).or_default() += 1;
+        }
+        let hot = sketch.hot_keys(100);
+        assert_eq!(hot.keys.len(), 100);
+        assert_eq!(hot.reads(), reads as u64);
+        let mut truth: Vec<(u32, u64)> = exact.into_iter().collect();
+        truth.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let bound = hot.error_bound();
+        for (rank, count) in &truth[..10] {
+            let k = hot
+                .keys
+                .iter()
+                .find(|k| k.key == rank.to_be_bytes())
+                .unwrap_or_else(|| panic!("true top-10 key {rank} ({count} reads) missing"));
+            assert!(k.total() >= *count, "undercount of {rank}");
+            assert!((k.total() - count) as f64 <= bound, "{rank}: {} vs {count}", k.total());
+            if rank % 7 == 0 {
+                assert!(k.absent >= *count && k.found <= bound as u64);
+            } else {
+                assert!(k.found >= *count && k.absent <= bound as u64);
+            }
+        }
+    }
+
+    /// The size: 10M reads over 1M keys (about 4 s at the test
+    /// profile's opt-level 1 on 2 cores).
+    #[test]
+    fn zipf_10m_true_top10_in_hot_keys_100() {
+        zipf_top10_in_hot_keys(10_000_000);
+    }
+
+    #[test]
+    fn window_halves_counts_totals_and_the_top_k() {
+        let opts = HotKeyOptions {
+            epsilon: 0.01,
+            delta: 0.01,
+            k: 4,
+            window: 1000,
+        };
+        let s = ReadSketch::new(&opts).unwrap();
+        let (hot, cold) = (b"hot".as_slice(), b"cold".as_slice());
+        for i in 0..999 {
+            if i % 3 == 0 {
+                s.record(cold, hash_key(cold), false);
+            } else {
+                s.record(hot, hash_key(hot), true);
+            }
+        }
+        let before = s.hot_keys(4);
+        assert_eq!((before.found_reads, before.absent_reads, before.halvings), (666, 333, 0));
+        assert_eq!(before.keys[0].key, hot);
+        assert!(before.keys[0].found >= 666 && before.keys[0].found <= 666 + 10);
+        // The 1000th lookup closes the window: everything is halved.
+        s.record(hot, hash_key(hot), true);
+        let after = s.hot_keys(4);
+        assert_eq!((after.found_reads, after.absent_reads, after.halvings), (333, 166, 1));
+        assert!(after.keys[0].found >= 333 && after.keys[0].found <= 333 + 5);
+        let c = after.keys.iter().find(|k| k.key == cold).unwrap();
+        assert!(c.absent >= 166 && c.absent <= 166 + 5 && c.found <= 5);
+        // A second window of only cold lookups: cold overtakes hot.
+        for _ in 0..1000 {
+            s.record(cold, hash_key(cold), false);
+        }
+        let third = s.hot_keys(4);
+        assert_eq!(third.halvings, 2);
+        assert_eq!(third.keys[0].key, cold);
+        assert!(third.keys[0].absent >= (166 + 1000) / 2);
+        assert!(third.keys[1].found >= 333 / 2 && third.keys[1].found <= 333 / 2 + 10);
+    }
+
+    #[test]
+    fn bad_options_give_no_sketch() {
+        let bad = HotKeyOptions {
+            epsilon: 0.0,
+            ..Default::default()
+        };
+        assert!(ReadSketch::new(&bad).is_none());
+        assert!(bad.validate().is_err());
+    }
+}
