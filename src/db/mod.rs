@@ -818,7 +818,12 @@ use write::WriteQueue;
 impl DbInner {
     /// One point lookup in `sv` at `seq`, counted in the stats and, when
     /// on, in the read sketch (with the hash the filters then reuse).
-    fn point_get(&self, sv: &SuperVersion, key: &[u8], seq: SequenceNumber) -> Result<Option<Vec<u8>>> {
+    fn point_get(
+        &self,
+        sv: &SuperVersion,
+        key: &[u8],
+        seq: SequenceNumber,
+    ) -> Result<Option<Vec<u8>>> {
         let hash = self.hot.as_ref().map(|_| crate::filter::hash_key(key));
         let mut counts = GetCounts::default();
         let r = get_from(sv, key, seq, hash, self.block_cache.as_deref(), &mut counts);

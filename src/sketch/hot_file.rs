@@ -79,7 +79,10 @@ pub fn encode(hot: &HotKeys) -> Vec<u8> {
 pub fn decode(bytes: &[u8], file: &Path) -> Result<HotKeys> {
     let bad = |offset: usize, detail: &str| Error::corruption(file, offset as u64, detail);
     if bytes.len() < HEADER_LEN + 4 {
-        return Err(bad(0, "HOTKEYS file is truncated (shorter than its header)"));
+        return Err(bad(
+            0,
+            "HOTKEYS file is truncated (shorter than its header)",
+        ));
     }
     if bytes[..8] != MAGIC {
         return Err(bad(0, "not a HOTKEYS file (bad magic)"));
@@ -241,7 +244,11 @@ mod tests {
         let crc = crc32fast::hash(&b);
         b.extend_from_slice(&crc.to_le_bytes());
         match decode(&b, p) {
-            Err(Error::UnsupportedVersion { found: 2, supported: 1, .. }) => {}
+            Err(Error::UnsupportedVersion {
+                found: 2,
+                supported: 1,
+                ..
+            }) => {}
             other => panic!("{other:?}"),
         }
     }

@@ -226,14 +226,18 @@ mod tests {
             for c in &mut cdf {
                 *c /= acc;
             }
-            Zipf { cdf, state: seed | 1 }
+            Zipf {
+                cdf,
+                state: seed | 1,
+            }
         }
 
         fn next(&mut self) -> u32 {
             self.state ^= self.state >> 12;
             self.state ^= self.state << 25;
             self.state ^= self.state >> 27;
-            let u = (self.state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64;
+            let u =
+                (self.state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64;
             self.cdf.partition_point(|&c| c < u).min(self.cdf.len() - 1) as u32
         }
     }
@@ -266,7 +270,11 @@ mod tests {
                 .find(|k| k.key == rank.to_be_bytes())
                 .unwrap_or_else(|| panic!("true top-10 key {rank} ({count} reads) missing"));
             assert!(k.total() >= *count, "undercount of {rank}");
-            assert!((k.total() - count) as f64 <= bound, "{rank}: {} vs {count}", k.total());
+            assert!(
+                (k.total() - count) as f64 <= bound,
+                "{rank}: {} vs {count}",
+                k.total()
+            );
             if rank % 7 == 0 {
                 assert!(k.absent >= *count && k.found <= bound as u64);
             } else {
@@ -300,13 +308,19 @@ mod tests {
             }
         }
         let before = s.hot_keys(4);
-        assert_eq!((before.found_reads, before.absent_reads, before.halvings), (666, 333, 0));
+        assert_eq!(
+            (before.found_reads, before.absent_reads, before.halvings),
+            (666, 333, 0)
+        );
         assert_eq!(before.keys[0].key, hot);
         assert!(before.keys[0].found >= 666 && before.keys[0].found <= 666 + 10);
         // The 1000th lookup closes the window: everything is halved.
         s.record(hot, hash_key(hot), true);
         let after = s.hot_keys(4);
-        assert_eq!((after.found_reads, after.absent_reads, after.halvings), (333, 166, 1));
+        assert_eq!(
+            (after.found_reads, after.absent_reads, after.halvings),
+            (333, 166, 1)
+        );
         assert!(after.keys[0].found >= 333 && after.keys[0].found <= 333 + 5);
         let c = after.keys.iter().find(|k| k.key == cold).unwrap();
         assert!(c.absent >= 166 && c.absent <= 166 + 5 && c.found <= 5);

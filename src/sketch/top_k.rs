@@ -83,14 +83,26 @@ impl TopK {
     /// count; a new key enters a set that is not full, or replaces the
     /// member with the smallest count if it beats that member's fresh
     /// estimate `reestimate(hash)`.
-    pub fn offer(&self, key: &[u8], hash: KeyHash, estimate: u64, reestimate: impl Fn(KeyHash) -> u64) {
+    pub fn offer(
+        &self,
+        key: &[u8],
+        hash: KeyHash,
+        estimate: u64,
+        reestimate: impl Fn(KeyHash) -> u64,
+    ) {
         let mut m = self.members.lock();
         if let Some(s) = m.get_mut(key) {
             s.count = s.count.max(estimate);
             return;
         }
         if m.len() < self.k {
-            m.insert(key.to_vec(), Slot { hash, count: estimate });
+            m.insert(
+                key.to_vec(),
+                Slot {
+                    hash,
+                    count: estimate,
+                },
+            );
             if m.len() == self.k {
                 self.threshold.store(min_count(&m), Ordering::Relaxed);
             }
@@ -103,7 +115,13 @@ impl TopK {
         let fresh = reestimate(min_slot.hash).max(min_slot.count);
         if estimate > fresh {
             m.remove(&min_key);
-            m.insert(key.to_vec(), Slot { hash, count: estimate });
+            m.insert(
+                key.to_vec(),
+                Slot {
+                    hash,
+                    count: estimate,
+                },
+            );
         } else if let Some(s) = m.get_mut(&min_key) {
             s.count = fresh;
         }
@@ -152,7 +170,9 @@ mod tests {
         let mut m = top.members();
         m.sort_by(|a, b| a.0.cmp(&b.0));
         assert_eq!(
-            m.iter().map(|(k, _, c)| (k.as_slice(), *c)).collect::<Vec<_>>(),
+            m.iter()
+                .map(|(k, _, c)| (k.as_slice(), *c))
+                .collect::<Vec<_>>(),
             vec![(&b"a"[..], 10), (&b"b"[..], 6)]
         );
         top.offer(b"c", hash_key(b"c"), 7, |_| 6);

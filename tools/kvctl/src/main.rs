@@ -2,7 +2,7 @@
 //!
 //! Each subcommand lives in a module next to its clap arguments
 //! (`data`: import/export/get/put/delete/scan, `stats`, `compact`,
-//! `bench`, `demo`, and
+//! `bench`, `demo`, `hot`, and
 //! `inspect/`: info, sst, verify, manifest, wal, explain, filters); this
 //! file only parses the command line, dispatches, and turns errors into the
 //! exit codes listed in [`error`].
@@ -14,6 +14,7 @@ mod demo;
 mod error;
 mod filter_spec;
 mod format;
+mod hot;
 mod inspect;
 mod stats;
 
@@ -75,6 +76,8 @@ enum Command {
     Explain(inspect::explain::ExplainArgs),
     /// Per-SSTable filter health (implied vs design false-positive rate), then per level: filter memory, bits per key in force and optimal, expected false positives
     Filters(inspect::filters::FiltersArgs),
+    /// The heaviest keys of the read sketch's last window (saved on close with Options::hot_keys): lookups found and absent, with the error bound
+    Hot(hot::HotArgs),
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
@@ -96,6 +99,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Wal(a) => inspect::logs::wal(a),
         Command::Explain(a) => inspect::explain::run(a),
         Command::Filters(a) => inspect::filters::run(a),
+        Command::Hot(a) => hot::run(a),
     }
 }
 
