@@ -283,8 +283,10 @@ pub struct HotKeyOptions {
     pub delta: f64,
     /// Heaviest keys tracked (and saved), 1 to 65,536. Defaults to 100.
     pub k: usize,
-    /// Lookups per window: after each `window` lookups every count is
-    /// halved, so old heat fades by half per window. 1 to 2^30 (keeps the
+    /// The window: when the sketch's lookup count `N` reaches it, every
+    /// count (and `N`) is halved, so old heat fades by half per halving
+    /// (the first after `window` lookups, each later one after about
+    /// `window/2` more) and `N` stays below it. 1 to 2^30 (keeps the
     /// 32-bit counters below 2^31). Defaults to 2^24 (16,777,216).
     pub window: u64,
 }

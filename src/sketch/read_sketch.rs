@@ -4,10 +4,13 @@
 //! [`crate::Db::get`] and [`crate::Snapshot::get`] with the key hash the
 //! filters use (DESIGN.md 3.4).
 //!
-//! Windows: every `window` lookups all counters, totals and stored counts
-//! are halved, so a key's weight decays by half per window and old heat
-//! fades without the cliff a reset would make (right after a reset every
-//! key is cold and the top-K is empty).
+//! Windows: when the window's lookup count `N` reaches `window`, all
+//! counters, both totals and the stored counts are halved, so `N` stays
+//! below `window` (and the bound `ε·N` below `ε·window`), the first
+//! halving comes after `window` lookups and each later one after about
+//! `window/2` more, and a key's weight decays by half per halving. Old
+//! heat fades without the cliff a reset would make (right after a reset
+//! every key is cold and the top-K is empty).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -73,7 +76,7 @@ pub struct HotKeys {
     pub width: u32,
     /// Rows, `⌈ln(1/δ)⌉`.
     pub depth: u32,
-    /// Lookups per window (after each, everything is halved).
+    /// The window: on `N` reaching it, every count and `N` are halved.
     pub window: u64,
     /// Windows completed (halvings applied) since the database opened.
     pub halvings: u64,
@@ -102,11 +105,17 @@ pub struct ReadSketch {
     found: CountMin,
     absent: CountMin,
     top: TopK,
-    found_n: AtomicU64,
-    absent_n: AtomicU64,
-    /// Lookups since open, for the window boundary.
+    /// The window's lookups: found in the high 32 bits, absent in the low
+    /// (one `fetch_add` per lookup; each half stays below 2^31 because
+    /// the sum is halved on reaching `window` ≤ 2^30).
     reads: AtomicU64,
     halvings: AtomicU64,
+}
+
+const FOUND_ONE: u64 = 1 << 32;
+
+fn split(reads: u64) -> (u64, u64) {
+    (reads >> 32, reads & 0xffff_ffff)
 }
 
 impl ReadSketch {
@@ -120,35 +129,37 @@ impl ReadSketch {
             found: CountMin::new(w, d),
             absent: CountMin::new(w, d),
             top: TopK::new(options.k),
-            found_n: AtomicU64::new(0),
-            absent_n: AtomicU64::new(0),
             reads: AtomicU64::new(0),
             halvings: AtomicU64::new(0),
         })
     }
 
     /// Counts one lookup of `key` (whose [`crate::filter::hash_key`] is
-    /// `hash`) that found a value or not. Costs `d` relaxed `fetch_add`s,
-    /// two more on totals, and, only when the key may be among the
-    /// heaviest, `d` loads and the top-K lock.
+    /// `hash`) that found a value or not. Costs `d` relaxed `fetch_add`s on
+    /// the counters and one on the window's totals; only when the key may
+    /// be among the heaviest (its count of this outcome at least half the
+    /// top-K threshold, and at most 64 or a multiple of 16), `d` loads of
+    /// the other sketch and the top-K lock.
     #[inline]
     pub fn record(&self, key: &[u8], hash: KeyHash, found: bool) {
-        let (this, other, n) = if found {
-            (&self.found, &self.absent, &self.found_n)
+        let (this, other, one) = if found {
+            (&self.found, &self.absent, FOUND_ONE)
         } else {
-            (&self.absent, &self.found, &self.absent_n)
+            (&self.absent, &self.found, 1)
         };
         let e = u64::from(this.add(hash));
-        n.fetch_add(1, Ordering::Relaxed);
-        // A sum at or above the threshold has one side at half of it.
-        if 2 * e >= self.top.threshold() {
+        // A sum at or above the threshold has one side at half of it; the
+        // sampling of `TopK::wants` is applied to this side's count, which
+        // rises by one per lookup of this outcome.
+        if 2 * e >= self.top.threshold() && (e <= 64 || e.is_multiple_of(16)) {
             let total = e + u64::from(other.estimate(hash));
-            if self.top.wants(total) {
+            if total >= self.top.threshold() {
                 self.top.offer(key, hash, total, |h| self.total(h));
             }
         }
-        let r = self.reads.fetch_add(1, Ordering::Relaxed) + 1;
-        if r.is_multiple_of(self.options.window) {
+        let (f, a) = split(self.reads.fetch_add(one, Ordering::Relaxed) + one);
+        // Exactly one lookup takes the total to `window`.
+        if f + a == self.options.window {
             self.halve();
         }
     }
@@ -158,11 +169,14 @@ impl ReadSketch {
     }
 
     fn halve(&self) {
+        let _ = self
+            .reads
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                let (f, a) = split(v);
+                Some(((f / 2) << 32) | (a / 2))
+            });
         self.found.halve();
         self.absent.halve();
-        for n in [&self.found_n, &self.absent_n] {
-            let _ = n.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(v / 2));
-        }
         self.top.halve();
         self.halvings.fetch_add(1, Ordering::Relaxed);
     }
@@ -182,10 +196,11 @@ impl ReadSketch {
             .collect();
         keys.sort_by(|a, b| b.total().cmp(&a.total()).then_with(|| a.key.cmp(&b.key)));
         keys.truncate(k);
+        let (found_reads, absent_reads) = split(self.reads.load(Ordering::Relaxed));
         HotKeys {
             keys,
-            found_reads: self.found_n.load(Ordering::Relaxed),
-            absent_reads: self.absent_n.load(Ordering::Relaxed),
+            found_reads,
+            absent_reads,
             epsilon: self.options.epsilon,
             delta: self.options.delta,
             width: self.found.width() as u32,
@@ -324,14 +339,18 @@ mod tests {
         assert!(after.keys[0].found >= 333 && after.keys[0].found <= 333 + 5);
         let c = after.keys.iter().find(|k| k.key == cold).unwrap();
         assert!(c.absent >= 166 && c.absent <= 166 + 5 && c.found <= 5);
-        // A second window of only cold lookups: cold overtakes hot.
+        // Only cold lookups: N reaches 1000 again after 501 (halving to
+        // 166 found, 333 absent), then 499 more; cold overtakes hot.
         for _ in 0..1000 {
             s.record(cold, hash_key(cold), false);
         }
         let third = s.hot_keys(4);
-        assert_eq!(third.halvings, 2);
+        assert_eq!(
+            (third.found_reads, third.absent_reads, third.halvings),
+            (166, 333 + 499, 2)
+        );
         assert_eq!(third.keys[0].key, cold);
-        assert!(third.keys[0].absent >= (166 + 1000) / 2);
+        assert!(third.keys[0].absent >= 832 && third.keys[0].absent <= 832 + 10);
         assert!(third.keys[1].found >= 333 / 2 && third.keys[1].found <= 333 / 2 + 10);
     }
 
