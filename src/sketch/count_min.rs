@@ -112,6 +112,15 @@ impl CountMin {
     /// that ([`crate::options::HotKeyOptions::window`]).
     #[inline]
     pub fn add(&self, hash: KeyHash) -> u32 {
+        // Plain loads first, which the processor overlaps, so the cache
+        // misses of the `d` rows are taken together; each locked
+        // `fetch_add` below is a full barrier and would otherwise wait for
+        // its own miss in turn.
+        let mut touch = 0u32;
+        for row in 0..self.depth {
+            touch |= self.cells[self.cell(hash, row)].load(Ordering::Relaxed);
+        }
+        std::hint::black_box(touch);
         let mut min = u32::MAX;
         for row in 0..self.depth {
             let old = self.cells[self.cell(hash, row)].fetch_add(1, Ordering::Relaxed);
