@@ -2,7 +2,7 @@
 //! [`crate::Db::close`] (and by dropping the `Db`) when
 //! [`crate::Options::hot_keys`] is on, and read by `kvctl hot`.
 //!
-//! Layout (all integers little-endian; DESIGN.md 3.4 has the table):
+//! Layout (all integers little-endian; DESIGN.md 12.10):
 //!
 //! | offset | size | field |
 //! |---|---|---|

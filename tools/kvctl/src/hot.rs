@@ -54,7 +54,7 @@ pub fn hot_json(h: &HotKeys) -> serde_json::Value {
 
 fn text(h: &HotKeys) -> String {
     let mut s = format!(
-        "last window: {} lookups ({} found, {} absent), {} halvings of {} lookups each\n",
+        "last window: {} lookups ({} found, {} absent), {} halvings (all counts halve when the lookups reach {})\n",
         group(h.reads()),
         group(h.found_reads),
         group(h.absent_reads),
