@@ -8,6 +8,7 @@
 //! | current pointer | `CURRENT` | names the live manifest, newline-terminated |
 //! | lock | `LOCK` | held with an exclusive `flock` while a `Db` is open |
 //! | temporary | `NNNNNN.tmp` | being written; removed on open |
+//! | read sketch | `HOTKEYS` | the last window of hot keys, written on close (DESIGN.md 3.4) |
 //!
 //! `NNNNNN` is a decimal file number, zero-padded to at least 6 digits. File
 //! numbers come from one counter per database and are never reused.
@@ -32,6 +33,8 @@ pub enum FileType {
     Lock,
     /// `NNNNNN.tmp`
     Temp(u64),
+    /// `HOTKEYS`
+    HotKeys,
 }
 
 impl FileType {
@@ -41,7 +44,7 @@ impl FileType {
             FileType::Wal(n) | FileType::Table(n) | FileType::Manifest(n) | FileType::Temp(n) => {
                 Some(n)
             }
-            FileType::Current | FileType::Lock => None,
+            FileType::Current | FileType::Lock | FileType::HotKeys => None,
         }
     }
 }
@@ -76,6 +79,11 @@ pub fn lock_path(dir: &Path) -> PathBuf {
     dir.join("LOCK")
 }
 
+/// `dir/HOTKEYS`: the read sketch's last window ([`crate::sketch::hot_file`]).
+pub fn hot_keys_path(dir: &Path) -> PathBuf {
+    dir.join("HOTKEYS")
+}
+
 /// `dir/NNNNNN.tmp`
 pub fn temp_path(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("{number:06}.tmp"))
@@ -93,6 +101,7 @@ pub fn parse_file_name(name: &str) -> Option<FileType> {
     match name {
         "CURRENT" => return Some(FileType::Current),
         "LOCK" => return Some(FileType::Lock),
+        "HOTKEYS" => return Some(FileType::HotKeys),
         _ => {}
     }
     if let Some(n) = name.strip_prefix("MANIFEST-") {
@@ -140,6 +149,7 @@ mod tests {
             (current_path(d), FileType::Current),
             (lock_path(d), FileType::Lock),
             (temp_path(d, 9), FileType::Temp(9)),
+            (hot_keys_path(d), FileType::HotKeys),
         ] {
             let name = p.file_name().unwrap().to_str().unwrap();
             assert_eq!(parse_file_name(name), Some(t), "{name}");

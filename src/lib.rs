@@ -73,7 +73,10 @@ pub use error::{Error, Result};
 pub use iter::{DbIterator, Keys, Values};
 pub use key::{InternalKey, SequenceNumber, ValueType};
 pub use key_range::KeyRange;
-pub use options::{CompactionPriority, CompactionStyle, Options, TableReads, WriteOptions};
+pub use options::{
+    CompactionPriority, CompactionStyle, HotKeyOptions, Options, TableReads, WriteOptions,
+};
+pub use sketch::read_sketch::{HotKey, HotKeys};
 pub use stats::{KeyPrediction, LevelStats, MemoryUsage, Stats, KEY_PREDICTIONS_KEPT};
 pub use version::filter_memory::{FilterMemory, LevelFilterMemory};
 pub use write_batch::WriteBatch;

@@ -172,6 +172,13 @@ pub struct Options {
     /// [`crate::fs`]). Tests wrap it to inject I/O failures. Defaults to
     /// [`StdFs`].
     pub file_system: Arc<dyn FileSystem>,
+    /// Count every point lookup ([`crate::Db::get`],
+    /// [`crate::Snapshot::get`]) in a Count-Min sketch of found and absent
+    /// lookups with a top-K of the heaviest keys, read with
+    /// [`crate::Db::hot_keys`] and saved to the `HOTKEYS` file on close
+    /// (`kvctl hot`; DESIGN.md 3.4). Defaults to `None`: no sketch, no
+    /// cost.
+    pub hot_keys: Option<HotKeyOptions>,
     /// A callback the engine calls at each [`SyncPoint`](crate::sync_point::SyncPoint)
     /// it reaches, so that a test can pause a thread inside a race window
     /// (see [`crate::sync_point`]). Defaults to `None`: no callback, and a
@@ -207,6 +214,7 @@ impl Default for Options {
             target_file_size: 64 << 20,
             max_manifest_file_size: 4 << 20,
             file_system: Arc::new(StdFs),
+            hot_keys: None,
             sync_points: None,
         }
     }
@@ -274,6 +282,9 @@ impl Options {
         if self.max_manifest_file_size < 1024 {
             return bad("max_manifest_file_size must be at least 1024 bytes");
         }
+        if let Some(h) = &self.hot_keys {
+            h.validate()?;
+        }
         if self.max_immutable_memtables == 0 {
             return bad("max_immutable_memtables must be at least 1");
         }
@@ -295,6 +306,66 @@ pub enum CompactionPriority {
     /// files it overlaps below. Files without sketches score 0; ties go
     /// round robin. DESIGN.md 6.8 measures it against `RoundRobin`.
     MostDuplicates,
+}
+
+/// The read sketch of [`Options::hot_keys`]: a Count-Min sketch of
+/// `⌈e/ε⌉ × ⌈ln(1/δ)⌉` counters for found lookups and one for absent
+/// lookups (Cormode and Muthukrishnan 2005), with the `k` heaviest keys.
+/// The defaults give the 2,719 × 5 sketch (two of them: 106 KiB).
+///
+/// ```
+/// let mut o = siftdb::Options::default();
+/// o.hot_keys = Some(siftdb::HotKeyOptions { k: 20, ..Default::default() });
+/// assert!(o.validate().is_ok());
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct HotKeyOptions {
+    /// Error per estimate as a fraction of the window's lookups `N`: an
+    /// estimate exceeds the true count by at most `ε·N` with probability
+    /// `1 − δ`. In `(0, 1)`, at least `e/2^24`. Defaults to 0.001.
+    pub epsilon: f64,
+    /// Probability the `ε·N` bound fails for one estimate, in `(0, 1)`.
+    /// Defaults to 0.01.
+    pub delta: f64,
+    /// Heaviest keys tracked (and saved), 1 to 65,536. Defaults to 100.
+    pub k: usize,
+    /// The window: when the sketch's lookup count `N` reaches it, every
+    /// count (and `N`) is halved, so old heat fades by half per halving
+    /// (the first after `window` lookups, each later one after about
+    /// `window/2` more) and `N` stays below it. 1 to 2^30 (keeps the
+    /// 32-bit counters below 2^31). Defaults to 2^24 (16,777,216).
+    pub window: u64,
+}
+
+impl Default for HotKeyOptions {
+    fn default() -> Self {
+        HotKeyOptions {
+            epsilon: 0.001,
+            delta: 0.01,
+            k: 100,
+            window: 1 << 24,
+        }
+    }
+}
+
+impl HotKeyOptions {
+    /// Checks the fields.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] naming the field.
+    pub fn validate(&self) -> crate::Result<()> {
+        let bad = |m: &str| Err(crate::Error::InvalidArgument(m.to_string()));
+        if crate::sketch::count_min::dimensions(self.epsilon, self.delta).is_none() {
+            return bad("hot_keys: epsilon and delta must be in (0, 1), epsilon at least e/2^24");
+        }
+        if !(1..=65_536).contains(&self.k) {
+            return bad("hot_keys: k must be between 1 and 65536");
+        }
+        if !(1..=1 << 30).contains(&self.window) {
+            return bad("hot_keys: window must be between 1 and 2^30 lookups");
+        }
+        Ok(())
+    }
 }
 
 /// How point lookups read SSTable data blocks (`Options::table_reads`;

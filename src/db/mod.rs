@@ -33,6 +33,7 @@ use crate::key_range::KeyRange;
 use crate::log::LogWriter;
 use crate::memtable::MemTable;
 use crate::sketch::hyperloglog::HyperLogLog;
+use crate::sketch::read_sketch::ReadSketch;
 use crate::sstable::block_cache::BlockCache;
 use crate::stats::{Counters, GetCounts, LevelStats, MemoryUsage, Stats};
 use crate::sync_point::{self, SyncPoint};
@@ -198,6 +199,8 @@ struct DbInner {
     failed: std::sync::atomic::AtomicBool,
     bg_cv: Condvar,
     counters: Counters,
+    /// The read sketch, with [`Options::hot_keys`].
+    hot: Option<ReadSketch>,
     /// Live snapshots: sequence number -> how many snapshots hold it.
     snapshots: Mutex<BTreeMap<u64, usize>>,
     /// Held while a compaction runs, so that only one runs at a time;
@@ -498,11 +501,11 @@ impl Db {
         let mut written = None;
         let mut panicked = None;
         let mut build = |inner: &DbInner, seq: SequenceNumber| -> Result<WriteBatch> {
+            // `seq` is the newest committed write (this writer holds the
+            // write path), whose versions no compaction drops, so the
+            // super-version may be taken after it (unlike `view`).
             let sv = inner.current.read().clone();
-            let mut counts = GetCounts::default();
-            let current = get_from(&sv, key, seq, inner.block_cache.as_deref(), &mut counts);
-            inner.counters.add_get(&counts);
-            let current = current?;
+            let current = inner.point_get(&sv, key, seq)?;
             let f = f.take().expect("a batch is built once");
             let run =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(current.as_deref())));
@@ -559,16 +562,28 @@ impl Db {
         let key = key.as_ref();
         check_lengths(key.len(), 0)?;
         let (sv, seq) = self.inner.view();
-        let mut counts = GetCounts::default();
-        let r = get_from(
-            &sv,
-            key,
-            seq,
-            self.inner.block_cache.as_deref(),
-            &mut counts,
-        );
-        self.inner.counters.add_get(&counts);
-        r
+        self.inner.point_get(&sv, key, seq)
+    }
+
+    /// The heaviest keys of the read sketch's current window
+    /// ([`Options::hot_keys`]): at most `k` (and at most
+    /// [`crate::HotKeyOptions::k`]), heaviest first, each with its
+    /// estimated found and absent lookups, with the window's lookup count
+    /// `N` and the bound `ε·N` ([`crate::HotKeys::error_bound`]) an
+    /// estimate exceeds its true count by with probability at most `δ`
+    /// (Cormode and Muthukrishnan 2005). Lookups of both [`Db::get`] and
+    /// [`Snapshot::get`] count; lookups that returned an error do not.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the sketch is off
+    /// (`Options::hot_keys` is `None`).
+    pub fn hot_keys(&self, k: usize) -> Result<crate::HotKeys> {
+        match &self.inner.hot {
+            Some(s) => Ok(s.hot_keys(k)),
+            None => Err(Error::InvalidArgument(
+                "hot_keys: the read sketch is off (set Options::hot_keys)".to_string(),
+            )),
+        }
     }
 
     /// Iterates the live pairs with keys in `range`, in key order
@@ -854,11 +869,13 @@ impl Db {
         SequenceNumber(self.inner.visible_seq.load(Ordering::Acquire))
     }
 
-    /// Stops the background thread and syncs the WAL. Dropping a `Db` does
-    /// the same but cannot report errors.
+    /// Stops the background thread and syncs the WAL; with
+    /// [`Options::hot_keys`] on (and not read-only), writes the read
+    /// sketch's window to `HOTKEYS` ([`crate::sketch::hot_file`]).
+    /// Dropping a `Db` does the same but cannot report errors.
     ///
     /// # Errors
-    /// [`Error::Io`] if the final WAL sync fails.
+    /// [`Error::Io`] if the final WAL sync or the `HOTKEYS` write fails.
     pub fn close(mut self) -> Result<()> {
         self.shutdown()
     }
@@ -880,12 +897,25 @@ impl Db {
                 Some(wal) => wal.sync(),
                 None => Ok(()),
             });
+        drop(w);
+        let hot = match &self.inner.hot {
+            Some(sketch) if !self.inner.read_only => {
+                let tmp = self.inner.next_file_number.fetch_add(1, Ordering::SeqCst);
+                crate::sketch::hot_file::write(
+                    &*self.inner.options.file_system,
+                    &self.inner.dir,
+                    tmp,
+                    &sketch.hot_keys(usize::MAX),
+                )
+            }
+            _ => Ok(()),
+        };
         // Nothing writes once the background thread is gone and this handle
         // is closing: let the next open in (snapshots and iterators still
         // read what they hold). Every acknowledged write is in the WAL or a
         // table, synced or not, so a failed sync above does not hold it.
         drop(self.inner.lock.lock().take());
-        synced
+        synced.and(hot)
     }
 }
 
@@ -954,16 +984,7 @@ impl Snapshot {
         let key = key.as_ref();
         check_lengths(key.len(), 0)?;
         let sv = self.inner.current.read().clone();
-        let mut counts = GetCounts::default();
-        let r = get_from(
-            &sv,
-            key,
-            self.seq,
-            self.inner.block_cache.as_deref(),
-            &mut counts,
-        );
-        self.inner.counters.add_get(&counts);
-        r
+        self.inner.point_get(&sv, key, self.seq)
     }
 
     /// As [`Db::range`], as of the snapshot.
@@ -1019,6 +1040,24 @@ pub use recovery::{RecoveryReport, WalReplay};
 use write::WriteQueue;
 
 impl DbInner {
+    /// One point lookup in `sv` at `seq`, counted in the stats and, when
+    /// on, in the read sketch (with the hash the filters then reuse).
+    fn point_get(
+        &self,
+        sv: &SuperVersion,
+        key: &[u8],
+        seq: SequenceNumber,
+    ) -> Result<Option<Vec<u8>>> {
+        let hash = self.hot.as_ref().map(|_| crate::filter::hash_key(key));
+        let mut counts = GetCounts::default();
+        let r = get_from(sv, key, seq, hash, self.block_cache.as_deref(), &mut counts);
+        self.counters.add_get(&counts);
+        if let (Some(sketch), Some(h), Ok(v)) = (&self.hot, hash, &r) {
+            sketch.record(key, h, v.is_some());
+        }
+        r
+    }
+
     /// The super-version and sequence number a new read uses, taken in
     /// that order (DESIGN.md 10).
     ///

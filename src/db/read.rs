@@ -17,11 +17,14 @@ use crate::Result;
 use super::SuperVersion;
 
 /// Point lookup in one super-version at sequence `seq`, reading data
-/// blocks through `cache` if the database has one.
+/// blocks through `cache` if the database has one. `hash` is the key's
+/// [`hash_key`] if the caller already has it (the read sketch does);
+/// otherwise it is computed only once the memtables miss.
 pub(super) fn get_from(
     sv: &SuperVersion,
     key: &[u8],
     seq: SequenceNumber,
+    hash: Option<KeyHash>,
     cache: Option<&BlockCache>,
     c: &mut GetCounts,
 ) -> Result<Option<Vec<u8>>> {
@@ -31,7 +34,7 @@ pub(super) fn get_from(
             return Ok((vt == ValueType::Value).then_some(value));
         }
     }
-    let hash = hash_key(key);
+    let hash = hash.unwrap_or_else(|| hash_key(key));
     for f in &sv.version.levels[0] {
         if let Some(answer) = probe(f, key, seq, hash, cache, c)? {
             return Ok(answer);

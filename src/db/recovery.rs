@@ -15,6 +15,7 @@ use crate::fs::FileSystem;
 use crate::key::SequenceNumber;
 use crate::log::{LogReader, LogWriter, TornTail};
 use crate::memtable::MemTable;
+use crate::sketch::read_sketch::ReadSketch;
 use crate::sstable::block_cache::BlockCache;
 use crate::stats::Counters;
 use crate::util::file::{check_regular, open_regular};
@@ -297,7 +298,9 @@ pub(crate) fn check_fresh_directory(dir: &Path) -> Result<()> {
         let kind = name.to_str().and_then(filename::parse_file_name);
         let empty = entry.metadata().map(|m| m.len() == 0).unwrap_or(false);
         match kind {
-            Some(FileType::Lock | FileType::Temp(_) | FileType::Manifest(_)) => {}
+            Some(
+                FileType::Lock | FileType::Temp(_) | FileType::Manifest(_) | FileType::HotKeys,
+            ) => {}
             // Listed, yet it did not open: a symbolic link to nothing.
             Some(FileType::Current) => {
                 return Err(Error::corruption(
@@ -678,7 +681,7 @@ pub(super) fn recover(
                 FileType::Table(n) => !live.contains(&n),
                 FileType::Manifest(n) => n != manifest_number,
                 FileType::Temp(_) => true,
-                FileType::Current | FileType::Lock => false,
+                FileType::Current | FileType::Lock | FileType::HotKeys => false,
             };
             // A directory under a siftdb name is not something siftdb made:
             // leave it (removing it fails, and would fail every open).
@@ -694,6 +697,7 @@ pub(super) fn recover(
         crate::TableReads::Mapped => None,
         crate::TableReads::Cached { capacity } => Some(Arc::new(BlockCache::new(capacity))),
     };
+    let hot = options.hot_keys.as_ref().and_then(ReadSketch::new);
     let inner = Arc::new(DbInner {
         dir,
         options,
@@ -718,6 +722,7 @@ pub(super) fn recover(
         failed: Default::default(),
         bg_cv: Condvar::new(),
         counters: Counters::default(),
+        hot,
         snapshots: Mutex::new(BTreeMap::new()),
         compaction: Mutex::new(vec![Vec::new(); crate::version::set::NUM_LEVELS]),
         recovery: report,

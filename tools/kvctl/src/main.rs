@@ -2,7 +2,7 @@
 //!
 //! Each subcommand lives in a module next to its clap arguments
 //! (`data`: import, `export`, `point`: get/put/delete, `scan`, `stats`,
-//! `distinct`, `compact`, `bench`, `demo`, and
+//! `distinct`, `compact`, `bench`, `demo`, `hot`, and
 //! `inspect/`: info, sst, verify, manifest, wal, explain, filters); this
 //! file only parses the command line, dispatches, and turns errors into the
 //! exit codes listed in [`error`].
@@ -16,6 +16,7 @@ mod error;
 mod export;
 mod filter_spec;
 mod format;
+mod hot;
 mod inspect;
 mod interrupt;
 mod point;
@@ -87,6 +88,8 @@ enum Command {
     Explain(inspect::explain::ExplainArgs),
     /// Per-SSTable filter health (implied vs design false-positive rate), then per level: filter memory, bits per key in force and optimal, expected false positives
     Filters(inspect::filters::FiltersArgs),
+    /// The heaviest keys of the read sketch's last window (saved on close with Options::hot_keys): lookups found and absent, with the error bound
+    Hot(hot::HotArgs),
     /// Print a shell completion script: bash, zsh, fish, elvish or powershell
     Completions(CompletionsArgs),
 }
@@ -129,6 +132,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Explain(a) => inspect::explain::run(a),
         Command::Filters(a) => inspect::filters::run(a),
         Command::Completions(a) => completions(a),
+        Command::Hot(a) => hot::run(a),
     }
 }
 

@@ -27,6 +27,8 @@ pub enum FileKind {
     Current,
     /// `LOCK`, the lock file.
     Lock,
+    /// `HOTKEYS`, the read sketch's last window (`Options::hot_keys`).
+    HotKeys,
     /// `NNNNNN.tmp`, a file siftdb is writing (a table or manifest not yet
     /// renamed into place).
     Temp,
@@ -45,6 +47,7 @@ impl FileKind {
             FileKind::Manifest => "a manifest",
             FileKind::Current => "the CURRENT file (it names the live manifest)",
             FileKind::Lock => "the database's LOCK file",
+            FileKind::HotKeys => "the read sketch's HOTKEYS file",
             FileKind::Temp => "a temporary file siftdb was writing",
             FileKind::Unknown => "not a siftdb file",
         }
@@ -57,6 +60,7 @@ impl FileKind {
             FileKind::Wal => Some("wal dump"),
             FileKind::Manifest => Some("manifest dump"),
             FileKind::Current => Some("manifest dump DB"),
+            FileKind::HotKeys => Some("hot DB"),
             FileKind::Lock | FileKind::Temp | FileKind::Unknown => None,
         }
     }
@@ -77,6 +81,7 @@ pub fn file_kind(path: &Path) -> FileKind {
         Some(FileType::Manifest(_)) => FileKind::Manifest,
         Some(FileType::Current) => FileKind::Current,
         Some(FileType::Lock) => FileKind::Lock,
+        Some(FileType::HotKeys) => FileKind::HotKeys,
         Some(FileType::Temp(_)) => FileKind::Temp,
         None if has_table_magic(path) => FileKind::Table,
         None => FileKind::Unknown,
