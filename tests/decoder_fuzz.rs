@@ -382,6 +382,12 @@ fn check_table(bytes: &[u8]) -> Option<usize> {
             break;
         }
     }
+    // The key sketch is checked when it is read, not at open (a damaged
+    // sketch must not make the table unreadable).
+    if let Err(e) = table.key_sketch() {
+        assert_corruption(&e, "Table::key_sketch");
+        ok = false;
+    }
     ok.then_some(n)
 }
 

@@ -800,15 +800,17 @@ impl Db {
     /// memtables are walked, entry by entry). A key whose newest
     /// version is a tombstone still counts until a compaction drops the
     /// tombstone: this counts the keys the tree holds, an upper estimate
-    /// of the live ones. Tables without a sketch (written before sketches
-    /// existed, or with `Options::key_sketch_precision = None`) add their
-    /// exact distinct-key counts, as if no key of theirs were elsewhere.
+    /// of the live ones. Tables without a readable sketch (written before
+    /// sketches existed, with `Options::key_sketch_precision = None`, or
+    /// with the sketch block damaged) add their exact distinct-key counts,
+    /// as if no key of theirs were elsewhere.
     /// The relative standard error is `1.04/√(2^p)`, 1.6% at the default
     /// precision; small sets are nearly exact (see
     /// [`crate::sketch::hyperloglog`]).
     ///
     /// # Errors
-    /// [`Error::Corruption`] if a table's sketch block is damaged.
+    /// [`Error::Corruption`] if a memtable entry is malformed (never for a
+    /// damaged sketch, which counts as no sketch).
     ///
     /// # Example
     /// ```
@@ -833,7 +835,9 @@ impl Db {
         let mut sketch = HyperLogLog::new(precision)?;
         let mut unsketched = 0u64;
         for (_, f) in sv.version.files() {
-            match f.table.key_sketch()? {
+            // A damaged sketch counts as none: it shapes this estimate,
+            // never an answer (`kvctl verify` reports it).
+            match f.table.key_sketch().ok().flatten() {
                 Some(s) => sketch.merge(&s),
                 None => unsketched += f.table.properties().num_distinct_keys,
             }

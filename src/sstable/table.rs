@@ -137,8 +137,10 @@ impl std::fmt::Debug for Table {
 impl Table {
     /// Opens the table at `path`: maps it, verifies the footer, reads and
     /// checksums the index and properties blocks, and checksums the filters
-    /// and the key sketch once. `file_number` is recorded for the caller's
-    /// bookkeeping.
+    /// once. `file_number` is recorded for the caller's bookkeeping. The
+    /// key sketch is read (and checksummed) only by
+    /// [`key_sketch`](Self::key_sketch): it shapes estimates, never an
+    /// answer, so damage to it must not make the table unreadable.
     ///
     /// # Errors
     /// [`Error::Io`] if the file cannot be opened or mapped;
@@ -178,12 +180,6 @@ impl Table {
             None => None,
         };
 
-        // The key sketch is read on demand (`key_sketch`), but its
-        // checksum is checked here, as every other block's but the data
-        // blocks', so that damage anywhere outside them fails the open.
-        if let Some(h) = properties.key_sketch {
-            read_block_contents(bytes, h, footer_start, path, "key sketch")?;
-        }
         let corrupt = |detail: String| Error::corruption(path, footer.properties.offset, detail);
         if properties.num_data_blocks != index.len() as u64 {
             return Err(corrupt(format!(

@@ -8,7 +8,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use siftdb::Options;
 
-use crate::data::open_existing;
+use crate::data::open_existing_waiting;
 use crate::error::{write_failed, CliError};
 use crate::format::{count, escaped_arg, group, human_bytes, Bytes};
 use crate::stats::{levels_table, write_amplification_line};
@@ -55,6 +55,8 @@ pub struct CompactArgs {
     /// No progress spinner
     #[arg(long, short)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub wait: crate::wait::WaitArg,
 }
 
 // `Bytes`, not `Vec<u8>`: clap's derive reads a literal `Vec` as "many
@@ -79,7 +81,7 @@ pub fn run(args: &CompactArgs) -> Result<(), CliError> {
             usize::from(n),
         )));
     }
-    let db = open_existing(&args.db, options)?;
+    let db = open_existing_waiting(&args.db, options, args.wait.wait)?;
     crate::interrupt::on_interrupt(crate::interrupt::Task::Compact);
     let before = db.stats();
     let spinner = if args.quiet || !io::stdout().is_terminal() {

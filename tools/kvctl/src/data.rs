@@ -37,13 +37,8 @@ pub const IMPORT_BATCH: usize = 1000;
 /// of its own.
 pub const IMPORT_BATCH_BYTES: usize = 16 << 20;
 
-/// Opens an existing database with `options` (never creating one).
-pub fn open_existing(path: &Path, options: Options) -> Result<Db, CliError> {
-    open_existing_waiting(path, options, None)
-}
-
-/// [`open_existing`], waiting for the lock as `wait` says
-/// ([`crate::wait::retry_locked`]).
+/// Opens an existing database with `options` (never creating one),
+/// waiting for the lock as `wait` says ([`crate::wait::retry_locked`]).
 pub fn open_existing_waiting(
     path: &Path,
     options: Options,

@@ -64,16 +64,26 @@ pub fn run(args: &DistinctArgs) -> Result<(), CliError> {
     let db = open_read_only(&args.db)?;
     let total_estimate = db.approximate_len()?;
     let mut tables = Vec::new();
+    let mut notes = Vec::new();
     for f in db.live_files() {
         let t = SsTable::open(&f.path, f.number)?;
+        let file = f
+            .path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        // A damaged sketch costs its estimates, not the command (the engine
+        // counts such a table by its exact keys too).
+        let sketch = t.key_sketch().unwrap_or_else(|e| {
+            notes.push(format!(
+                "{file}: key sketch unreadable, counted by its exact keys ({e}; kvctl verify reports it)"
+            ));
+            None
+        });
         tables.push(TableSketch {
-            file: f
-                .path
-                .file_name()
-                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            file,
             level: f.level,
             distinct_keys: t.properties().num_distinct_keys,
-            sketch: t.key_sketch()?,
+            sketch,
         });
     }
     db.close()?;
@@ -148,6 +158,7 @@ pub fn run(args: &DistinctArgs) -> Result<(), CliError> {
                 "relative_std_error": rse,
                 "unsketched_tables": unsketched,
             },
+            "notes": notes,
         });
         format!("{doc:#}\n")
     } else {
@@ -225,6 +236,10 @@ pub fn run(args: &DistinctArgs) -> Result<(), CliError> {
             group(total_estimate),
             100.0 * rse
         ));
+        for n in &notes {
+            s.push_str(n);
+            s.push('\n');
+        }
         if unsketched > 0 {
             s.push_str(&format!(
                 "{unsketched} table(s) written without a key sketch count their exact keys, as if \

@@ -343,12 +343,16 @@ pub fn dump_json(t: &Table, a: &DumpArgs) -> Result<Value, CliError> {
     );
     doc.insert(
         "key_sketch".into(),
-        match (t.properties().key_sketch, t.key_sketch()?) {
-            (Some(h), Some(sk)) => json!({
+        match (t.properties().key_sketch, t.key_sketch()) {
+            (Some(h), Ok(Some(sk))) => json!({
                 "handle": handle_json(h),
                 "precision": sk.precision(),
                 "sparse": sk.is_sparse(),
                 "estimate": sk.estimate(),
+            }),
+            (Some(h), Err(e)) => json!({
+                "handle": handle_json(h),
+                "error": e.to_string(),
             }),
             _ => Value::Null,
         },
@@ -420,14 +424,16 @@ pub fn dump_text(t: &Table, a: &DumpArgs) -> Result<String, CliError> {
         "footer: index {}, filter {filter}, properties {}\n",
         f.index, f.properties
     ));
-    if let (Some(h), Some(sk)) = (t.properties().key_sketch, t.key_sketch()?) {
-        out.push_str(&format!(
+    match (t.properties().key_sketch, t.key_sketch()) {
+        (Some(h), Ok(Some(sk))) => out.push_str(&format!(
             "key sketch {h}: HyperLogLog, precision {}, {}, estimates {} distinct keys ({} exact)\n",
             sk.precision(),
             if sk.is_sparse() { "sparse" } else { "dense" },
             group(sk.estimate().round() as u64),
             group(t.properties().num_distinct_keys)
-        ));
+        )),
+        (Some(h), Err(e)) => out.push_str(&format!("key sketch {h}: unreadable: {e}\n")),
+        _ => {}
     }
     if s.props {
         out.push_str("\nproperties\n");
