@@ -35,6 +35,8 @@ pub enum FileType {
     Temp(u64),
     /// `HOTKEYS`
     HotKeys,
+    /// `OPTIONS`
+    Options,
 }
 
 impl FileType {
@@ -44,7 +46,7 @@ impl FileType {
             FileType::Wal(n) | FileType::Table(n) | FileType::Manifest(n) | FileType::Temp(n) => {
                 Some(n)
             }
-            FileType::Current | FileType::Lock | FileType::HotKeys => None,
+            FileType::Current | FileType::Lock | FileType::HotKeys | FileType::Options => None,
         }
     }
 }
@@ -84,6 +86,12 @@ pub fn hot_keys_path(dir: &Path) -> PathBuf {
     dir.join("HOTKEYS")
 }
 
+/// `dir/OPTIONS`: the options that shape the database's files (DESIGN.md
+/// 12.13).
+pub fn options_path(dir: &Path) -> PathBuf {
+    dir.join("OPTIONS")
+}
+
 /// `dir/NNNNNN.tmp`
 pub fn temp_path(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("{number:06}.tmp"))
@@ -102,6 +110,7 @@ pub fn parse_file_name(name: &str) -> Option<FileType> {
         "CURRENT" => return Some(FileType::Current),
         "LOCK" => return Some(FileType::Lock),
         "HOTKEYS" => return Some(FileType::HotKeys),
+        "OPTIONS" => return Some(FileType::Options),
         _ => {}
     }
     if let Some(n) = name.strip_prefix("MANIFEST-") {
@@ -150,6 +159,7 @@ mod tests {
             (lock_path(d), FileType::Lock),
             (temp_path(d, 9), FileType::Temp(9)),
             (hot_keys_path(d), FileType::HotKeys),
+            (options_path(d), FileType::Options),
         ] {
             let name = p.file_name().unwrap().to_str().unwrap();
             assert_eq!(parse_file_name(name), Some(t), "{name}");

@@ -6,13 +6,17 @@ use std::sync::Arc;
 
 use crate::filter::{FilterBudget, LevelFilter, PrefixExtractor};
 use crate::fs::FileSystem;
-use crate::options::{CompactionPriority, CompactionStyle, Options, TableReads};
+use crate::options::{CompactionPriority, CompactionStyle, HotKeyOptions, Options, TableReads};
 use crate::{Db, Result};
 
 /// Options set one by one, then [`open`](DbBuilder::open): made by
 /// [`Db::builder`]. Each setter sets the [`Options`] field of its name
-/// (see there for units and defaults); unset fields keep their defaults.
-/// Values are checked when the database opens.
+/// (see there for units and defaults). A field left unset takes the value
+/// the database stored when it was last opened for writing (its `OPTIONS`
+/// file, DESIGN.md 12.13), else the default: so a reopen keeps the layout
+/// a database was built with, and only what is set here changes it.
+/// [`Db::recovery`]'s `options_changes` lists what did. Values are
+/// checked when the database opens.
 ///
 /// # Example
 /// ```
@@ -31,6 +35,8 @@ use crate::{Db, Result};
 pub struct DbBuilder {
     path: PathBuf,
     options: Options,
+    /// The fields a setter set, by name.
+    set: Vec<&'static str>,
 }
 
 /// Setters that store their argument in the field of their name.
@@ -40,6 +46,7 @@ macro_rules! setters {
             #[doc = concat!("Sets [`Options::", stringify!($name), "`].")]
             pub fn $name(mut self, value: $ty) -> Self {
                 self.options.$name = value;
+                self.set.push(stringify!($name));
                 self
             }
         )*
@@ -53,6 +60,7 @@ macro_rules! some_setters {
             #[doc = concat!("Sets [`Options::", stringify!($name), "`] to `Some(value)`.")]
             pub fn $name(mut self, value: $ty) -> Self {
                 self.options.$name = Some(value);
+                self.set.push(stringify!($name));
                 self
             }
         )*
@@ -64,7 +72,18 @@ impl DbBuilder {
         DbBuilder {
             path,
             options: Options::default(),
+            set: Vec::new(),
         }
+    }
+
+    /// The options to open with: the stored ones (or the defaults), with
+    /// the fields set here on top.
+    fn resolved(&self) -> Result<Options> {
+        let mut o = super::stored_options::with_stored(&self.path, Options::default())?;
+        for name in &self.set {
+            copy_field(name, &self.options, &mut o);
+        }
+        Ok(o)
     }
 
     setters! {
@@ -90,6 +109,7 @@ impl DbBuilder {
         target_file_size: u64,
         max_manifest_file_size: u64,
         file_system: Arc<dyn FileSystem>,
+        hot_keys: Option<HotKeyOptions>,
     }
 
     some_setters! {
@@ -98,29 +118,76 @@ impl DbBuilder {
         prefix_extractor: Arc<dyn PrefixExtractor>,
     }
 
-    /// The options set so far.
+    /// The options set so far over the defaults (the stored options are
+    /// read only at `open`).
     pub fn options(&self) -> &Options {
         &self.options
     }
 
-    /// Opens (or creates) the database: [`Db::open_with`] with these
-    /// options.
+    /// Opens (or creates) the database: [`Db::open_with`] with the stored
+    /// options and, over them, the ones set here.
     ///
     /// # Errors
     /// As [`Db::open_with`] ([`crate::Error::InvalidArgument`] for a value
-    /// an option cannot take).
+    /// an option cannot take); [`crate::Error::Corruption`] if the
+    /// `OPTIONS` file is damaged (open with [`Db::open_with`] to replace
+    /// it with options given in full).
     pub fn open(self) -> Result<Db> {
-        Db::open_with(self.path, self.options)
+        let options = self.resolved()?;
+        Db::open_with(self.path, options)
     }
 
-    /// Opens the database read-only: [`Db::open_read_only`] with these
-    /// options.
+    /// Opens the database read-only: [`Db::open_read_only`] with the
+    /// stored options and, over them, the ones set here.
     ///
     /// # Errors
-    /// As [`Db::open_read_only`].
+    /// As [`Db::open_read_only`] and [`open`](Self::open).
     pub fn open_read_only(self) -> Result<Db> {
-        Db::open_read_only(self.path, self.options)
+        let options = self.resolved()?;
+        Db::open_read_only(self.path, options)
     }
+}
+
+/// Copies field `name` of `from` into `to` (the names the setters record).
+fn copy_field(name: &str, from: &Options, to: &mut Options) {
+    macro_rules! copy {
+        ($($field:ident),* $(,)?) => {
+            match name {
+                $(stringify!($field) => to.$field = from.$field.clone(),)*
+                // Every setter's name is listed (the builder test sets
+                // each one).
+                _ => debug_assert!(false, "no setter records {name}"),
+            }
+        };
+    }
+    copy!(
+        write_buffer_size,
+        bits_per_key,
+        filters,
+        skip_filters_on_last_level,
+        block_size,
+        block_restart_interval,
+        table_reads,
+        key_sketch_precision,
+        sync,
+        create_if_missing,
+        error_if_exists,
+        max_immutable_memtables,
+        compaction_style,
+        compaction_priority,
+        level0_compaction_trigger,
+        level0_slowdown_trigger,
+        level0_stop_trigger,
+        max_bytes_for_level_base,
+        level_size_multiplier,
+        target_file_size,
+        max_manifest_file_size,
+        file_system,
+        bloom_hashes,
+        filter_budget,
+        prefix_extractor,
+        hot_keys,
+    );
 }
 
 #[cfg(test)]

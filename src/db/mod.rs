@@ -240,13 +240,16 @@ impl std::fmt::Debug for Db {
 }
 
 impl Db {
-    /// Opens the database in directory `path` with default [`Options`],
-    /// creating it if missing.
+    /// Opens the database in directory `path` with the options it stored
+    /// (its `OPTIONS` file; the defaults for what it has not stored),
+    /// creating it with default [`Options`] if missing: `Db::builder(path)
+    /// .open()`.
     ///
     /// # Errors
-    /// As [`Db::open_with`].
+    /// As [`Db::open_with`], and [`Error::Corruption`] for a damaged
+    /// `OPTIONS` file.
     pub fn open(path: impl AsRef<Path>) -> Result<Db> {
-        Db::open_with(path, Options::default())
+        Db::builder(path).open()
     }
 
     /// A [`DbBuilder`] for the database at `path`: set options by name,
@@ -260,7 +263,10 @@ impl Db {
     /// process. A single WAL whose writes fit in the memtable stays in use
     /// (its torn tail, if any, cut off); otherwise the replayed writes are
     /// flushed to level-0 SSTables and a fresh WAL is started. A fresh
-    /// manifest is started either way (DESIGN.md section 8).
+    /// manifest is started either way (DESIGN.md section 8). `options` are
+    /// used whole, whatever the database stored; the stored settings they
+    /// differ from are listed in [`RecoveryReport::options_changes`], and
+    /// `options` are stored in their place (`OPTIONS`, DESIGN.md 12.13).
     ///
     /// # Errors
     /// - [`Error::InvalidArgument`] for bad options;
@@ -314,7 +320,30 @@ impl Db {
                 Replayed::fresh()
             }
         };
-        recover(dir, options, Some(lock), state, None)
+        // What the stored options say, next to the ones this open uses; a
+        // damaged file is reported and replaced, since these options are
+        // given in full.
+        let (stored_bytes, changes) = match stored_options::read(&dir) {
+            Ok(Some((bytes, stored))) => {
+                let changes = stored.differences(&options);
+                (Some(bytes), changes)
+            }
+            Ok(None) => (None, Vec::new()),
+            Err(e) => (
+                None,
+                vec![format!("the OPTIONS file was unreadable ({e}); replaced")],
+            ),
+        };
+        let db = recover(dir, options, Some(lock), state, None, changes)?;
+        let used = stored_options::encode(&db.inner.options);
+        if stored_bytes.as_deref() != Some(used.as_slice()) {
+            // Temporary file 000000.tmp: number 0 is never handed out, and
+            // this writer holds the lock, so no other write uses it; an
+            // open removes a leftover one.
+            let fs = &*db.inner.options.file_system;
+            stored_options::write(fs, &db.inner.dir, 0, &db.inner.options)?;
+        }
+        Ok(db)
     }
 
     /// Opens an existing database for reading only, as tools do: no file is
@@ -352,7 +381,14 @@ impl Db {
             match manifest::read_current(&dir)? {
                 Some(number) => replay_manifest(&dir, number).and_then(|state| {
                     sync_point::reach(&options.sync_points, SyncPoint::ReadOnlyOpenAfterManifest);
-                    recover(dir.clone(), options.clone(), None, state, Some(wals))
+                    recover(
+                        dir.clone(),
+                        options.clone(),
+                        None,
+                        state,
+                        Some(wals),
+                        Vec::new(),
+                    )
                 }),
                 // Tables or WAL data without CURRENT is Corruption.
                 None => Err(no_database(&dir)),
@@ -858,6 +894,19 @@ impl Db {
 
     read_conveniences!("now");
 
+    /// The settings the database at `dir` stored in its `OPTIONS` file
+    /// (DESIGN.md 12.13), as `(name, value)` text in file order, or `None`
+    /// if it has none (created before the file existed, or never opened
+    /// for writing). For tools: [`Db::builder`] applies them.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if the file is damaged,
+    /// [`Error::UnsupportedVersion`] if a newer build wrote it,
+    /// [`Error::Io`] if it cannot be read.
+    pub fn stored_options(dir: impl AsRef<Path>) -> Result<Option<Vec<(String, String)>>> {
+        Ok(stored_options::read(dir.as_ref())?.map(|(_, s)| s.settings().to_vec()))
+    }
+
     /// The database directory.
     pub fn path(&self) -> &Path {
         &self.inner.dir
@@ -1035,6 +1084,7 @@ mod builder;
 mod filter_budget;
 mod read;
 mod recovery;
+mod stored_options;
 mod write;
 
 use read::{get_from, iterate, prefix_bounds, prefix_scan_prefix, range_scan_prefix};

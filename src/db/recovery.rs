@@ -46,6 +46,11 @@ pub struct RecoveryReport {
     /// Set if the manifest ended in an incomplete record, which was
     /// dropped: a version edit whose write never returned.
     pub manifest_torn_tail: Option<TornTail>,
+    /// The stored options (the `OPTIONS` file, DESIGN.md 12.13) this open
+    /// did not use, one line each: `"bits_per_key: 12 stored, 10 used"`.
+    /// Empty when it used them all, or when there were none. A writable
+    /// open then stores the options it used.
+    pub options_changes: Vec<String>,
 }
 
 /// One WAL as the open replayed it.
@@ -299,7 +304,11 @@ pub(crate) fn check_fresh_directory(dir: &Path) -> Result<()> {
         let empty = entry.metadata().map(|m| m.len() == 0).unwrap_or(false);
         match kind {
             Some(
-                FileType::Lock | FileType::Temp(_) | FileType::Manifest(_) | FileType::HotKeys,
+                FileType::Lock
+                | FileType::Temp(_)
+                | FileType::Manifest(_)
+                | FileType::HotKeys
+                | FileType::Options,
             ) => {}
             // Listed, yet it did not open: a symbolic link to nothing.
             Some(FileType::Current) => {
@@ -499,6 +508,7 @@ pub(super) fn recover(
     lock: Option<File>,
     replayed: Replayed,
     pinned_wals: Option<Vec<PinnedWal>>,
+    options_changes: Vec<String>,
 ) -> Result<Db> {
     let Replayed {
         manifest: manifest_path,
@@ -621,6 +631,7 @@ pub(super) fn recover(
     let report = RecoveryReport {
         wals: checked,
         manifest_torn_tail,
+        options_changes,
     };
     // The versions state for a log number and the byte totals, with no
     // manifest yet.
@@ -681,7 +692,7 @@ pub(super) fn recover(
                 FileType::Table(n) => !live.contains(&n),
                 FileType::Manifest(n) => n != manifest_number,
                 FileType::Temp(_) => true,
-                FileType::Current | FileType::Lock | FileType::HotKeys => false,
+                FileType::Current | FileType::Lock | FileType::HotKeys | FileType::Options => false,
             };
             // A directory under a siftdb name is not something siftdb made:
             // leave it (removing it fails, and would fail every open).

@@ -39,6 +39,7 @@ pub mod budget;
 pub mod level_filter;
 pub mod prefix;
 pub mod ribbon;
+pub mod spec;
 
 use std::sync::Arc;
 

@@ -26,10 +26,8 @@
 
 use std::path::Path;
 
-use crate::error::IoContext;
-use crate::filename::{hot_keys_path, temp_path};
+use crate::filename::hot_keys_path;
 use crate::fs::FileSystem;
-use crate::log::sync_dir;
 use crate::{Error, Result};
 
 use super::read_sketch::{HotKey, HotKeys};
@@ -145,27 +143,7 @@ pub fn decode(bytes: &[u8], file: &Path) -> Result<HotKeys> {
 /// # Errors
 /// [`Error::Io`] if a step fails (the temporary file is then removed).
 pub fn write(fs: &dyn FileSystem, dir: &Path, temp_number: u64, hot: &HotKeys) -> Result<()> {
-    let tmp = temp_path(dir, temp_number);
-    let written = fs
-        .create(&tmp)
-        .and_then(|mut f| {
-            f.write_all(&encode(hot))?;
-            f.sync_all()
-        })
-        .context(|| format!("write {}", tmp.display()));
-    if let Err(e) = written {
-        let _ = fs.remove_file(&tmp);
-        return Err(e);
-    }
-    let dst = hot_keys_path(dir);
-    if let Err(e) = fs.rename(&tmp, &dst) {
-        let _ = fs.remove_file(&tmp);
-        return Err(Error::io(
-            format!("rename {} to {}", tmp.display(), dst.display()),
-            e,
-        ));
-    }
-    sync_dir(fs, dir)
+    crate::util::file::write_replacing(fs, dir, temp_number, &hot_keys_path(dir), &encode(hot))
 }
 
 /// Reads `dir/HOTKEYS`: `Ok(None)` if there is none (the sketch was off,

@@ -59,6 +59,43 @@ pub fn check_regular(m: &std::fs::Metadata) -> io::Result<()> {
     ))
 }
 
+/// Replaces `dst` (a file in `dir`) with `bytes` so that a crash leaves the
+/// old file or the new one, never a mix: writes the temporary file
+/// `dir/NNNNNN.tmp` (`temp_number`), syncs it, renames it over `dst`, then
+/// syncs `dir`.
+///
+/// # Errors
+/// [`crate::Error::Io`] if a step fails; the temporary file is removed.
+pub fn write_replacing(
+    fs: &dyn crate::fs::FileSystem,
+    dir: &Path,
+    temp_number: u64,
+    dst: &Path,
+    bytes: &[u8],
+) -> crate::Result<()> {
+    use crate::error::IoContext;
+    let tmp = crate::filename::temp_path(dir, temp_number);
+    let written = fs
+        .create(&tmp)
+        .and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.sync_all()
+        })
+        .context(|| format!("write {}", tmp.display()));
+    if let Err(e) = written {
+        let _ = fs.remove_file(&tmp);
+        return Err(e);
+    }
+    if let Err(e) = fs.rename(&tmp, dst) {
+        let _ = fs.remove_file(&tmp);
+        return Err(crate::Error::io(
+            format!("rename {} to {}", tmp.display(), dst.display()),
+            e,
+        ));
+    }
+    crate::log::sync_dir(fs, dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -138,6 +138,7 @@ pub fn check_directory(db: &Db, dir: &Path) -> Result<(), String> {
     for n in &names {
         if !(n == "CURRENT"
             || n == "LOCK"
+            || n == "OPTIONS"
             || *n == manifest
             || live.contains(n)
             || n.ends_with(".log"))

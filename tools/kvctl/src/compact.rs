@@ -27,19 +27,18 @@ pub struct CompactArgs {
     #[arg(long, value_name = "K", value_parser = escaped_arg, requires = "from")]
     pub to: Option<Bytes>,
     /// Bloom filter bits per key for the SSTables compaction writes (0 = no
-    /// filters; default 10). The database does not store the value it was
-    /// built with: give that value again, or rewritten SSTables get 10
+    /// filters; default: the database's stored setting, else 10)
     #[arg(long, value_name = "N", conflicts_with = "filters")]
     pub bits_per_key: Option<u32>,
     /// Filter of each level's rewritten SSTables, as `import --filters`
-    /// takes it (give the spec the database was built with: it is not
-    /// stored), e.g. blocked-bloom:10,ribbon:1%
+    /// takes it (default: the database's stored setting), e.g.
+    /// blocked-bloom:10,ribbon:1%
     #[arg(long, value_name = "SPEC", value_parser = crate::filter_spec::parse_spec)]
     pub filters: Option<crate::filter_spec::FilterSpec>,
     /// One filter memory budget for the whole tree, in bits per key on
     /// average, spread over the levels so that absent keys meet the
     /// fewest false positives (Monkey; DESIGN.md 3.2); `--filters` then
-    /// gives only each level's kind. Not stored: give the budget the database was built with
+    /// gives only each level's kind (default: the database's stored setting)
     #[arg(long, value_name = "BITS", conflicts_with = "bits_per_key")]
     pub filter_budget: Option<f64>,
     /// Rewrite only the SSTables whose filter differs from what the options
@@ -48,8 +47,8 @@ pub struct CompactArgs {
     #[arg(long, conflicts_with_all = ["from", "to"])]
     pub filters_only: bool,
     /// Also build prefix filters over the first N bytes of keys, so that
-    /// scans of a prefix of N bytes or more skip tables without it (give
-    /// it again to `compact`: it is not stored)
+    /// scans of a prefix of N bytes or more skip tables without it
+    /// (default: the database's stored setting)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub prefix_len: Option<u16>,
     /// No progress spinner
@@ -106,16 +105,17 @@ fn layout_changes(db: &siftdb::Db, options: &Options) -> Vec<String> {
         .into_iter()
         .map(|((from, to), n)| {
             format!(
-                "{} with {from} will be rewritten with {to}: the database does not store \
-                 the filter settings it was built with; give them again (--bits-per-key, \
-                 --filters, --filter-budget) to keep them",
+                "{} with {from} will be rewritten with {to} (the options in use: the \
+                 flags given, over the database's stored settings; a database from before \
+                 siftdb stored them does not know what it was built with: give the flags \
+                 --bits-per-key, --filters, --filter-budget to keep its filters)",
                 count(n, "SSTable")
             )
         })
         .collect();
     if lost_prefix > 0 {
         out.push(format!(
-            "{} with prefix filters will be rewritten without them: give --prefix-len again \
+            "{} with prefix filters will be rewritten without them: give --prefix-len \
              to keep them",
             count(lost_prefix, "SSTable")
         ));
@@ -130,23 +130,15 @@ fn layout_changes(db: &siftdb::Db, options: &Options) -> Vec<String> {
 /// down to the deepest level holding data, and prints the levels before
 /// and after, plus a line saying so when no SSTable needed rewriting.
 pub fn run(args: &CompactArgs) -> Result<(), CliError> {
-    let mut options = Options::default();
-    if let Some(b) = args.bits_per_key {
-        options.bits_per_key = b;
-    }
-    if let Some(f) = &args.filters {
-        options.filters = f.0.clone();
-    }
-    options.filter_budget = args
-        .filter_budget
-        .map(siftdb::filter::FilterBudget::bits_per_key);
-    if let Some(n) = args.prefix_len {
-        options.prefix_extractor = Some(std::sync::Arc::new(siftdb::filter::FixedPrefix::new(
-            usize::from(n),
-        )));
-    }
-    let db = open_existing_waiting(&args.db, options.clone(), args.wait.wait)?;
-    for w in layout_changes(&db, &options) {
+    let builder = crate::data::with_filter_flags(
+        siftdb::Db::builder(&args.db),
+        args.bits_per_key,
+        args.filters.as_ref(),
+        args.filter_budget,
+        args.prefix_len,
+    );
+    let db = open_existing_waiting(&args.db, builder, args.wait.wait)?;
+    for w in layout_changes(&db, db.options()) {
         let _ = writeln!(io::stderr(), "kvctl: warning: {w}");
     }
     crate::interrupt::on_interrupt(crate::interrupt::Task::Compact);

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use flate2::read::MultiGzDecoder;
 use indicatif::{ProgressBar, ProgressStyle};
-use siftdb::{Db, Options, WriteBatch};
+use siftdb::{Db, DbBuilder, Options, WriteBatch};
 
 use crate::error::{write_failed, CliError};
 use crate::format::{count, human_bytes, parse_size, TORN_WRITE};
@@ -37,11 +37,12 @@ pub const IMPORT_BATCH: usize = 1000;
 /// of its own.
 pub const IMPORT_BATCH_BYTES: usize = 16 << 20;
 
-/// Opens an existing database with `options` (never creating one),
-/// waiting for the lock as `wait` says ([`crate::wait::retry_locked`]).
+/// Opens an existing database with the options `builder` sets over the
+/// stored ones (never creating one), waiting for the lock as `wait` says
+/// ([`crate::wait::retry_locked`]).
 pub fn open_existing_waiting(
     path: &Path,
-    options: Options,
+    builder: DbBuilder,
     wait: Option<Wait>,
 ) -> Result<Db, CliError> {
     if !path.exists() {
@@ -52,9 +53,34 @@ pub fn open_existing_waiting(
         }
         .into());
     }
-    let mut o = options;
-    o.create_if_missing = false;
-    warn_dropped(retry_locked(wait, || Db::open_with(path, o.clone()))?)
+    let b = builder.create_if_missing(false);
+    warn_dropped(retry_locked(wait, || b.clone().open())?)
+}
+
+/// `builder` with the filter flags of `import` and `compact` set (only the
+/// ones given: the others keep the database's stored settings).
+pub fn with_filter_flags(
+    mut builder: DbBuilder,
+    bits_per_key: Option<u32>,
+    filters: Option<&crate::filter_spec::FilterSpec>,
+    filter_budget: Option<f64>,
+    prefix_len: Option<u16>,
+) -> DbBuilder {
+    if let Some(b) = bits_per_key {
+        builder = builder.bits_per_key(b);
+    }
+    if let Some(f) = filters {
+        builder = builder.filters(f.0.clone());
+    }
+    if let Some(b) = filter_budget {
+        builder = builder.filter_budget(siftdb::filter::FilterBudget::bits_per_key(b));
+    }
+    if let Some(n) = prefix_len {
+        builder = builder.prefix_extractor(std::sync::Arc::new(siftdb::filter::FixedPrefix::new(
+            usize::from(n),
+        )));
+    }
+    builder
 }
 
 /// Says on stderr if the open dropped a torn WAL tail (a write cut short
@@ -103,14 +129,11 @@ pub fn open_read_only(path: &Path) -> Result<Db, CliError> {
     warn_dropped(db)
 }
 
-/// Opens a database, creating it if missing, waiting for the lock as
-/// `wait` says ([`crate::wait::retry_locked`]; `None`: not at all).
-pub fn open_or_create_waiting(
-    path: &Path,
-    options: Options,
-    wait: Option<Wait>,
-) -> Result<Db, CliError> {
-    warn_dropped(retry_locked(wait, || Db::open_with(path, options.clone()))?)
+/// Opens a database with the options `builder` sets over the stored ones,
+/// creating it if missing, waiting for the lock as `wait` says
+/// ([`crate::wait::retry_locked`]; `None`: not at all).
+pub fn open_or_create_waiting(builder: DbBuilder, wait: Option<Wait>) -> Result<Db, CliError> {
+    warn_dropped(retry_locked(wait, || builder.clone().open())?)
 }
 
 // ---------------------------------------------------------------- import
@@ -141,8 +164,8 @@ pub struct ImportArgs {
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub write_buffer_size: Option<usize>,
     /// Size at which a compaction starts a new SSTable in levels >= 1,
-    /// e.g. 2M (default 64M; at least 1K). Not stored: give it again to
-    /// `compact`, which otherwise writes files up to the default
+    /// e.g. 2M (default: the database's stored setting, else 64M; at least
+    /// 1K). Stored in the database's OPTIONS file, so later opens keep it
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub target_file_size: Option<usize>,
     /// Bloom filter bits per key for new SSTables (0 = no filters)
@@ -156,12 +179,12 @@ pub struct ImportArgs {
     /// One filter memory budget for the whole tree, in bits per key on
     /// average, spread over the levels so that absent keys meet the
     /// fewest false positives (Monkey; DESIGN.md 3.2); `--filters` then
-    /// gives only each level's kind. Not stored: give it again to `compact`
+    /// gives only each level's kind. Stored (OPTIONS), as every setting here
     #[arg(long, value_name = "BITS", conflicts_with = "bits_per_key")]
     pub filter_budget: Option<f64>,
     /// Also build prefix filters over the first N bytes of keys, so that
-    /// scans of a prefix of N bytes or more skip tables without it (give
-    /// it again to `compact`: it is not stored)
+    /// scans of a prefix of N bytes or more skip tables without it (stored:
+    /// later opens keep it)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub prefix_len: Option<u16>,
     /// Take keys and values verbatim (the default for input without
@@ -460,26 +483,18 @@ fn total_files(db: &Db) -> (u64, u64) {
 }
 
 pub fn import(args: &ImportArgs) -> Result<(), CliError> {
-    let mut options = Options::default();
+    let mut builder = with_filter_flags(
+        Db::builder(&args.db),
+        args.bits_per_key,
+        args.filters.as_ref(),
+        args.filter_budget,
+        args.prefix_len,
+    );
     if let Some(w) = args.write_buffer_size {
-        options.write_buffer_size = w;
+        builder = builder.write_buffer_size(w);
     }
     if let Some(t) = args.target_file_size {
-        options.target_file_size = t as u64;
-    }
-    if let Some(b) = args.bits_per_key {
-        options.bits_per_key = b;
-    }
-    if let Some(f) = &args.filters {
-        options.filters = f.0.clone();
-    }
-    options.filter_budget = args
-        .filter_budget
-        .map(siftdb::filter::FilterBudget::bits_per_key);
-    if let Some(n) = args.prefix_len {
-        options.prefix_extractor = Some(std::sync::Arc::new(siftdb::filter::FixedPrefix::new(
-            usize::from(n),
-        )));
+        builder = builder.target_file_size(t as u64);
     }
     let format = if args.raw {
         LineFormat::Raw
@@ -505,7 +520,7 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     let progress = progress_bar(args.quiet, stdin);
     let input = open_input(&args.file, &progress)?;
     let new_database = !args.db.exists();
-    let db = open_or_create_waiting(&args.db, options, args.wait.wait)?;
+    let db = open_or_create_waiting(builder, args.wait.wait)?;
     let before = db.stats();
     let (flushes_before, compactions_before) = (before.flushes, before.compactions);
     crate::interrupt::on_interrupt(crate::interrupt::Task::Import {
@@ -774,7 +789,7 @@ mod tests {
         // and says so.
         // A batch of 1,000 lines `keyNNNNN<TAB>vNNNN` is 8,012 payload
         // bytes; half the record (12-byte header included) reached the disk.
-        let db = open_or_create_waiting(&dir, Options::default(), None).unwrap();
+        let db = open_or_create_waiting(Db::builder(&dir), None).unwrap();
         assert_eq!(
             torn_tail_warnings(&db),
             [format!(
@@ -811,7 +826,7 @@ mod tests {
             .unwrap()
             .clone()
             .expect("a table write failed");
-        let db = open_or_create_waiting(&dir, Options::default(), None).unwrap();
+        let db = open_or_create_waiting(Db::builder(&dir), None).unwrap();
         let imported = db.iter().count() as u64;
         assert!(imported > 0 && imported < 20_000, "{imported}");
         assert_eq!(e.code, crate::error::EXIT_IO);

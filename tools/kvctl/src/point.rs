@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::{json, Value};
 use siftdb::escape::escape_bytes;
-use siftdb::Options;
 
 use crate::data::{open_existing_waiting, open_input_file, open_or_create_waiting, open_read_only};
 use crate::error::{write_failed, CliError, EXIT_NOT_FOUND};
@@ -146,7 +145,7 @@ fn put_value(args: &PutArgs) -> Result<Vec<u8>, CliError> {
 pub fn put(args: &PutArgs) -> Result<(), CliError> {
     // The value is read before the database is opened (and locked).
     let value = put_value(args)?;
-    let db = open_or_create_waiting(&args.db, Options::default(), args.wait.wait)?;
+    let db = open_or_create_waiting(siftdb::Db::builder(&args.db), args.wait.wait)?;
     db.put(&args.key, &value)?;
     Ok(db.close()?)
 }
@@ -166,7 +165,7 @@ pub struct DeleteArgs {
 }
 
 pub fn delete(args: &DeleteArgs) -> Result<(), CliError> {
-    let db = open_existing_waiting(&args.db, Options::default(), args.wait.wait)?;
+    let db = open_existing_waiting(&args.db, siftdb::Db::builder(&args.db), args.wait.wait)?;
     db.delete(&args.key)?;
     Ok(db.close()?)
 }

@@ -1062,9 +1062,15 @@ fn compact_keeps_the_filter_setting_it_is_given() {
     assert_eq!(filter_bits_per_key(&db), 4.0);
     let again = stdout(&ok(kvctl(&["compact", p(&db), "--bits-per-key", "4"])));
     assert!(again.contains("nothing needed rewriting"), "{again}");
-    // Without the flag the default applies, and every filter is rebuilt.
-    ok(kvctl(&["compact", p(&db)]));
+    // Without the flag the stored setting applies (OPTIONS): still 4.
+    let kept = stdout(&ok(kvctl(&["compact", p(&db)])));
+    assert_eq!(filter_bits_per_key(&db), 4.0);
+    assert!(kept.contains("nothing needed rewriting"), "{kept}");
+    // A new value is used, and stored for the next open.
+    ok(kvctl(&["compact", p(&db), "--bits-per-key", "10"]));
     assert_eq!(filter_bits_per_key(&db), 10.0);
+    let again = stdout(&ok(kvctl(&["compact", p(&db)])));
+    assert!(again.contains("nothing needed rewriting"), "{again}");
 }
 
 /// `import --filters` and `compact --filters` build each level's kind;
@@ -1535,10 +1541,11 @@ fn import_target_file_size_splits_level_1() {
 }
 
 /// Found by a new-user trial: `compact` silently re-laid out a database
-/// built with other filter settings (the options are not stored yet). It
-/// now says so, before it compacts, and is quiet when given them.
+/// built with other filter settings. The settings are stored now, so it
+/// keeps them; for a database from before (no `OPTIONS` file) it says,
+/// before it compacts, what it would change, and is quiet when given them.
 #[test]
-fn compact_warns_when_it_would_change_the_filters() {
+fn compact_keeps_stored_filters_and_warns_without_them() {
     let (_tmp, db) = many_db_with(&[
         "--write-buffer-size",
         "64K",
@@ -1547,6 +1554,11 @@ fn compact_warns_when_it_would_change_the_filters() {
         "--prefix-len",
         "3",
     ]);
+    let o = ok(kvctl(&["compact", p(&db)]));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    assert_eq!(filter_bits_per_key(&db), 6.0);
+    // As a database from before the OPTIONS file.
+    std::fs::remove_file(db.join("OPTIONS")).unwrap();
     let o = ok(kvctl(&[
         "compact",
         p(&db),
@@ -1556,6 +1568,7 @@ fn compact_warns_when_it_would_change_the_filters() {
         "3",
     ]));
     assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    std::fs::remove_file(db.join("OPTIONS")).unwrap();
     let o = ok(kvctl(&["compact", p(&db)]));
     let e = stderr(&o);
     assert!(

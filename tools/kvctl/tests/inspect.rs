@@ -104,7 +104,11 @@ fn info_human_and_json() {
         "next file number  9",
         "write amp         2.65 (8.8 KiB of SSTables written for 3.3 KiB of keys and values flushed, since creation)",
         "WAL               000007.log  65 B, 2 records, 2 updates",
-        "options           not persisted in format version 1; the SSTables' properties show:",
+        "options           stored in OPTIONS:",
+        "                  block_size 256",
+        "                  compaction_style none",
+        "                  write_buffer_size 65536",
+        "                  the SSTables' properties show:",
         "                  filter siftdb.bloom.xxh3.v1, 10 bits/key, k = 7 (3 SSTables)",
         "                  data blocks average 246 B (25 blocks)",
         "level  files     size  entries  distinct keys  tombstones  filter memory  bits/key",
@@ -134,7 +138,8 @@ fn info_human_and_json() {
         j["wals"],
         json!([{"name": "000007.log", "number": 7, "size": 65, "records": 2, "ops": 2, "torn_tail": null}])
     );
-    assert_eq!(j["options"]["persisted"], false);
+    assert_eq!(j["options"]["persisted"], true);
+    assert_eq!(j["options"]["stored"]["block_size"], "256");
     assert_eq!(
         j["options"]["filters"],
         json!([{"policy": "siftdb.bloom.xxh3.v1", "bits_per_key": 10, "num_hashes": 7, "files": 3}])

@@ -17,8 +17,9 @@ use crate::stats::levels_table;
 
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  kvctl info ./db\n\n\
-Options are not stored in format version 1: the `options` lines show what the \
-SSTables' properties reveal about the ones they were written with.")]
+The `options` lines show the settings stored in the database's OPTIONS file (which \
+later opens keep), then what the SSTables' properties reveal about the ones they \
+were written with.")]
 pub struct InfoArgs {
     /// Database directory
     pub db: PathBuf,
@@ -46,6 +47,11 @@ pub fn info_json(s: &DbSnapshot) -> Value {
     let (levels, total) = level_summaries(&tables, NUM_LEVELS);
     let blocks: u64 = tables.iter().map(|t| t.data_blocks).sum();
     let block_bytes: u64 = tables.iter().map(|t| t.data_bytes).sum();
+    let stored = siftdb::Db::stored_options(&s.dir).ok().flatten().map(|v| {
+        v.into_iter()
+            .map(|(k, v)| (k, Value::String(v)))
+            .collect::<serde_json::Map<String, Value>>()
+    });
     json!({
         "path": s.dir.display().to_string(),
         "format_version": s.manifest.format_version(),
@@ -72,7 +78,8 @@ pub fn info_json(s: &DbSnapshot) -> Value {
             "torn_tail": torn_json(&w.torn_tail),
         })).collect::<Vec<_>>(),
         "options": {
-            "persisted": false,
+            "persisted": stored.is_some(),
+            "stored": stored,
             "filters": filter_settings(&tables).iter().map(|f| json!({
                 "policy": f.policy,
                 "bits_per_key": f.bits_per_key,
@@ -132,10 +139,25 @@ pub fn info_text(s: &DbSnapshot) -> String {
         }
         kv("WAL", v);
     }
-    kv(
-        "options",
-        "not persisted in format version 1; the SSTables' properties show:".into(),
-    );
+    match siftdb::Db::stored_options(&s.dir) {
+        Ok(Some(settings)) => {
+            kv("options", "stored in OPTIONS:".into());
+            for (name, value) in settings {
+                kv("", format!("{name} {value}"));
+            }
+            kv("", "the SSTables' properties show:".into());
+        }
+        Ok(None) => kv(
+            "options",
+            "not stored (no OPTIONS file: a database from before siftdb stored them); \
+             the SSTables' properties show:"
+                .into(),
+        ),
+        Err(e) => kv(
+            "options",
+            format!("OPTIONS unreadable ({e}); the SSTables' properties show:"),
+        ),
+    }
     for f in filter_settings(&tables) {
         let v = if f.policy.is_empty() {
             format!("no filter ({})", count(f.files, "SSTable"))

@@ -29,6 +29,8 @@ pub enum FileKind {
     Lock,
     /// `HOTKEYS`, the read sketch's last window (`Options::hot_keys`).
     HotKeys,
+    /// `OPTIONS`, the stored options (text).
+    Options,
     /// `NNNNNN.tmp`, a file siftdb is writing (a table or manifest not yet
     /// renamed into place).
     Temp,
@@ -48,6 +50,7 @@ impl FileKind {
             FileKind::Current => "the CURRENT file (it names the live manifest)",
             FileKind::Lock => "the database's LOCK file",
             FileKind::HotKeys => "the read sketch's HOTKEYS file",
+            FileKind::Options => "the OPTIONS file (text: the stored options)",
             FileKind::Temp => "a temporary file siftdb was writing",
             FileKind::Unknown => "not a siftdb file",
         }
@@ -61,6 +64,7 @@ impl FileKind {
             FileKind::Manifest => Some("manifest dump"),
             FileKind::Current => Some("manifest dump DB"),
             FileKind::HotKeys => Some("hot DB"),
+            FileKind::Options => Some("info DB"),
             FileKind::Lock | FileKind::Temp | FileKind::Unknown => None,
         }
     }
@@ -82,6 +86,7 @@ pub fn file_kind(path: &Path) -> FileKind {
         Some(FileType::Current) => FileKind::Current,
         Some(FileType::Lock) => FileKind::Lock,
         Some(FileType::HotKeys) => FileKind::HotKeys,
+        Some(FileType::Options) => FileKind::Options,
         Some(FileType::Temp(_)) => FileKind::Temp,
         None if has_table_magic(path) => FileKind::Table,
         None => FileKind::Unknown,
