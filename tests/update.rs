@@ -124,3 +124,42 @@ fn a_panicking_closure_writes_nothing_and_leaves_the_database_usable() {
     let db = Db::open(dir.path()).unwrap();
     assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"w!"[..]));
 }
+
+/// Found by a new-user trial: a write, `persist`, `flush` or `compact` of
+/// the same database inside the closure waited for itself forever. Each is
+/// now refused with `InvalidArgument`; reads work, and so do writes to
+/// another database.
+#[test]
+fn write_path_calls_inside_the_closure_are_refused_not_deadlocked() {
+    let dir = tempfile::tempdir().unwrap();
+    let other_dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    let other = Db::open(other_dir.path()).unwrap();
+    db.put("k", "v").unwrap();
+    let mut refused = Vec::new();
+    db.update("k", |v| {
+        assert_eq!(db.get("k").unwrap().as_deref(), v);
+        for (what, r) in [
+            ("put", db.put("x", "y")),
+            ("persist", db.persist()),
+            ("flush", db.flush()),
+            ("compact", db.compact()),
+            ("wait_for_compactions", db.wait_for_compactions()),
+        ] {
+            refused.push((what, matches!(r, Err(siftdb::Error::InvalidArgument(_)))));
+        }
+        other.put("elsewhere", "fine").unwrap();
+        Some(b"w".to_vec())
+    })
+    .unwrap();
+    assert!(refused.iter().all(|(_, r)| *r), "{refused:?}");
+    assert_eq!(db.get("x").unwrap(), None);
+    assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"w"[..]));
+    // After the closure, the same calls work.
+    db.put("x", "y").unwrap();
+    db.flush().unwrap();
+    assert_eq!(
+        other.get("elsewhere").unwrap().as_deref(),
+        Some(&b"fine"[..])
+    );
+}

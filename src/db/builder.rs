@@ -79,7 +79,7 @@ impl DbBuilder {
     /// The options to open with: the stored ones (or the defaults), with
     /// the fields set here on top.
     fn resolved(&self) -> Result<Options> {
-        let mut o = super::stored_options::with_stored(&self.path, Options::default())?;
+        let mut o = super::stored_options::with_stored(&self.path, Options::default(), &self.set)?;
         for name in &self.set {
             copy_field(name, &self.options, &mut o);
         }

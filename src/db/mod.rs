@@ -495,9 +495,11 @@ impl Db {
     /// Synced as [`Options::sync`] says.
     ///
     /// `f` runs once, on the calling thread, while this update holds the
-    /// write path: every other writer waits for it, so keep it short, and
-    /// it must not write to this database itself (that would wait for
-    /// itself). Why this and not a compare-and-swap or a merge operator: it
+    /// write path: every other writer waits for it, so keep it short. It
+    /// may read this database (`get`, iterators, snapshots); a write,
+    /// `persist`, `flush`, a compaction or `wait_for_compactions` of this
+    /// database from inside it would wait for itself, and returns
+    /// [`Error::InvalidArgument`] instead. Why this and not a compare-and-swap or a merge operator: it
     /// is one call with no retry loop for the caller and no operator to
     /// register at open, and its cost is one point read inside the commit;
     /// the price is that it serializes with other writes, which a merge
@@ -543,8 +545,9 @@ impl Db {
             let sv = inner.current.read().clone();
             let current = inner.point_get(&sv, key, seq)?;
             let f = f.take().expect("a batch is built once");
-            let run =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(current.as_deref())));
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                inner.run_as_update(|| f(current.as_deref()))
+            }));
             let new = match run {
                 Ok(new) => new,
                 Err(payload) => {
@@ -660,6 +663,7 @@ impl Db {
     /// [`Error::Background`] if a flush fails; [`Error::Io`] if the new WAL
     /// cannot be created.
     pub fn flush(&self) -> Result<()> {
+        self.inner.refuse_inside_update("flush")?;
         {
             let mut w = self.inner.write.lock();
             self.inner.check_writable()?;
@@ -732,6 +736,7 @@ impl Db {
     /// assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
     /// ```
     pub fn rebuild_filters(&self) -> Result<usize> {
+        self.inner.refuse_inside_update("rebuild_filters")?;
         self.inner.rebuild_filters()
     }
 
@@ -742,6 +747,7 @@ impl Db {
     /// # Errors
     /// As [`Db::compact`]; [`Error::InvalidArgument`] if `lo > hi`.
     pub fn compact_range(&self, lo: impl AsRef<[u8]>, hi: impl AsRef<[u8]>) -> Result<()> {
+        self.inner.refuse_inside_update("compact_range")?;
         let (lo, hi) = (lo.as_ref(), hi.as_ref());
         if lo > hi {
             return Err(Error::InvalidArgument(
@@ -771,6 +777,7 @@ impl Db {
     /// # Errors
     /// [`Error::Background`] if a flush or compaction failed.
     pub fn wait_for_compactions(&self) -> Result<()> {
+        self.inner.refuse_inside_update("wait_for_compactions")?;
         let inner = &*self.inner;
         let mut bg = inner.bg.lock();
         loop {

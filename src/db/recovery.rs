@@ -48,7 +48,8 @@ pub struct RecoveryReport {
     pub manifest_torn_tail: Option<TornTail>,
     /// The stored options (the `OPTIONS` file, DESIGN.md 12.13) this open
     /// did not use, one line each: `"bits_per_key: 12 stored, 10 used"`.
-    /// Empty when it used them all, or when there were none. A writable
+    /// Empty when it used them all, when there were none, and for a
+    /// read-only open (which neither compares nor stores them). A writable
     /// open then stores the options it used.
     pub options_changes: Vec<String>,
 }

@@ -23,6 +23,12 @@ use crate::options::{CompactionPriority, CompactionStyle, Options};
 
 const HEADER: &str = "siftdb-options 1";
 
+/// Why a stored prefix extractor that is not built in fails an open that
+/// does not pass it.
+const UNRESTORABLE: &str = "the database was built with this prefix extractor, which is not \
+built in, so it cannot be restored from its name: pass it (Db::builder(..).prefix_extractor(..) \
+or Options::prefix_extractor), or open with Db::open_with to build new tables without it";
+
 /// The stored settings, as `(name, value)` lines in file order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct StoredOptions(Vec<(String, String)>);
@@ -160,29 +166,41 @@ impl StoredOptions {
             }
             _ => return Err(corrupt(0, format!("the first line is not `{HEADER}`"))),
         }
-        let mut out = Vec::new();
+        let mut out: Vec<(String, String)> = Vec::new();
         let mut offset = HEADER.len() + 1;
         for line in it {
             let (name, value) = line
                 .split_once(' ')
                 .ok_or_else(|| corrupt(offset, format!("line {line:?} is not `NAME VALUE`")))?;
+            if out.iter().any(|(n, _)| n == name) {
+                return Err(corrupt(offset, format!("{name} is set twice")));
+            }
             out.push((name.to_string(), value.to_string()));
             offset += line.len() + 1;
         }
         Ok(StoredOptions(out))
     }
 
-    /// Sets the fields of `o` the file stores (names this build does not
-    /// know are skipped). A stored prefix extractor that is not built in
-    /// cannot be restored and leaves `o`'s.
+    /// Sets the fields of `o` the file stores, except those named in
+    /// `skip` (the caller sets them; names this build does not know are
+    /// skipped too).
     ///
     /// # Errors
     /// [`Error::Corruption`] (naming `path`) for a value that does not
-    /// parse.
-    pub(crate) fn apply(&self, o: &mut Options, path: &Path) -> Result<()> {
-        for (name, value) in &self.0 {
+    /// parse; [`Error::InvalidArgument`] for a stored prefix extractor
+    /// that is not built in (it cannot be rebuilt from its name, and a
+    /// silent drop would build new tables without its prefix filters).
+    pub(crate) fn apply(&self, o: &mut Options, path: &Path, skip: &[&str]) -> Result<()> {
+        for (name, value) in self.0.iter().filter(|(n, _)| !skip.contains(&n.as_str())) {
             set(o, name, value).map_err(|why| {
-                Error::corruption(path, 0, format!("setting {name} {value:?}: {why}"))
+                if why == UNRESTORABLE {
+                    Error::InvalidArgument(format!(
+                        "{}: prefix extractor {value}: {why}",
+                        path.display()
+                    ))
+                } else {
+                    Error::corruption(path, 0, format!("setting {name} {value:?}: {why}"))
+                }
             })?;
         }
         Ok(())
@@ -273,7 +291,11 @@ fn set(o: &mut Options, name: &str, v: &str) -> std::result::Result<(), String> 
             if v == "none" {
                 o.prefix_extractor = None;
             } else if let Some(e) = crate::filter::prefix::builtin_extractor(v) {
-                o.prefix_extractor = Some(Arc::from(e));
+                o.prefix_extractor = Some(Arc::new(e));
+            } else {
+                // A custom extractor cannot be rebuilt from its name; the
+                // caller must pass it (`Db::builder`, which then skips it).
+                return Err(UNRESTORABLE.to_string());
             }
         }
         "skip_filters_on_last_level" => o.skip_filters_on_last_level = num(v)?,
@@ -306,14 +328,14 @@ pub(crate) fn read(dir: &Path) -> Result<Option<(Vec<u8>, StoredOptions)>> {
     }
 }
 
-/// `defaults` with the stored options of `dir` applied (unchanged when it
-/// has none).
+/// `defaults` with the stored options of `dir` applied, except the fields
+/// named in `skip` (unchanged when it has none).
 ///
 /// # Errors
 /// As [`read`] and [`StoredOptions::apply`].
-pub(crate) fn with_stored(dir: &Path, mut defaults: Options) -> Result<Options> {
+pub(crate) fn with_stored(dir: &Path, mut defaults: Options, skip: &[&str]) -> Result<Options> {
     if let Some((_, s)) = read(dir)? {
-        s.apply(&mut defaults, &filename::options_path(dir))?;
+        s.apply(&mut defaults, &filename::options_path(dir), skip)?;
     }
     Ok(defaults)
 }
@@ -398,7 +420,7 @@ write_buffer_size 67108864\n";
         };
         let stored = decode(&encode(&o)).unwrap();
         let mut back = Options::default();
-        stored.apply(&mut back, Path::new("OPTIONS")).unwrap();
+        stored.apply(&mut back, Path::new("OPTIONS"), &[]).unwrap();
         assert_eq!(encode(&back), encode(&o));
         assert!(stored.differences(&back).is_empty());
         let d = stored.differences(&Options::default());
@@ -431,7 +453,7 @@ write_buffer_size 67108864\n";
         let f = format!("{body}crc32 {:08x}\n", crc32fast::hash(body.as_bytes()));
         let s = decode(f.as_bytes()).unwrap();
         let err = s
-            .apply(&mut Options::default(), Path::new("OPTIONS"))
+            .apply(&mut Options::default(), Path::new("OPTIONS"), &[])
             .unwrap_err();
         assert!(err.to_string().contains("bits_per_key"), "{err}");
     }

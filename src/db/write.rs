@@ -51,6 +51,46 @@ struct QueuedWrite {
     exclusive: bool,
 }
 
+thread_local! {
+    /// The database (its `DbInner`'s address) whose `Db::update` closure
+    /// this thread is running, or 0: that closure holds the write path,
+    /// so a write, flush or compaction of the same database from inside it
+    /// would wait for itself.
+    static IN_UPDATE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+impl DbInner {
+    /// Refuses a call that needs the write path from inside this
+    /// database's `update` closure (it would deadlock).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming `what`.
+    pub(super) fn refuse_inside_update(&self, what: &str) -> Result<()> {
+        if IN_UPDATE.with(std::cell::Cell::get) == self as *const DbInner as usize {
+            return Err(Error::InvalidArgument(format!(
+                "{what} called inside this database's update closure, which holds the write \
+                 path (it would wait for itself): return the value and write after update"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Runs `f` as this database's `update` closure (see
+    /// [`refuse_inside_update`](Self::refuse_inside_update)); the mark is
+    /// cleared even if `f` panics.
+    pub(super) fn run_as_update<T>(&self, f: impl FnOnce() -> T) -> T {
+        struct Clear;
+        impl Drop for Clear {
+            fn drop(&mut self) {
+                IN_UPDATE.with(|c| c.set(0));
+            }
+        }
+        IN_UPDATE.with(|c| c.set(self as *const DbInner as usize));
+        let _clear = Clear;
+        f()
+    }
+}
+
 /// Builds a read-modify-write's batch while its writer leads and holds the
 /// write lock, given the sequence number of the last committed write.
 pub(super) type BuildBatch<'a> = &'a mut dyn FnMut(&DbInner, SequenceNumber) -> Result<WriteBatch>;
@@ -110,6 +150,7 @@ impl DbInner {
         sync: bool,
         mut build: Option<BuildBatch<'_>>,
     ) -> Result<()> {
+        self.refuse_inside_update("a write")?;
         let exclusive = build.is_some();
         // An empty sync batch (`persist`, or `write_with` of an empty batch)
         // logs nothing but joins a group like any write, so its sync is

@@ -227,6 +227,18 @@ fn verify_db_once(
         }
     };
     c.report.manifest_edits = manifest.records.len() as u64;
+    // The stored options (DESIGN.md 12.13): damage there fails the opens
+    // that read them, so it is damage to report.
+    match crate::Db::stored_options(dir) {
+        Ok(_) => {}
+        Err(e @ Error::Corruption { .. }) => {
+            c.corruption(e, "OPTIONS file")?;
+        }
+        Err(e) => {
+            let path = crate::filename::options_path(dir);
+            c.problem(&path, "OPTIONS file", None, e.to_string());
+        }
+    }
     if let Some(t) = &manifest.torn_tail {
         c.report.notes.push(format!(
             "{}: torn final record at offset {} ({}); ignored, as at open",
