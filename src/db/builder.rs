@@ -39,9 +39,12 @@ pub struct DbBuilder {
     set: Vec<&'static str>,
 }
 
-/// Setters that store their argument in the field of their name.
-macro_rules! setters {
-    ($($name:ident: $ty:ty),* $(,)?) => {
+/// The setters, one per field (`plain`: the field's type; `some`: an
+/// `Option` field set to `Some(value)`), and [`DbBuilder::copy_field`],
+/// which copies a set field by the name its setter recorded: one list, so
+/// the two cannot drift apart.
+macro_rules! option_setters {
+    (plain { $($name:ident: $ty:ty),* $(,)? } some { $($sname:ident: $sty:ty),* $(,)? }) => {
         $(
             #[doc = concat!("Sets [`Options::", stringify!($name), "`].")]
             pub fn $name(mut self, value: $ty) -> Self {
@@ -50,20 +53,23 @@ macro_rules! setters {
                 self
             }
         )*
-    };
-}
-
-/// Setters of `Option` fields that take the inner value (`Some`).
-macro_rules! some_setters {
-    ($($name:ident: $ty:ty),* $(,)?) => {
         $(
-            #[doc = concat!("Sets [`Options::", stringify!($name), "`] to `Some(value)`.")]
-            pub fn $name(mut self, value: $ty) -> Self {
-                self.options.$name = Some(value);
-                self.set.push(stringify!($name));
+            #[doc = concat!("Sets [`Options::", stringify!($sname), "`] to `Some(value)`.")]
+            pub fn $sname(mut self, value: $sty) -> Self {
+                self.options.$sname = Some(value);
+                self.set.push(stringify!($sname));
                 self
             }
         )*
+
+        /// Copies field `name` (a name a setter recorded) of `from` into `to`.
+        fn copy_field(name: &str, from: &Options, to: &mut Options) {
+            match name {
+                $(stringify!($name) => to.$name = from.$name.clone(),)*
+                $(stringify!($sname) => to.$sname = from.$sname.clone(),)*
+                _ => {}
+            }
+        }
     };
 }
 
@@ -81,12 +87,13 @@ impl DbBuilder {
     fn resolved(&self) -> Result<Options> {
         let mut o = super::stored_options::with_stored(&self.path, Options::default(), &self.set)?;
         for name in &self.set {
-            copy_field(name, &self.options, &mut o);
+            Self::copy_field(name, &self.options, &mut o);
         }
         Ok(o)
     }
 
-    setters! {
+    option_setters! {
+        plain {
         write_buffer_size: usize,
         bits_per_key: u32,
         filters: Vec<LevelFilter>,
@@ -110,12 +117,12 @@ impl DbBuilder {
         max_manifest_file_size: u64,
         file_system: Arc<dyn FileSystem>,
         hot_keys: Option<HotKeyOptions>,
-    }
-
-    some_setters! {
-        bloom_hashes: u32,
-        filter_budget: FilterBudget,
-        prefix_extractor: Arc<dyn PrefixExtractor>,
+        }
+        some {
+            bloom_hashes: u32,
+            filter_budget: FilterBudget,
+            prefix_extractor: Arc<dyn PrefixExtractor>,
+        }
     }
 
     /// The options set so far over the defaults (the stored options are
@@ -146,48 +153,6 @@ impl DbBuilder {
         let options = self.resolved()?;
         Db::open_read_only(self.path, options)
     }
-}
-
-/// Copies field `name` of `from` into `to` (the names the setters record).
-fn copy_field(name: &str, from: &Options, to: &mut Options) {
-    macro_rules! copy {
-        ($($field:ident),* $(,)?) => {
-            match name {
-                $(stringify!($field) => to.$field = from.$field.clone(),)*
-                // Every setter's name is listed (the builder test sets
-                // each one).
-                _ => debug_assert!(false, "no setter records {name}"),
-            }
-        };
-    }
-    copy!(
-        write_buffer_size,
-        bits_per_key,
-        filters,
-        skip_filters_on_last_level,
-        block_size,
-        block_restart_interval,
-        table_reads,
-        key_sketch_precision,
-        sync,
-        create_if_missing,
-        error_if_exists,
-        max_immutable_memtables,
-        compaction_style,
-        compaction_priority,
-        level0_compaction_trigger,
-        level0_slowdown_trigger,
-        level0_stop_trigger,
-        max_bytes_for_level_base,
-        level_size_multiplier,
-        target_file_size,
-        max_manifest_file_size,
-        file_system,
-        bloom_hashes,
-        filter_budget,
-        prefix_extractor,
-        hot_keys,
-    );
 }
 
 #[cfg(test)]

@@ -66,7 +66,7 @@ pub use table::{
     FilterSetting, FilterStats, PropertyValue, TableEntries, TableEntry, TableInfo,
     DEGRADED_FACTOR,
 };
-pub use verify::{verify_db, verify_file, Problem, VerifyReport};
+pub use verify::{has_table_magic, verify_db, verify_file, Problem, VerifyReport};
 
 // ---------------------------------------------------------------- errors
 

@@ -849,8 +849,9 @@ fn verify_table_path(c: &mut Checker<'_>, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// True if the file ends in the SSTable magic number.
-fn has_table_magic(path: &Path) -> bool {
+/// True if the file at `path` ends in the SSTable magic number
+/// (DESIGN.md 12.7); false if it does not, or cannot be read.
+pub fn has_table_magic(path: &Path) -> bool {
     (|| -> std::io::Result<bool> {
         let mut f = crate::util::file::open_regular(path)?;
         let len = f.metadata()?.len();

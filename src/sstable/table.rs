@@ -1271,19 +1271,25 @@ mod tests {
         assert_eq!(get(&t, b"k00042x", 9), TableGet::FilterNegative);
     }
 
-    /// Lookups through a block cache answer as mapped ones do; the first
-    /// read of a block fills the cache, the next one of it does not grow it.
-    #[test]
-    fn cached_lookups_answer_as_mapped_ones_and_fill_the_cache_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let entries: Vec<_> = (0..2000u32)
+    /// Keys `k00000` .. `k01999` at sequence 1, each with 30 bytes of its
+    /// number: many 512-byte blocks.
+    fn two_thousand_keys() -> Vec<(Vec<u8>, Vec<u8>)> {
+        (0..2000u32)
             .map(|i| {
                 (
                     ik(format!("k{i:05}").as_bytes(), 1, ValueType::Value),
                     vec![i as u8; 30],
                 )
             })
-            .collect();
+            .collect()
+    }
+
+    /// Lookups through a block cache answer as mapped ones do; the first
+    /// read of a block fills the cache, the next one of it does not grow it.
+    #[test]
+    fn cached_lookups_answer_as_mapped_ones_and_fill_the_cache_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let entries = two_thousand_keys();
         let t = Table::open(&build(dir.path(), "b.sst", opts(512, 8, true), &entries), 1).unwrap();
         let cache = BlockCache::new(1 << 20);
         let get_c = |k: &[u8]| {
@@ -1309,14 +1315,7 @@ mod tests {
     #[test]
     fn a_corrupted_block_is_not_cached() {
         let dir = tempfile::tempdir().unwrap();
-        let entries: Vec<_> = (0..2000u32)
-            .map(|i| {
-                (
-                    ik(format!("k{i:05}").as_bytes(), 1, ValueType::Value),
-                    vec![i as u8; 30],
-                )
-            })
-            .collect();
+        let entries = two_thousand_keys();
         let path = build(dir.path(), "x.sst", opts(512, 8, true), &entries);
         let t = Table::open(&path, 1).unwrap();
         let victim = t.index()[5].clone();

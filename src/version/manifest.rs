@@ -53,7 +53,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
 use crate::escape::escape_bytes;
-use crate::filename::{current_path, manifest_name, manifest_path, temp_path};
+use crate::filename::{current_path, manifest_name, manifest_path};
 use crate::fs::FileSystem;
 use crate::log::{LogReader, LogWriter, TornTail};
 use crate::util::file::open_regular;
@@ -165,28 +165,8 @@ impl Manifest {
 /// Points `dir/CURRENT` at `MANIFEST-<number>` atomically: temp file,
 /// sync, rename, directory sync.
 fn set_current(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<()> {
-    let tmp = temp_path(dir, number);
     let content = format!("{}\n", manifest_name(number));
-    let written = fs
-        .create(&tmp)
-        .and_then(|mut f| {
-            f.write_all(content.as_bytes())?;
-            f.sync_all()
-        })
-        .context(|| format!("write {}", tmp.display()));
-    if let Err(e) = written {
-        let _ = fs.remove_file(&tmp);
-        return Err(e);
-    }
-    let current = current_path(dir);
-    if let Err(e) = fs.rename(&tmp, &current) {
-        let _ = fs.remove_file(&tmp);
-        return Err(Error::io(
-            format!("rename {} to {}", tmp.display(), current.display()),
-            e,
-        ));
-    }
-    sync_dir(fs, dir)
+    crate::util::file::write_replacing(fs, dir, number, &current_path(dir), content.as_bytes())
 }
 
 /// The manifest number named by `dir/CURRENT`, or `None` if `CURRENT` does

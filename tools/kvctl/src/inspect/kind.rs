@@ -5,12 +5,9 @@
 //!
 //! Used by `sst dump`, `wal dump`, `manifest dump` and `verify FILE`.
 
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use siftdb::filename::{parse_file_name, FileType};
-use siftdb::sstable::format::TABLE_MAGIC;
 
 use crate::error::CliError;
 
@@ -88,26 +85,9 @@ pub fn file_kind(path: &Path) -> FileKind {
         Some(FileType::HotKeys) => FileKind::HotKeys,
         Some(FileType::Options) => FileKind::Options,
         Some(FileType::Temp(_)) => FileKind::Temp,
-        None if has_table_magic(path) => FileKind::Table,
+        None if siftdb::inspect::has_table_magic(path) => FileKind::Table,
         None => FileKind::Unknown,
     }
-}
-
-/// Whether the file at `path` ends in the table magic number
-/// (DESIGN.md 12.7).
-fn has_table_magic(path: &Path) -> bool {
-    (|| -> std::io::Result<bool> {
-        let mut f = File::open(path)?;
-        let len = f.metadata()?.len();
-        if len < 8 {
-            return Ok(false);
-        }
-        f.seek(SeekFrom::Start(len - 8))?;
-        let mut b = [0u8; 8];
-        f.read_exact(&mut b)?;
-        Ok(u64::from_le_bytes(b) == TABLE_MAGIC)
-    })()
-    .unwrap_or(false)
 }
 
 /// Checks that `path` is a file `command` (e.g. `"wal dump"`) can read,
@@ -180,7 +160,7 @@ mod tests {
         assert_eq!(file_kind(&w("LOCK", b"")), FileKind::Lock);
         assert_eq!(file_kind(&w("000009.tmp", b"")), FileKind::Temp);
         let mut table = vec![0u8; 60];
-        table.extend_from_slice(&TABLE_MAGIC.to_le_bytes());
+        table.extend_from_slice(&siftdb::sstable::format::TABLE_MAGIC.to_le_bytes());
         assert_eq!(file_kind(&w("copy.bin", &table)), FileKind::Table);
         assert_eq!(
             file_kind(&w("notes.txt", b"hello world")),
