@@ -105,7 +105,8 @@ pub struct Stats {
     pub memory: MemoryUsage,
     /// The distinct-key predictions of the last compactions that merged
     /// tables (at most [`KEY_PREDICTIONS_KEPT`], oldest first), each next
-    /// to what the merge found.
+    /// to what the merge found. The manifest records them (tag 9, DESIGN.md
+    /// 12.8), so they survive reopens.
     pub key_predictions: Vec<KeyPrediction>,
 }
 
@@ -139,9 +140,21 @@ pub struct KeyPrediction {
     /// Distinct user keys it wrote: fewer than it found by the keys whose
     /// tombstones it dropped with nothing older left.
     pub distinct_output_keys: u64,
+    /// When the compaction finished, in seconds since the Unix epoch (0 if
+    /// the clock was before it).
+    pub finished_at_unix_secs: u64,
 }
 
 impl KeyPrediction {
+    /// Appends `p` to `kept`, dropping the oldest beyond
+    /// [`KEY_PREDICTIONS_KEPT`].
+    pub(crate) fn keep(kept: &mut std::collections::VecDeque<KeyPrediction>, p: KeyPrediction) {
+        if kept.len() == KEY_PREDICTIONS_KEPT {
+            kept.pop_front();
+        }
+        kept.push_back(p);
+    }
+
     /// The prediction's relative error against the distinct keys the
     /// merge found, `(predicted − found) / found` (0 when it found none).
     pub fn relative_error(&self) -> f64 {
@@ -319,8 +332,6 @@ pub(crate) struct Counters {
     pub scan_block_reads: Arc<AtomicU64>,
     pub prefix_probes: AtomicU64,
     pub prefix_negatives: AtomicU64,
-    /// The last [`KEY_PREDICTIONS_KEPT`] compactions' predictions.
-    pub key_predictions: parking_lot::Mutex<std::collections::VecDeque<KeyPrediction>>,
 }
 
 /// Counts of one lookup, added to [`Counters`] in one go.
@@ -335,16 +346,6 @@ pub(crate) struct GetCounts {
 }
 
 impl Counters {
-    /// Records one compaction's prediction, dropping the oldest beyond
-    /// [`KEY_PREDICTIONS_KEPT`].
-    pub(crate) fn add_key_prediction(&self, p: KeyPrediction) {
-        let mut q = self.key_predictions.lock();
-        if q.len() == KEY_PREDICTIONS_KEPT {
-            q.pop_front();
-        }
-        q.push_back(p);
-    }
-
     pub(crate) fn add_get(&self, c: &GetCounts) {
         let r = Ordering::Relaxed;
         self.gets.fetch_add(1, r);
@@ -372,6 +373,7 @@ impl Counters {
         filter_memory: FilterMemory,
         totals: (u64, u64),
         memory: MemoryUsage,
+        key_predictions: Vec<KeyPrediction>,
     ) -> Stats {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         Stats {
@@ -401,7 +403,7 @@ impl Counters {
             levels,
             filter_memory,
             memory,
-            key_predictions: self.key_predictions.lock().iter().copied().collect(),
+            key_predictions,
         }
     }
 }

@@ -298,20 +298,88 @@ fn hand_written_db(dir: &Path, format_version: u8, extra: &[u8]) {
     fs::write(dir.join("000005.log"), b"").unwrap();
 }
 
+/// A tag-9 record (a compaction's key prediction, DESIGN.md 12.8): output
+/// level 2, 3 tables, 300 entries, 250 summed, 1.5 predicted, 0.25 error,
+/// 200 found, 190 written, finished at 1,000 s.
+const KEY_PREDICTION_FIELD: &[u8] = &[
+    0x09, 0x02, 0x03, 0xac, 0x02, 0xfa, 0x01, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f, 0, 0, 0, 0, 0, 0, 0xd0,
+    0x3f, 0xc8, 0x01, 0xbe, 0x01, 0xe8, 0x07,
+];
+
+fn first_manifest_record_version(dir: &Path) -> Option<u32> {
+    let number = siftdb::version::manifest::read_current(dir)
+        .unwrap()
+        .expect("CURRENT");
+    let path = siftdb::filename::manifest_path(dir, number);
+    let contents = siftdb::version::manifest::read_manifest(&path).unwrap();
+    contents.records[0].edit.format_version
+}
+
+#[test]
+fn a_version_1_manifest_opens_and_is_rewritten_at_version_2() {
+    let dir = tempfile::tempdir().unwrap();
+    hand_written_db(dir.path(), 1, &[]);
+    let db = open(dir.path(), &small_options());
+    db.put("a", "b").unwrap();
+    drop(db);
+    // A writable open writes a fresh manifest, at this build's version.
+    assert_eq!(first_manifest_record_version(dir.path()), Some(2));
+    let db = open(dir.path(), &small_options());
+    assert_eq!(db.get("a").unwrap().as_deref(), Some(&b"b"[..]));
+}
+
+#[test]
+fn a_key_prediction_is_read_at_version_2_and_damage_at_version_1() {
+    let dir = tempfile::tempdir().unwrap();
+    hand_written_db(dir.path(), 2, KEY_PREDICTION_FIELD);
+    let db = open(dir.path(), &small_options());
+    let p = db.stats().key_predictions;
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(
+        (p[0].output_level, p[0].input_tables, p[0].input_entries),
+        (2, 3, 300)
+    );
+    assert_eq!(
+        (p[0].predicted_distinct_keys, p[0].relative_std_error),
+        (1.5, 0.25)
+    );
+    assert_eq!(
+        (p[0].distinct_input_keys, p[0].distinct_output_keys),
+        (200, 190)
+    );
+    assert_eq!(p[0].finished_at_unix_secs, 1_000);
+    drop(db);
+    // Kept across the fresh manifest the open wrote.
+    let db = open(dir.path(), &small_options());
+    assert_eq!(db.stats().key_predictions, p);
+    drop(db);
+
+    // Version 1 never had tag 9: one there is damage.
+    let dir = tempfile::tempdir().unwrap();
+    hand_written_db(dir.path(), 1, KEY_PREDICTION_FIELD);
+    match refused_without_changes(dir.path(), || Db::open(dir.path())) {
+        Error::Corruption { file, detail, .. } => {
+            assert_eq!(file, dir.path().join("MANIFEST-000001"));
+            assert!(detail.contains("tag 9"), "{detail}");
+        }
+        other => panic!("expected Corruption, got {other:?}"),
+    }
+}
+
 #[test]
 fn a_newer_manifest_format_is_unsupported_version() {
-    // Control: the same hand-written database at version 1 opens, so the
+    // Control: the same hand-written database at version 2 opens, so the
     // refusal below is about the version and nothing else.
     let ok = tempfile::tempdir().unwrap();
-    hand_written_db(ok.path(), 1, &[]);
+    hand_written_db(ok.path(), 2, &[]);
     let db = open(ok.path(), &small_options());
     db.put("a", "b").unwrap();
     drop(db);
 
-    for extra in [&[][..], &[0x07, 0x01][..]] {
-        // Version 2, alone or with a tag this build does not know.
+    for extra in [&[][..], &[0x0a, 0x01][..]] {
+        // Version 3, alone or with a tag this build does not know.
         let dir = tempfile::tempdir().unwrap();
-        hand_written_db(dir.path(), 2, extra);
+        hand_written_db(dir.path(), 3, extra);
         let err = refused_without_changes(dir.path(), || Db::open(dir.path()));
         match err {
             Error::UnsupportedVersion {
@@ -320,7 +388,7 @@ fn a_newer_manifest_format_is_unsupported_version() {
                 supported,
             } => {
                 assert_eq!(file, dir.path().join("MANIFEST-000001"));
-                assert_eq!((found, supported), (2, 1));
+                assert_eq!((found, supported), (3, 2));
             }
             other => panic!("expected UnsupportedVersion, got {other:?}"),
         }

@@ -27,7 +27,7 @@ use siftdb::sstable::{Block, BlockBuilder, Table, TableBuilder, TableOptions};
 use siftdb::version::edit::{FileMetaData, VersionEdit};
 use siftdb::version::manifest::replay;
 use siftdb::write_batch::decode_batch;
-use siftdb::Error;
+use siftdb::{Error, KeyPrediction};
 
 struct LimitedAlloc;
 
@@ -227,17 +227,45 @@ fn version_edit() -> impl Strategy<Value = VersionEdit> {
         prop::option::of(0..=SequenceNumber::MAX.0),
         prop::collection::vec((0..7u32, any::<u64>()), 0..3),
         prop::collection::vec(file, 0..3),
+        prop::collection::vec(key_prediction(), 0..2),
     )
-        .prop_map(|(fv, log, next, last, deleted, new)| VersionEdit {
-            format_version: fv,
-            log_number: log,
-            next_file_number: next,
-            last_sequence: last.map(SequenceNumber),
-            deleted_files: deleted,
-            new_files: new,
-            user_bytes_flushed: next.map(|n| n / 2),
-            table_bytes_written: log,
-        })
+        .prop_map(
+            |(fv, log, next, last, deleted, new, predictions)| VersionEdit {
+                format_version: fv,
+                log_number: log,
+                next_file_number: next,
+                last_sequence: last.map(SequenceNumber),
+                deleted_files: deleted,
+                new_files: new,
+                user_bytes_flushed: next.map(|n| n / 2),
+                table_bytes_written: log,
+                key_predictions: predictions,
+            },
+        )
+}
+
+fn key_prediction() -> impl Strategy<Value = KeyPrediction> {
+    (
+        0..7usize,
+        any::<u32>(),
+        any::<u64>(),
+        0.0..1e12f64,
+        0.0..1.0f64,
+        any::<u64>(),
+    )
+        .prop_map(
+            |(level, tables, entries, predicted, error, secs)| KeyPrediction {
+                output_level: level,
+                input_tables: tables as usize,
+                input_entries: entries,
+                summed_distinct_keys: entries / 2,
+                predicted_distinct_keys: predicted,
+                relative_std_error: error,
+                distinct_input_keys: entries / 3,
+                distinct_output_keys: entries / 4,
+                finished_at_unix_secs: secs,
+            },
+        )
 }
 
 fn check_edit(bytes: &[u8]) {
@@ -411,7 +439,7 @@ fn valid_manifest(edits: &[VersionEdit]) -> Vec<u8> {
     for (i, e) in edits.iter().enumerate() {
         let mut e = e.clone();
         if i == 0 {
-            e.format_version = Some(1);
+            e.format_version = Some(2);
         } else {
             e.format_version = None;
         }

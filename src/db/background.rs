@@ -165,6 +165,9 @@ impl DbInner {
         }
         vs.user_bytes_flushed = edit.user_bytes_flushed.unwrap_or(vs.user_bytes_flushed);
         vs.table_bytes_written = edit.table_bytes_written.unwrap_or(vs.table_bytes_written);
+        for p in &edit.key_predictions {
+            KeyPrediction::keep(&mut vs.key_predictions, *p);
+        }
         let version = {
             let mut cur = self.current.write();
             let version = Arc::new(cur.version.apply(edit, &mut opened)?);
@@ -322,6 +325,25 @@ impl DbInner {
         };
         manifest::sync_dir(&**self.fs(), &self.dir)?;
         let mut edit = compaction::edit_for(c, &outputs);
+        if let Some((predicted, error)) = prediction {
+            let props = || c.inputs.iter().map(|(_, f)| f.table.properties());
+            edit.key_predictions.push(KeyPrediction {
+                output_level: c.output_level,
+                input_tables: c.inputs.len(),
+                input_entries: props().map(|p| p.num_entries).sum(),
+                summed_distinct_keys: props().map(|p| p.num_distinct_keys).sum(),
+                predicted_distinct_keys: predicted,
+                relative_std_error: error,
+                distinct_input_keys: counts.distinct_input_keys,
+                distinct_output_keys: outputs
+                    .iter()
+                    .map(|o| o.table.properties().num_distinct_keys)
+                    .sum(),
+                finished_at_unix_secs: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs()),
+            });
+        }
         let mut opened: BTreeMap<u64, Arc<Table>> = outputs
             .iter()
             .map(|o| (o.meta.number, Arc::clone(&o.table)))
@@ -359,22 +381,6 @@ impl DbInner {
         k.table_bytes_written.fetch_add(counts.bytes_written, r);
         k.tombstones_dropped.fetch_add(counts.tombstones_dropped, r);
         k.versions_dropped.fetch_add(counts.versions_dropped, r);
-        if let Some((predicted, error)) = prediction {
-            let props = || c.inputs.iter().map(|(_, f)| f.table.properties());
-            k.add_key_prediction(KeyPrediction {
-                output_level: c.output_level,
-                input_tables: c.inputs.len(),
-                input_entries: props().map(|p| p.num_entries).sum(),
-                summed_distinct_keys: props().map(|p| p.num_distinct_keys).sum(),
-                predicted_distinct_keys: predicted,
-                relative_std_error: error,
-                distinct_input_keys: counts.distinct_input_keys,
-                distinct_output_keys: outputs
-                    .iter()
-                    .map(|o| o.table.properties().num_distinct_keys)
-                    .sum(),
-            });
-        }
         Ok(())
     }
 

@@ -14,7 +14,7 @@
 //! [`SuperVersion`]. One background thread flushes frozen memtables and
 //! runs compactions.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
@@ -35,7 +35,7 @@ use crate::memtable::MemTable;
 use crate::sketch::hyperloglog::HyperLogLog;
 use crate::sketch::read_sketch::ReadSketch;
 use crate::sstable::block_cache::BlockCache;
-use crate::stats::{Counters, GetCounts, LevelStats, MemoryUsage, Stats};
+use crate::stats::{Counters, GetCounts, KeyPrediction, LevelStats, MemoryUsage, Stats};
 use crate::sync_point::{self, SyncPoint};
 use crate::version::edit::VersionEdit;
 use crate::version::filter_memory::FilterMemory;
@@ -140,6 +140,9 @@ struct VersionState {
     /// [`Options::max_manifest_file_size`] and twice its first record (a
     /// snapshot larger than the bound must not make every edit roll).
     manifest_limit: u64,
+    /// The last compactions' key predictions (manifest tag 9), oldest
+    /// first; a new manifest's snapshot carries them.
+    key_predictions: VecDeque<KeyPrediction>,
 }
 
 impl VersionState {
@@ -157,6 +160,7 @@ impl VersionState {
                 .files()
                 .map(|(level, f)| (level as u32, f.meta.clone()))
                 .collect(),
+            key_predictions: self.key_predictions.iter().copied().collect(),
             ..Default::default()
         }
     }
@@ -830,11 +834,12 @@ impl Db {
         let filters = FilterMemory::of(&sv.version, self.inner.options.filter_budget.as_ref());
         let vs = self.inner.versions.lock();
         let totals = (vs.user_bytes_flushed, vs.table_bytes_written);
+        let predictions = vs.key_predictions.iter().copied().collect();
         drop(vs);
         let memory = memory_usage(&sv, self.inner.block_cache.as_deref());
         self.inner
             .counters
-            .snapshot(levels, filters, totals, memory)
+            .snapshot(levels, filters, totals, memory, predictions)
     }
 
     /// The estimated number of distinct user keys in the database: the

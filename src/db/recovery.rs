@@ -636,6 +636,7 @@ pub(super) fn recover(
     };
     // The versions state for a log number and the byte totals, with no
     // manifest yet.
+    let key_predictions = state.key_predictions.clone();
     let version_state =
         |log_number, last_seq, (user_bytes_flushed, table_bytes_written)| VersionState {
             manifest: None,
@@ -644,6 +645,7 @@ pub(super) fn recover(
             user_bytes_flushed,
             table_bytes_written,
             manifest_limit: u64::MAX,
+            key_predictions: key_predictions.clone(),
         };
     let (wal, versions, mem) = if read_only {
         (

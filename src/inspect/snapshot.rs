@@ -144,8 +144,8 @@ impl DbSnapshot {
     /// manifest tags 7 and 8, so that [`Stats::write_amplification`]
     /// applies, the filter memory (with no budget: options are not
     /// stored) and the memory its open tables hold (no memtables: the WAL
-    /// is not replayed). The event counters are 0: nothing was read
-    /// through a `Db`.
+    /// is not replayed) and the key predictions the manifest keeps. The
+    /// event counters are 0: nothing was read through a `Db`.
     pub fn stats(&self) -> Stats {
         let totals = (
             self.state.user_bytes_flushed,
@@ -158,6 +158,7 @@ impl DbSnapshot {
             filters,
             totals,
             memory,
+            self.state.key_predictions.iter().copied().collect(),
         )
     }
 }

@@ -21,18 +21,20 @@
 //! | 6 | new file | varint level (< 64), varint file number, varint file size in bytes, length-prefixed smallest internal key, length-prefixed largest internal key, varint entry count, varint tombstone count | any number |
 //! | 7 | `user_bytes_flushed` | varint: total key + value bytes flushed from memtables since the database was created | at most once |
 //! | 8 | `table_bytes_written` | varint: total bytes of SSTables written by flushes and compactions since creation | at most once |
+//! | 9 | key prediction (format version 2) | varint output level (< 64), varint input tables, varint input entries, varint summed distinct keys, u64 LE bits of the predicted distinct keys (an `f64`), u64 LE bits of the relative standard error (an `f64`), varint distinct input keys, varint distinct output keys, varint finish time in Unix seconds | any number |
 //!
 //! Tags are frozen on disk: a retired tag is never reused, and a new field
 //! gets the next unused number. A reader rejects an unknown tag, so a newer
 //! field must come with a newer `format_version`.
 //!
 //! [`VersionEdit::encode`] writes tags 1–4 and 7–8 (those present) in tag
-//! order, then every deleted file, then every new file, each list in its
-//! `Vec` order. [`VersionEdit::decode`] accepts the fields in any order, but
+//! order, then every deleted file, then every new file, then every key
+//! prediction, each list in its `Vec` order. [`VersionEdit::decode`] accepts the fields in any order, but
 //! rejects a repeated tag 1–4 or 7–8, a level of 64 or more, a key that is not an
 //! internal key, a smallest key that sorts after the largest, a tombstone
-//! count above the entry count, and a sequence number beyond
-//! [`SequenceNumber::MAX`].
+//! count above the entry count, a sequence number beyond
+//! [`SequenceNumber::MAX`], and a key prediction whose two `f64`s are not
+//! finite and non-negative.
 //!
 //! Worked example (pinned by the `golden_bytes` test): the edit
 //! `{ format_version: 1, log_number: 5, next_file_number: 7, last_sequence:
@@ -55,7 +57,8 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::key::{InternalKey, SequenceNumber};
-use crate::util::coding::{put_length_prefixed, put_varint, DecodeError, Decoder};
+use crate::stats::KeyPrediction;
+use crate::util::coding::{put_length_prefixed, put_u64, put_varint, DecodeError, Decoder};
 
 /// Levels in an edit must be below this. The tree itself may use fewer; the
 /// version set checks its own limit.
@@ -70,6 +73,7 @@ const TAG_DELETED_FILE: u64 = 5;
 const TAG_NEW_FILE: u64 = 6;
 const TAG_USER_BYTES_FLUSHED: u64 = 7;
 const TAG_TABLE_BYTES_WRITTEN: u64 = 8;
+const TAG_KEY_PREDICTION: u64 = 9;
 
 /// What the manifest records about one SSTable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,7 +97,7 @@ pub struct FileMetaData {
 /// one applies on top of the ones before it.
 ///
 /// `None` and empty lists mean "unchanged".
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct VersionEdit {
     /// On-disk format version of the database (the manifest's first record
     /// carries it).
@@ -117,6 +121,10 @@ pub struct VersionEdit {
     /// written by flushes and compactions. Divided by `user_bytes_flushed`
     /// it is the write amplification.
     pub table_bytes_written: Option<u64>,
+    /// Compactions' distinct-key predictions (tag 9): a compaction edit
+    /// carries its own, a manifest's first record the last
+    /// [`crate::KEY_PREDICTIONS_KEPT`] before it, oldest first.
+    pub key_predictions: Vec<KeyPrediction>,
 }
 
 impl VersionEdit {
@@ -171,6 +179,18 @@ impl VersionEdit {
             put_varint(&mut out, f.num_entries);
             put_varint(&mut out, f.num_tombstones);
         }
+        for p in &self.key_predictions {
+            put_varint(&mut out, TAG_KEY_PREDICTION);
+            put_varint(&mut out, p.output_level as u64);
+            put_varint(&mut out, p.input_tables as u64);
+            put_varint(&mut out, p.input_entries);
+            put_varint(&mut out, p.summed_distinct_keys);
+            put_u64(&mut out, p.predicted_distinct_keys.to_bits());
+            put_u64(&mut out, p.relative_std_error.to_bits());
+            put_varint(&mut out, p.distinct_input_keys);
+            put_varint(&mut out, p.distinct_output_keys);
+            put_varint(&mut out, p.finished_at_unix_secs);
+        }
         out
     }
 
@@ -196,6 +216,9 @@ impl VersionEdit {
         for (level, f) in &self.new_files {
             check_level(*level)?;
             check_file(f)?;
+        }
+        for p in &self.key_predictions {
+            check_prediction(p)?;
         }
         Ok(())
     }
@@ -307,6 +330,25 @@ fn decode_fields(bytes: &[u8]) -> std::result::Result<VersionEdit, EditError> {
                 check_file(&f).map_err(fail)?;
                 edit.new_files.push((level, f));
             }
+            TAG_KEY_PREDICTION => {
+                let output_level = d.varint32()?;
+                check_level(output_level).map_err(fail)?;
+                let input_tables = usize::try_from(d.varint()?)
+                    .map_err(|_| fail("key prediction: input tables overflow usize".into()))?;
+                let p = KeyPrediction {
+                    output_level: output_level as usize,
+                    input_tables,
+                    input_entries: d.varint()?,
+                    summed_distinct_keys: d.varint()?,
+                    predicted_distinct_keys: f64::from_bits(d.u64()?),
+                    relative_std_error: f64::from_bits(d.u64()?),
+                    distinct_input_keys: d.varint()?,
+                    distinct_output_keys: d.varint()?,
+                    finished_at_unix_secs: d.varint()?,
+                };
+                check_prediction(&p).map_err(fail)?;
+                edit.key_predictions.push(p);
+            }
             other => return Err(fail(format!("unknown tag {other}"))),
         }
     }
@@ -344,6 +386,18 @@ fn check_level(level: u32) -> std::result::Result<(), String> {
 fn check_sequence(s: SequenceNumber) -> std::result::Result<(), String> {
     if s > SequenceNumber::MAX {
         return Err(format!("last_sequence {s} exceeds {}", SequenceNumber::MAX));
+    }
+    Ok(())
+}
+
+fn check_prediction(p: &KeyPrediction) -> std::result::Result<(), String> {
+    check_level(u32::try_from(p.output_level).unwrap_or(u32::MAX))?;
+    let fine = |x: f64| x.is_finite() && x >= 0.0;
+    if !fine(p.predicted_distinct_keys) || !fine(p.relative_std_error) {
+        return Err(format!(
+            "key prediction: predicted {} and relative error {} must be finite and non-negative",
+            p.predicted_distinct_keys, p.relative_std_error
+        ));
     }
     Ok(())
 }
@@ -394,6 +448,71 @@ mod tests {
             )],
             user_bytes_flushed: None,
             table_bytes_written: None,
+            key_predictions: Vec::new(),
+        }
+    }
+
+    fn prediction() -> KeyPrediction {
+        KeyPrediction {
+            output_level: 2,
+            input_tables: 3,
+            input_entries: 300,
+            summed_distinct_keys: 250,
+            predicted_distinct_keys: 1.5,
+            relative_std_error: 0.25,
+            distinct_input_keys: 200,
+            distinct_output_keys: 190,
+            finished_at_unix_secs: 1_000,
+        }
+    }
+
+    #[test]
+    fn key_prediction_golden_bytes() {
+        let e = VersionEdit {
+            key_predictions: vec![prediction()],
+            ..VersionEdit::default()
+        };
+        #[rustfmt::skip]
+        let bytes = [
+            0x09, 0x02, 0x03, 0xac, 0x02, 0xfa, 0x01,
+            0, 0, 0, 0, 0, 0, 0xf8, 0x3f, // 1.5
+            0, 0, 0, 0, 0, 0, 0xd0, 0x3f, // 0.25
+            0xc8, 0x01, 0xbe, 0x01, 0xe8, 0x07,
+        ];
+        assert_eq!(e.encode(), bytes);
+        assert_eq!(dec(&bytes).unwrap(), e);
+        // Two predictions keep their order.
+        let mut two = e.clone();
+        two.key_predictions.push(KeyPrediction {
+            output_level: 0,
+            ..prediction()
+        });
+        assert_eq!(dec(&two.encode()).unwrap(), two);
+    }
+
+    #[test]
+    fn key_prediction_must_be_finite_and_non_negative() {
+        for bad in [f64::NAN, f64::INFINITY, -1.0] {
+            let e = VersionEdit {
+                key_predictions: vec![KeyPrediction {
+                    relative_std_error: bad,
+                    ..prediction()
+                }],
+                ..VersionEdit::default()
+            };
+            assert!(matches!(e.validate(), Err(Error::InvalidArgument(_))));
+            let d = detail(dec(&e.encode()).unwrap_err());
+            assert!(d.contains("must be finite and non-negative"), "{d}");
+        }
+        let mut b = VersionEdit {
+            key_predictions: vec![prediction()],
+            ..VersionEdit::default()
+        }
+        .encode();
+        b[1] = 0x40; // output level 64
+        assert!(detail(dec(&b).unwrap_err()).contains("level 64"));
+        for cut in 1..b.len() {
+            assert!(dec(&b[..cut]).is_err(), "cut {cut}");
         }
     }
 
@@ -506,6 +625,17 @@ mod tests {
                     },
                 ),
             ],
+            key_predictions: vec![KeyPrediction {
+                output_level: 63,
+                input_tables: usize::MAX,
+                input_entries: u64::MAX,
+                summed_distinct_keys: u64::MAX,
+                predicted_distinct_keys: f64::MAX,
+                relative_std_error: 0.0,
+                distinct_input_keys: u64::MAX,
+                distinct_output_keys: 0,
+                finished_at_unix_secs: u64::MAX,
+            }],
         };
         e.validate().unwrap();
         assert_eq!(dec(&e.encode()).unwrap(), e);
@@ -513,8 +643,8 @@ mod tests {
 
     #[test]
     fn unknown_and_reserved_tags_are_rejected() {
-        let d = detail(dec(&[0x02, 0x05, 0x09, 0x01]).unwrap_err());
-        assert_eq!(d, "version edit, byte 2: unknown tag 9");
+        let d = detail(dec(&[0x02, 0x05, 0x0a, 0x01]).unwrap_err());
+        assert_eq!(d, "version edit, byte 2: unknown tag 10");
         let d = detail(dec(&[0x00]).unwrap_err());
         assert_eq!(d, "version edit, byte 0: unknown tag 0");
     }
@@ -667,9 +797,10 @@ mod tests {
             proptest::collection::vec((0..MAX_LEVELS, arb_file()), 0..4),
             proptest::option::of(any::<u64>()),
             proptest::option::of(any::<u64>()),
+            proptest::collection::vec(arb_prediction(), 0..3),
         )
             .prop_map(
-                |(fv, log, next, seq, del, new, flushed, written)| VersionEdit {
+                |(fv, log, next, seq, del, new, flushed, written, predictions)| VersionEdit {
                     format_version: fv,
                     log_number: log,
                     next_file_number: next,
@@ -678,8 +809,35 @@ mod tests {
                     new_files: new,
                     user_bytes_flushed: flushed,
                     table_bytes_written: written,
+                    key_predictions: predictions,
                 },
             )
+    }
+
+    fn arb_prediction() -> impl Strategy<Value = KeyPrediction> {
+        (
+            (
+                0..MAX_LEVELS as usize,
+                any::<usize>(),
+                any::<u64>(),
+                any::<u64>(),
+            ),
+            (0.0..f64::MAX, 0.0..1.0f64),
+            (any::<u64>(), any::<u64>(), any::<u64>()),
+        )
+            .prop_map(|((level, tables, entries, summed), (p, e), (i, o, t))| {
+                KeyPrediction {
+                    output_level: level,
+                    input_tables: tables,
+                    input_entries: entries,
+                    summed_distinct_keys: summed,
+                    predicted_distinct_keys: p,
+                    relative_std_error: e,
+                    distinct_input_keys: i,
+                    distinct_output_keys: o,
+                    finished_at_unix_secs: t,
+                }
+            })
     }
 
     proptest! {

@@ -11,12 +11,17 @@
 //! `format_version` (currently [`FORMAT_VERSION`]); each later record is
 //! an edit applied on top of the ones before.
 //!
+//! Format version 2 added tag 9 (a compaction's key prediction). A
+//! version-1 manifest is still read, and a tag 9 in it is corruption;
+//! since every writable open writes a fresh manifest, opening a version-1
+//! database writable upgrades it (a read-only open leaves it at 1).
+//!
 //! Worked example (pinned by the `golden_manifest_bytes` test): a manifest
-//! whose snapshot is `{ format_version: 1, log_number: 5, next_file_number:
+//! whose snapshot is `{ format_version: 2, log_number: 5, next_file_number:
 //! 7 }` is the 18 bytes
 //!
 //! ```text
-//! 06 00 00 00   c0 80 2f 04   b6 97 75 5e   01 01 02 05 03 07
+//! 06 00 00 00   c0 80 2f 04   66 ed d5 19   01 02 02 05 03 07
 //! len = 6       crc32(len)    crc32(payload) payload: tags 1, 2, 3
 //! ```
 //!
@@ -63,7 +68,7 @@ use crate::version::set::ReplayedState;
 pub use crate::log::sync_dir;
 
 /// The on-disk format version this build writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Longest `CURRENT` this build accepts: `MANIFEST-` plus 20 digits (the
 /// digits of `u64::MAX`) plus the newline.
@@ -217,7 +222,7 @@ fn parse_current(content: &[u8]) -> Option<u64> {
 }
 
 /// One record of a manifest: where it is and the edit it holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ManifestRecord {
     /// Offset of the record's header, in bytes from the start of the file.
     pub offset: u64,
@@ -228,7 +233,7 @@ pub struct ManifestRecord {
 }
 
 /// A manifest file as [`read_manifest`] (or [`replay`]) read it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ManifestContents {
     /// The file read.
     pub path: PathBuf,
@@ -302,6 +307,18 @@ pub fn read_manifest(path: &Path) -> Result<ManifestContents> {
                 path,
                 record.offset,
                 "first manifest record carries no format version",
+            ));
+        }
+        // Tag 9 came with format version 2: a version-1 manifest never
+        // held one, so one there is damage, not a newer writer.
+        let version = records
+            .first()
+            .map_or(edit.format_version, |r| r.edit.format_version);
+        if version < Some(2) && !edit.key_predictions.is_empty() {
+            return Err(Error::corruption(
+                path,
+                record.offset,
+                "a key prediction (tag 9) in a format-version-1 manifest",
             ));
         }
         records.push(ManifestRecord {
@@ -584,8 +601,8 @@ mod tests {
         let expected: &[u8] = &[
             0x06, 0x00, 0x00, 0x00, // len
             0xc0, 0x80, 0x2f, 0x04, // crc32(len)
-            0xb6, 0x97, 0x75, 0x5e, // crc32(payload)
-            0x01, 0x01, 0x02, 0x05, 0x03, 0x07,
+            0x66, 0xed, 0xd5, 0x19, // crc32(payload)
+            0x01, 0x02, 0x02, 0x05, 0x03, 0x07,
         ];
         assert_eq!(
             std::fs::read(dir.path().join("MANIFEST-000001")).unwrap(),
@@ -664,11 +681,11 @@ mod tests {
         let path = dir.path().join("MANIFEST-000003");
         let mut w = LogWriter::create(&StdFs, &path).unwrap();
         w.append(&snapshot().encode()).unwrap();
-        let at = w.append(&[0x09, 0x01]).unwrap();
+        let at = w.append(&[0x0a, 0x01]).unwrap();
         w.sync().unwrap();
         let (_, offset, detail) = corruption(replay(dir.path(), 3).unwrap_err());
         assert_eq!(offset, at);
-        assert!(detail.contains("unknown tag 9"), "{detail}");
+        assert!(detail.contains("unknown tag 10"), "{detail}");
     }
 
     #[test]
@@ -676,8 +693,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("MANIFEST-000004");
         let mut w = LogWriter::create(&StdFs, &path).unwrap();
-        // Format 2 with a tag this build does not know.
-        w.append(&[0x01, 0x02, 0x63, 0x00]).unwrap();
+        // Format 3 with a tag this build does not know.
+        w.append(&[0x01, 0x03, 0x63, 0x00]).unwrap();
         w.sync().unwrap();
         match replay(dir.path(), 4).unwrap_err() {
             Error::UnsupportedVersion {
@@ -686,13 +703,13 @@ mod tests {
                 supported,
             } => {
                 assert_eq!(file, path);
-                assert_eq!((found, supported), (2, 1));
+                assert_eq!((found, supported), (3, 2));
             }
             other => panic!("{other:?}"),
         }
         // And writing one is refused.
         let mut s = snapshot();
-        s.format_version = Some(2);
+        s.format_version = Some(3);
         assert!(matches!(
             Manifest::create(&StdFs, dir.path(), 5, &s),
             Err(Error::InvalidArgument(_))
@@ -768,7 +785,7 @@ mod tests {
             Err(Error::InvalidArgument(_))
         ));
         let bad_version = VersionEdit {
-            format_version: Some(2),
+            format_version: Some(3),
             ..VersionEdit::default()
         };
         assert!(matches!(

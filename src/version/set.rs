@@ -6,7 +6,7 @@
 //! started with, so the files it reads stay open (and, once compaction
 //! deletes files, on disk) until it is done.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -14,6 +14,7 @@ use crate::filename;
 use crate::fs::FileSystem;
 use crate::key::SequenceNumber;
 use crate::sstable::{MappedTable, Table};
+use crate::stats::KeyPrediction;
 use crate::version::edit::{FileMetaData, VersionEdit};
 use crate::{Error, Result};
 
@@ -219,6 +220,9 @@ pub struct ReplayedState {
     pub user_bytes_flushed: u64,
     /// SSTable bytes written since the database was created.
     pub table_bytes_written: u64,
+    /// The last [`crate::KEY_PREDICTIONS_KEPT`] key predictions (tag 9),
+    /// oldest first.
+    pub key_predictions: VecDeque<KeyPrediction>,
 }
 
 impl Default for ReplayedState {
@@ -237,6 +241,7 @@ impl ReplayedState {
             last_sequence: 0,
             user_bytes_flushed: 0,
             table_bytes_written: 0,
+            key_predictions: VecDeque::new(),
         }
     }
 
@@ -280,6 +285,9 @@ impl ReplayedState {
                 .get_mut(*level as usize)
                 .ok_or_else(|| level_out_of_range(*level))?
                 .insert(meta.number, meta.clone());
+        }
+        for p in &e.key_predictions {
+            KeyPrediction::keep(&mut self.key_predictions, *p);
         }
         Ok(())
     }

@@ -14,6 +14,7 @@ use siftdb::sstable::Table as SsTable;
 use crate::data::open_read_only;
 use crate::error::{write_failed, CliError};
 use crate::format::{group, Align, Table};
+use crate::inspect::logs::{key_prediction_json, key_prediction_text};
 
 /// Level-0 files beyond which the pairwise overlaps are not listed.
 const MAX_LEVEL0_PAIRS_FILES: usize = 16;
@@ -63,6 +64,8 @@ fn overlap(a: &HyperLogLog, b: &HyperLogLog) -> f64 {
 pub fn run(args: &DistinctArgs) -> Result<(), CliError> {
     let db = open_read_only(&args.db)?;
     let total_estimate = db.approximate_len()?;
+    // The manifest keeps the last compactions' predictions (tag 9).
+    let history = db.stats().key_predictions;
     let mut tables = Vec::new();
     let mut notes = Vec::new();
     for f in db.live_files() {
@@ -158,6 +161,7 @@ pub fn run(args: &DistinctArgs) -> Result<(), CliError> {
                 "relative_std_error": rse,
                 "unsketched_tables": unsketched,
             },
+            "compactions": history.iter().map(key_prediction_json).collect::<Vec<_>>(),
             "notes": notes,
         });
         format!("{doc:#}\n")
@@ -236,6 +240,26 @@ pub fn run(args: &DistinctArgs) -> Result<(), CliError> {
             group(total_estimate),
             100.0 * rse
         ));
+        if !history.is_empty() {
+            let within = |bound: fn(&siftdb::KeyPrediction) -> f64| {
+                let n = history
+                    .iter()
+                    .filter(|p| p.relative_error().abs() <= bound(p));
+                n.count()
+            };
+            s.push_str(&format!(
+                "\nlast {} compactions, predicted distinct keys against found ({} within 1 \
+                 standard error, {} within 2%):\n",
+                history.len(),
+                within(|p| p.relative_std_error),
+                within(|_| 0.02),
+            ));
+            for p in &history {
+                s.push_str("  ");
+                s.push_str(&key_prediction_text(p));
+                s.push('\n');
+            }
+        }
         for n in &notes {
             s.push_str(n);
             s.push('\n');

@@ -1448,6 +1448,58 @@ fn distinct_estimates_tables_levels_and_overlaps_from_the_sketches() {
     assert!(text.contains("relative standard error 1.62%"), "{text}");
 }
 
+/// The compaction's prediction is in the manifest (tag 9), so a later
+/// kvctl process shows it.
+#[test]
+fn distinct_lists_the_compactions_predictions_from_the_manifest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    {
+        let d = siftdb::Db::open(&db).unwrap();
+        for (lo, hi) in [(0u32, 2_000u32), (1_000, 3_000)] {
+            for i in lo..hi {
+                d.put(format!("key{i:05}"), "v").unwrap();
+            }
+            d.flush().unwrap();
+        }
+        d.compact().unwrap();
+        d.close().unwrap();
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout(&ok(kvctl(&["distinct", p(&db), "--json"])))).unwrap();
+    let c = v["compactions"].as_array().unwrap();
+    assert_eq!(c.len(), 1, "{v}");
+    let c = &c[0];
+    assert_eq!(c["input_tables"].as_u64(), Some(2), "{c}");
+    assert_eq!(c["input_entries"].as_u64(), Some(4_000), "{c}");
+    assert_eq!(c["summed_distinct_keys"].as_u64(), Some(4_000), "{c}");
+    assert_eq!(c["distinct_input_keys"].as_u64(), Some(3_000), "{c}");
+    assert_eq!(c["distinct_output_keys"].as_u64(), Some(3_000), "{c}");
+    let predicted = c["predicted_distinct_keys"].as_f64().unwrap();
+    assert!(
+        (predicted - 3_000.0).abs() <= 3.0 * 0.01625 * 3_000.0,
+        "{c}"
+    );
+    let err = c["relative_error"].as_f64().unwrap();
+    assert!((err - (predicted / 3_000.0 - 1.0)).abs() < 1e-12, "{c}");
+    assert!(
+        c["finished_at_unix_secs"].as_u64().unwrap() > 1_700_000_000,
+        "{c}"
+    );
+
+    let text = stdout(&ok(kvctl(&["distinct", p(&db)])));
+    assert!(
+        text.contains("last 1 compactions, predicted distinct keys against found"),
+        "{text}"
+    );
+    assert!(
+        text.contains(" <- 2 tables  4000 entries  predicted "),
+        "{text}"
+    );
+    let dump = stdout(&ok(kvctl(&["manifest", "dump", p(&db), "--json"])));
+    assert!(dump.contains("\"key_prediction\""), "{dump}");
+}
+
 /// Found by a new-user trial: two lines with one key said "imported 2
 /// keys", and the time left out the final flush. The summary now counts
 /// pairs (and says the flush is in its time); `scan --count` counts keys.

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use siftdb::inspect::{current_manifest, read_live_wals, read_manifest, read_wal, WalContents};
 use siftdb::key::ParsedInternalKey;
 use siftdb::version::edit::{FileMetaData, VersionEdit};
+use siftdb::KeyPrediction;
 
 use super::{emit, emit_json, file_name, table_name, torn_json, Show};
 use crate::error::{CliError, EXIT_CORRUPTION, SALVAGE_ADVICE};
@@ -107,7 +108,50 @@ fn edit_fields(e: &VersionEdit, show: Show) -> Vec<(u64, &'static str, Value, St
             new_file_text(*level, f, show),
         ));
     }
+    for p in &e.key_predictions {
+        v.push((
+            9,
+            "key_prediction",
+            key_prediction_json(p),
+            key_prediction_text(p),
+        ));
+    }
     v
+}
+
+/// One compaction's prediction as `kvctl distinct --json` and `manifest
+/// dump --json` show it (DESIGN.md 12.9).
+pub fn key_prediction_json(p: &KeyPrediction) -> Value {
+    json!({
+        "output_level": p.output_level,
+        "input_tables": p.input_tables,
+        "input_entries": p.input_entries,
+        "summed_distinct_keys": p.summed_distinct_keys,
+        "predicted_distinct_keys": p.predicted_distinct_keys,
+        "relative_std_error": p.relative_std_error,
+        "distinct_input_keys": p.distinct_input_keys,
+        "distinct_output_keys": p.distinct_output_keys,
+        "relative_error": p.relative_error(),
+        "finished_at_unix_secs": p.finished_at_unix_secs,
+    })
+}
+
+/// One line: output level, inputs, the prediction with its standard error,
+/// the distinct keys found with the relative error, the keys written, and
+/// the finish time in Unix seconds.
+pub fn key_prediction_text(p: &KeyPrediction) -> String {
+    format!(
+        "L{} <- {} tables  {} entries  predicted {:.0} (±{:.1}%)  found {} ({:+.2}%)  wrote {}  at {}",
+        p.output_level,
+        p.input_tables,
+        p.input_entries,
+        p.predicted_distinct_keys,
+        100.0 * p.relative_std_error,
+        p.distinct_input_keys,
+        100.0 * p.relative_error(),
+        p.distinct_output_keys,
+        p.finished_at_unix_secs
+    )
 }
 
 fn new_file_json(level: u32, f: &FileMetaData, show: Show) -> Value {
@@ -397,15 +441,31 @@ mod tests {
             )],
             user_bytes_flushed: Some(7),
             table_bytes_written: Some(8),
+            key_predictions: vec![KeyPrediction {
+                output_level: 2,
+                input_tables: 3,
+                input_entries: 5000,
+                summed_distinct_keys: 4500,
+                predicted_distinct_keys: 4020.4,
+                relative_std_error: 0.01625,
+                distinct_input_keys: 4000,
+                distinct_output_keys: 3990,
+                finished_at_unix_secs: 1_800_000_000,
+            }],
         };
         let show = Show { hex: false };
         let tags: Vec<u64> = edit_fields(&e, show).iter().map(|f| f.0).collect();
-        assert_eq!(tags, [1, 2, 3, 4, 7, 8, 5, 6]);
+        assert_eq!(tags, [1, 2, 3, 4, 7, 8, 5, 6, 9]);
         let text: Vec<String> = edit_fields(&e, show).into_iter().map(|f| f.3).collect();
         assert_eq!(text[6], "L1 000005.sst");
         assert_eq!(
             text[7],
             "L0 000006.sst  100 bytes  2 entries  0 tombstones  a@1 put .. b@1 put"
+        );
+        assert_eq!(
+            text[8],
+            "L2 <- 3 tables  5000 entries  predicted 4020 (±1.6%)  found 4000 (+0.51%)  wrote 3990  \
+             at 1800000000"
         );
     }
 }
