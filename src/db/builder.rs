@@ -40,11 +40,12 @@ pub struct DbBuilder {
 }
 
 /// The setters, one per field (`plain`: the field's type; `some`: an
-/// `Option` field set to `Some(value)`), and [`DbBuilder::copy_field`],
+/// `Option` field set to `Some(value)`, with a second setter that sets it
+/// to `None`), and [`DbBuilder::copy_field`],
 /// which copies a set field by the name its setter recorded: one list, so
 /// the two cannot drift apart.
 macro_rules! option_setters {
-    (plain { $($name:ident: $ty:ty),* $(,)? } some { $($sname:ident: $sty:ty),* $(,)? }) => {
+    (plain { $($name:ident: $ty:ty),* $(,)? } some { $($sname:ident / $none:ident: $sty:ty),* $(,)? }) => {
         $(
             #[doc = concat!("Sets [`Options::", stringify!($name), "`].")]
             pub fn $name(mut self, value: $ty) -> Self {
@@ -57,6 +58,13 @@ macro_rules! option_setters {
             #[doc = concat!("Sets [`Options::", stringify!($sname), "`] to `Some(value)`.")]
             pub fn $sname(mut self, value: $sty) -> Self {
                 self.options.$sname = Some(value);
+                self.set.push(stringify!($sname));
+                self
+            }
+
+            #[doc = concat!("Sets [`Options::", stringify!($sname), "`] to `None`, whatever the database stored.")]
+            pub fn $none(mut self) -> Self {
+                self.options.$sname = None;
                 self.set.push(stringify!($sname));
                 self
             }
@@ -119,9 +127,9 @@ impl DbBuilder {
         hot_keys: Option<HotKeyOptions>,
         }
         some {
-            bloom_hashes: u32,
-            filter_budget: FilterBudget,
-            prefix_extractor: Arc<dyn PrefixExtractor>,
+            bloom_hashes / no_bloom_hashes: u32,
+            filter_budget / no_filter_budget: FilterBudget,
+            prefix_extractor / no_prefix_extractor: Arc<dyn PrefixExtractor>,
         }
     }
 
@@ -183,5 +191,42 @@ mod tests {
         assert!(matches!(err, crate::Error::InvalidArgument(_)), "{err:?}");
         let ro = Db::builder(dir.path()).open_read_only().unwrap();
         assert!(ro.put("k", "v").is_err());
+    }
+
+    /// A stored `Some` could not be cleared through the builder (its
+    /// setters only set `Some`); the `no_` setters do.
+    #[test]
+    fn a_stored_some_is_cleared_by_its_no_setter() {
+        let dir = tempfile::tempdir().unwrap();
+        let budget = FilterBudget::bits_per_key(8.0);
+        let db = Db::builder(dir.path())
+            .bloom_hashes(5)
+            .filter_budget(budget)
+            .prefix_extractor(Arc::new(crate::filter::FixedPrefix::new(2)))
+            .open()
+            .unwrap();
+        db.close().unwrap();
+        // Kept when not set.
+        let db = Db::builder(dir.path()).open().unwrap();
+        assert_eq!(db.options().bloom_hashes, Some(5));
+        assert!(db.options().filter_budget.is_some());
+        assert!(db.options().prefix_extractor.is_some());
+        db.close().unwrap();
+        let db = Db::builder(dir.path())
+            .no_bloom_hashes()
+            .no_filter_budget()
+            .no_prefix_extractor()
+            .open()
+            .unwrap();
+        let o = db.options();
+        assert_eq!(o.bloom_hashes, None);
+        assert!(o.filter_budget.is_none());
+        assert!(o.prefix_extractor.is_none());
+        db.close().unwrap();
+        // And stored so: the next open keeps them cleared.
+        let db = Db::builder(dir.path()).open().unwrap();
+        assert_eq!(db.options().bloom_hashes, None);
+        assert!(db.options().filter_budget.is_none());
+        assert!(db.options().prefix_extractor.is_none());
     }
 }

@@ -108,6 +108,14 @@ impl From<siftdb::Error> for CliError {
     fn from(e: siftdb::Error) -> CliError {
         use siftdb::Error as E;
         let (code, hint) = match &e {
+            E::Corruption { file, .. } if file.file_name() == Some("OPTIONS".as_ref()) => (
+                EXIT_CORRUPTION,
+                Some(
+                    "the OPTIONS file holds settings only, no keys or values: `kvctl options DB \
+                     --reset` replaces it with the defaults"
+                        .to_string(),
+                ),
+            ),
             E::Corruption { .. } => (EXIT_CORRUPTION, Some(corruption_hint())),
             E::Locked(_) => (
                 EXIT_IO,

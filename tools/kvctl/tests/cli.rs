@@ -1632,3 +1632,65 @@ fn compact_keeps_stored_filters_and_warns_without_them() {
         "{e}"
     );
 }
+
+/// A damaged OPTIONS file made every writing command fail with the hint
+/// for damaged data, and nothing in kvctl could replace it. It holds
+/// settings only: the hint now says so, and `options --reset` replaces it.
+#[test]
+fn a_damaged_options_file_is_reset_without_losing_data() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    ok(kvctl(&["put", p(&db), "a", "1"]));
+    ok(kvctl(&["compact", p(&db), "--bits-per-key", "12"]));
+    let listed = stdout(&ok(kvctl(&["options", p(&db)])));
+    assert!(listed.contains("\n  bits_per_key 12\n"), "{listed}");
+
+    let path = db.join("OPTIONS");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("bits_per_key 12", "bits_per_key 13")).unwrap();
+    let o = kvctl(&["put", p(&db), "b", "2"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("hint: the OPTIONS file holds settings only, no keys or values"),
+        "{}",
+        stderr(&o)
+    );
+
+    let reset = stdout(&ok(kvctl(&["options", p(&db), "--reset", "--json"])));
+    let v: serde_json::Value = serde_json::from_str(&reset).unwrap();
+    let changes = v["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 1, "{v}");
+    assert!(
+        changes[0]
+            .as_str()
+            .unwrap()
+            .starts_with("the OPTIONS file was unreadable"),
+        "{v}"
+    );
+    let stored = v["stored"].as_array().unwrap();
+    assert!(
+        stored.contains(&serde_json::json!(["bits_per_key", "10"])),
+        "{v}"
+    );
+
+    ok(kvctl(&["put", p(&db), "b", "2"]));
+    assert_eq!(stdout(&ok(kvctl(&["get", p(&db), "a"]))), "1\n");
+    assert_eq!(stdout(&ok(kvctl(&["get", p(&db), "b"]))), "2\n");
+    // A second reset finds the defaults already.
+    let again = stdout(&ok(kvctl(&["options", p(&db), "--reset"])));
+    assert!(
+        again.starts_with("reset: the stored settings were the defaults already\n"),
+        "{again}"
+    );
+    // A missing database is bad input, and none is created.
+    let missing = tmp.path().join("missing");
+    for args in [
+        &["options", p(&missing)][..],
+        &["options", p(&missing), "--reset"],
+    ] {
+        let o = kvctl(args);
+        assert_eq!(code(&o), 2, "{}", stderr(&o));
+        assert!(stderr(&o).contains("holds no database"), "{}", stderr(&o));
+    }
+    assert!(!missing.exists());
+}

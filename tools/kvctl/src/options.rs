@@ -1,0 +1,86 @@
+//! `kvctl options`: the settings a database stored in its `OPTIONS` file
+//! (DESIGN.md 12.13), and `--reset`, which replaces that file with the
+//! defaults: the way out when it is damaged, since it holds settings
+//! only, never keys or values.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::json;
+use siftdb::{Db, Options};
+
+use crate::error::CliError;
+use crate::inspect::{emit, emit_json};
+use crate::wait::{retry_locked, WaitArg};
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The OPTIONS file holds the settings that shape new files (filters, block and \
+file sizes, compaction); later opens keep them. It holds no keys or values, so a damaged one \
+costs no data: --reset replaces it with the defaults (import, put and compact then store any \
+flag they are given, such as --bits-per-key). Tables already written keep their own filters \
+and block sizes.\n\nExamples:\n  kvctl options ./db --json\n  kvctl options ./db --reset"
+)]
+pub struct OptionsArgs {
+    /// Database directory
+    pub db: PathBuf,
+    /// Replace the OPTIONS file with the default settings (opens the
+    /// database for writing)
+    #[arg(long)]
+    pub reset: bool,
+    /// Print JSON: `stored` [[name, value]] or null, and with --reset
+    /// `changes` [str]
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub wait: WaitArg,
+}
+
+/// Runs `kvctl options`.
+pub fn run(args: &OptionsArgs) -> Result<(), CliError> {
+    if !siftdb::filename::current_path(&args.db).exists() {
+        return Err(siftdb::Error::NotADatabase {
+            path: args.db.clone(),
+            detail: "holds no database (no CURRENT file)".into(),
+        }
+        .into());
+    }
+    let mut changes = None;
+    if args.reset {
+        let mut o = Options::default();
+        o.create_if_missing = false;
+        // `open_with` takes its options whole and replaces the file,
+        // damaged or not, with them.
+        let db = retry_locked(args.wait.wait, || Db::open_with(&args.db, o.clone()))?;
+        changes = Some(db.recovery().options_changes.clone());
+        db.close()?;
+    }
+    let stored = Db::stored_options(&args.db)?;
+    if args.json {
+        return emit_json(&json!({ "stored": stored, "changes": changes }));
+    }
+    let mut s = String::new();
+    if let Some(changes) = &changes {
+        if changes.is_empty() {
+            s.push_str("reset: the stored settings were the defaults already\n");
+        } else {
+            s.push_str("reset to the defaults; changed:\n");
+            for c in changes {
+                s.push_str(&format!("  {c}\n"));
+            }
+        }
+    }
+    match stored {
+        Some(settings) => {
+            s.push_str("stored in OPTIONS:\n");
+            for (name, value) in settings {
+                s.push_str(&format!("  {name} {value}\n"));
+            }
+        }
+        None => s.push_str(
+            "no OPTIONS file (a database from before siftdb stored its settings, or never \
+             opened for writing): opens use the defaults and the settings they are given\n",
+        ),
+    }
+    emit(&s)
+}
