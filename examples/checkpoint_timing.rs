@@ -95,7 +95,9 @@ fn full_copy(src: &std::path::Path, dst: &std::path::Path) -> f64 {
         let entry = entry.expect("list database");
         let to = dst.join(entry.file_name());
         std::fs::copy(entry.path(), &to).expect("copy");
-        std::fs::File::open(&to).and_then(|f| f.sync_all()).expect("sync");
+        std::fs::File::open(&to)
+            .and_then(|f| f.sync_all())
+            .expect("sync");
     }
     start.elapsed().as_secs_f64() * 1e3
 }

@@ -1,4 +1,4 @@
-//! `Db::checkpoint` (DESIGN.md 9.1, RELIABILITY.md campaign 12): a
+//! `Db::checkpoint` (DESIGN.md 9.1, RELIABILITY.md campaign 7): a
 //! checkpoint opens as an ordinary database holding exactly the writes up
 //! to its sequence number, under a random model, under concurrent writers
 //! and compactions held inside its window by sync points, after an I/O
@@ -38,7 +38,12 @@ fn temp_of(target: &Path) -> PathBuf {
 /// Asserts that `kvctl verify`'s checks find nothing wrong in `dir`.
 fn assert_verifies(dir: &Path) {
     let report = siftdb::inspect::verify_db(dir, true, &mut |_, _| {}).unwrap();
-    assert!(report.is_clean(), "{}: {:?}", dir.display(), report.problems);
+    assert!(
+        report.is_clean(),
+        "{}: {:?}",
+        dir.display(),
+        report.problems
+    );
 }
 
 /// Opens the checkpoint at `cp`, checks that it holds exactly `expected`
@@ -130,14 +135,27 @@ fn empty_and_memtable_only_databases() {
     let base = scratch_dir();
     let db = Db::open(base.path().join("db")).unwrap();
     let r = db.checkpoint(base.path().join("empty")).unwrap();
-    assert_eq!((r.sequence, r.tables_linked, r.wal_files), (SequenceNumber(0), 0, 1));
-    check_checkpoint(&base.path().join("empty"), &Options::default(), &Model::new(), SequenceNumber(0));
+    assert_eq!(
+        (r.sequence, r.tables_linked, r.wal_files),
+        (SequenceNumber(0), 0, 1)
+    );
+    check_checkpoint(
+        &base.path().join("empty"),
+        &Options::default(),
+        &Model::new(),
+        SequenceNumber(0),
+    );
     db.put("a", "1").unwrap();
     let r = db.checkpoint(base.path().join("mem")).unwrap();
     assert_eq!(r.table_bytes, 0);
     assert!(r.wal_bytes > 0);
     let expected = Model::from([(b"a".to_vec(), b"1".to_vec())]);
-    check_checkpoint(&base.path().join("mem"), &Options::default(), &expected, r.sequence);
+    check_checkpoint(
+        &base.path().join("mem"),
+        &Options::default(),
+        &expected,
+        r.sequence,
+    );
 }
 
 /// Writer threads and a compactor keep going while the checkpoint is held
@@ -177,7 +195,8 @@ fn concurrent_writes_and_compactions_do_not_reach_the_checkpoint() {
         }));
     }
     {
-        let (db, compactions, stop) = (Arc::clone(&db), Arc::clone(&compactions), Arc::clone(&stop));
+        let (db, compactions, stop) =
+            (Arc::clone(&db), Arc::clone(&compactions), Arc::clone(&stop));
         threads.push(std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 db.compact_range("w0", "w9").unwrap();
@@ -207,7 +226,9 @@ fn concurrent_writes_and_compactions_do_not_reach_the_checkpoint() {
     for pause in [&after_point, &before_rename] {
         pause.wait_until_held();
         let (writes, done) = (total(&acked), compactions.load(Ordering::SeqCst));
-        wait_for(&|| total(&acked) >= writes + 1000 && compactions.load(Ordering::SeqCst) >= done + 2);
+        wait_for(&|| {
+            total(&acked) >= writes + 1000 && compactions.load(Ordering::SeqCst) >= done + 2
+        });
         pause.release();
     }
     let report = maker.join().unwrap();
@@ -224,8 +245,14 @@ fn concurrent_writes_and_compactions_do_not_reach_the_checkpoint() {
     let found = contents(&copy);
     assert_eq!(found.len() as u64, report.sequence.0);
     for (w, &before) in acked_before.iter().enumerate() {
-        let n = found.keys().filter(|k| k.starts_with(format!("w{w}-").as_bytes())).count() as u64;
-        assert!(n >= before, "writer {w}: {n} keys, {before} acknowledged before the call");
+        let n = found
+            .keys()
+            .filter(|k| k.starts_with(format!("w{w}-").as_bytes()))
+            .count() as u64;
+        assert!(
+            n >= before,
+            "writer {w}: {n} keys, {before} acknowledged before the call"
+        );
         for i in 0..n {
             assert_eq!(
                 found.get(&key(w, i)),
@@ -323,7 +350,10 @@ fn refusals_are_clear_and_change_nothing() {
     // A missing parent is created.
     let deep = base.path().join("a/b/cp");
     db.checkpoint(&deep).unwrap();
-    assert_eq!(Db::open(&deep).unwrap().get("k").unwrap().as_deref(), Some(&b"v"[..]));
+    assert_eq!(
+        Db::open(&deep).unwrap().get("k").unwrap().as_deref(),
+        Some(&b"v"[..])
+    );
     db.close().unwrap();
 
     // A read-only handle has no WAL of its own to copy: refused.
@@ -374,7 +404,15 @@ fn an_io_fault_at_any_step_leaves_no_partial_checkpoint() {
     let clean = db.checkpoint(base.path().join("clean")).unwrap();
     let ops: Vec<_> = fs.ops()[start as usize..].to_vec();
     let kinds: Vec<OpKind> = ops.iter().map(|o| o.kind).collect();
-    for k in [OpKind::CreateDir, OpKind::Link, OpKind::Create, OpKind::Write, OpKind::Sync, OpKind::Rename, OpKind::SyncDir] {
+    for k in [
+        OpKind::CreateDir,
+        OpKind::Link,
+        OpKind::Create,
+        OpKind::Write,
+        OpKind::Sync,
+        OpKind::Rename,
+        OpKind::SyncDir,
+    ] {
         assert!(kinds.contains(&k), "{k:?} not among {kinds:?}");
     }
     assert_eq!(clean.tables_linked, 3);
@@ -394,7 +432,10 @@ fn an_io_fault_at_any_step_leaves_no_partial_checkpoint() {
         fs.heal();
         let e = r.expect_err(&format!("a fault at {op} went unnoticed"));
         assert!(matches!(e, Error::Io { .. }), "{op}: {e}");
-        assert!(!temp_of(&target).exists(), "{op}: the temporary directory is left");
+        assert!(
+            !temp_of(&target).exists(),
+            "{op}: the temporary directory is left"
+        );
         if target.exists() {
             // Only the parent's sync comes after the rename.
             assert_eq!(n, ops.len() - 1, "{op}: a target after a fault");
@@ -459,7 +500,10 @@ fn checkpoint_child() {
         return;
     };
     let dir = PathBuf::from(dir);
-    let from: u64 = std::env::var("SIFTDB_CHECKPOINT_FROM").unwrap().parse().unwrap();
+    let from: u64 = std::env::var("SIFTDB_CHECKPOINT_FROM")
+        .unwrap()
+        .parse()
+        .unwrap();
     let target = dir.join(std::env::var("SIFTDB_CHECKPOINT_TARGET").unwrap());
     let hold = std::env::var("SIFTDB_CHECKPOINT_HOLD").unwrap_or_default();
     let mut o = crash_options();
@@ -496,8 +540,18 @@ fn a_killed_checkpoint_leaves_nothing_or_a_whole_one() {
             }
         }
     }
-    let mut rng = Rng(std::env::var("SIFTDB_CHECKPOINT_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(7));
-    let holds = ["CheckpointAfterPoint", "CheckpointBeforeRename", "", "", "", ""];
+    let mut rng = Rng(std::env::var("SIFTDB_CHECKPOINT_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(7));
+    let holds = [
+        "CheckpointAfterPoint",
+        "CheckpointBeforeRename",
+        "",
+        "",
+        "",
+        "",
+    ];
     let mut written = BASE_KEYS;
     for (case, hold) in holds.iter().enumerate() {
         let target = format!("cp{case}");
@@ -529,17 +583,25 @@ fn a_killed_checkpoint_leaves_nothing_or_a_whole_one() {
         written += CHILD_KEYS;
 
         let target = base.path().join(&target);
-        let expected: Model = (0..written).map(|i| (crash_key(i), crash_value(i))).collect();
+        let expected: Model = (0..written)
+            .map(|i| (crash_key(i), crash_value(i)))
+            .collect();
         if target.exists() {
             assert!(hold.is_empty(), "a checkpoint held at {hold} was renamed");
             let db = Db::open_with(&target, crash_options()).unwrap();
-            assert!(contents(&db) == expected, "case {case}: the checkpoint differs");
+            assert!(
+                contents(&db) == expected,
+                "case {case}: the checkpoint differs"
+            );
             drop(db);
             assert_verifies(&target);
             continue;
         }
         if !hold.is_empty() {
-            assert!(temp_of(&target).exists(), "case {case}: no temporary directory");
+            assert!(
+                temp_of(&target).exists(),
+                "case {case}: no temporary directory"
+            );
         }
         // The source opens (the kill let its lock go) and a new attempt
         // succeeds, removing what the killed one left.

@@ -202,8 +202,10 @@ impl DbInner {
     /// Refuses a target whose parent is this database's directory or
     /// lies below it (its open would find a foreign directory).
     fn refuse_inside_source(&self, parent: &Path) -> Result<()> {
-        let canonical =
-            |p: &Path| p.canonicalize().context(|| format!("resolve {}", p.display()));
+        let canonical = |p: &Path| {
+            p.canonicalize()
+                .context(|| format!("resolve {}", p.display()))
+        };
         if canonical(parent)?.starts_with(canonical(&self.dir)?) {
             return Err(Error::InvalidArgument(format!(
                 "checkpoint target in {} lies inside the database directory {}",
@@ -275,9 +277,8 @@ impl DbInner {
         if exists(target)? {
             return Err(Error::TargetExists(target.to_path_buf()));
         }
-        fs.rename(tmp, target).context(|| {
-            format!("rename {} to {}", tmp.display(), target.display())
-        })?;
+        fs.rename(tmp, target)
+            .context(|| format!("rename {} to {}", tmp.display(), target.display()))?;
         manifest::sync_dir(fs, parent)?;
         Ok(report)
     }
@@ -529,7 +530,10 @@ mod tests {
             matches!(&e, Error::Io { source, .. } if source.kind() == io::ErrorKind::UnexpectedEof),
             "{e}"
         );
-        assert_eq!(copy_prefix(&fs, &file, &src, &dir.path().join("d"), 0).unwrap(), 0);
+        assert_eq!(
+            copy_prefix(&fs, &file, &src, &dir.path().join("d"), 0).unwrap(),
+            0
+        );
     }
 
     #[test]

@@ -13,11 +13,13 @@ use crate::error::{write_failed, CliError};
 use crate::format::{count, group, human_bytes};
 
 #[derive(Debug, Args)]
-#[command(after_help = "The checkpoint holds every write acknowledged before the command, SSTables \
+#[command(
+    after_help = "The checkpoint holds every write acknowledged before the command, SSTables \
 hard-linked (copied on a file system that cannot link), and opens as an ordinary database. It is \
 built in DIR.checkpoint-tmp and renamed to DIR once complete: after a crash DIR is absent or whole, \
 and the next checkpoint into DIR removes what the crash left.\n\n\
-Example:\n  kvctl checkpoint ./db ./backups/db-monday\n  kvctl checkpoint --wait=10 --json ./db ./snap")]
+Example:\n  kvctl checkpoint ./db ./backups/db-monday\n  kvctl checkpoint --wait=10 --json ./db ./snap"
+)]
 pub struct CheckpointArgs {
     /// Database directory
     pub db: PathBuf,

@@ -10,7 +10,9 @@ use common::{code, kvctl, kvctl_stdin, ok, p, stderr, stdout};
 fn a_checkpoint_is_a_whole_database_of_the_writes_before_it() {
     let tmp = tempfile::tempdir().unwrap();
     let (db, cp) = (tmp.path().join("db"), tmp.path().join("backups/cp"));
-    let lines: String = (0..2000).map(|i| format!("key{i:05}\tvalue {i}\n")).collect();
+    let lines: String = (0..2000)
+        .map(|i| format!("key{i:05}\tvalue {i}\n"))
+        .collect();
     ok(kvctl_stdin(&["import", p(&db), "-"], lines.as_bytes()));
     ok(kvctl(&["put", p(&db), "memtable-key", "in the WAL"]));
     let before = stdout(&ok(kvctl(&["scan", p(&db)])));
@@ -29,7 +31,10 @@ fn a_checkpoint_is_a_whole_database_of_the_writes_before_it() {
     ok(kvctl(&["verify", p(&cp)]));
     assert_eq!(stdout(&ok(kvctl(&["scan", p(&cp)]))), before);
     assert_eq!(code(&kvctl(&["get", p(&cp), "after"])), 1);
-    assert_eq!(stdout(&ok(kvctl(&["get", p(&cp), "memtable-key"]))), "in the WAL\n");
+    assert_eq!(
+        stdout(&ok(kvctl(&["get", p(&cp), "memtable-key"]))),
+        "in the WAL\n"
+    );
     // An ordinary database: writable, and its own.
     ok(kvctl(&["put", p(&cp), "only-in-the-copy", "x"]));
     assert_eq!(code(&kvctl(&["get", p(&db), "only-in-the-copy"])), 1);
@@ -37,7 +42,14 @@ fn a_checkpoint_is_a_whole_database_of_the_writes_before_it() {
     // Text output.
     let again = tmp.path().join("cp2");
     let text = stdout(&ok(kvctl(&["checkpoint", p(&db), p(&again)])));
-    assert!(text.starts_with(&format!("checkpoint of {} at sequence 2,002 in {}", p(&db), p(&again))), "{text}");
+    assert!(
+        text.starts_with(&format!(
+            "checkpoint of {} at sequence 2,002 in {}",
+            p(&db),
+            p(&again)
+        )),
+        "{text}"
+    );
     assert!(text.contains("linked, 0 copied"), "{text}");
 
     // An existing target is bad input, and nothing changes.
@@ -48,7 +60,11 @@ fn a_checkpoint_is_a_whole_database_of_the_writes_before_it() {
     ok(kvctl(&["verify", p(&cp)]));
 
     // A missing database is bad input too.
-    let o = kvctl(&["checkpoint", p(&tmp.path().join("nothing")), p(&tmp.path().join("cp3"))]);
+    let o = kvctl(&[
+        "checkpoint",
+        p(&tmp.path().join("nothing")),
+        p(&tmp.path().join("cp3")),
+    ]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
 }
 
