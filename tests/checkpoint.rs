@@ -467,6 +467,54 @@ fn an_io_fault_at_any_step_leaves_no_partial_checkpoint() {
     db.close().unwrap();
 }
 
+/// Where the file system cannot link (`EXDEV`: the target on another
+/// file system; `EPERM`: one without links), the table is copied, synced,
+/// and the checkpoint is the same.
+#[test]
+fn a_table_that_cannot_be_linked_is_copied() {
+    const EXDEV: i32 = 18;
+    const EPERM: i32 = 1;
+    for errno in [EXDEV, EPERM] {
+        let base = scratch_dir();
+        let fs = FaultFs::new();
+        let options = quiet_options(&fs);
+        let db = Db::open_with(base.path().join("db"), options).unwrap();
+        let mut model = Model::new();
+        for t in 0..3u32 {
+            for i in 0..200u32 {
+                let (k, v) = (format!("k{i:04}"), format!("t{t}-{i}"));
+                db.put(&k, &v).unwrap();
+                model.insert(k.into_bytes(), v.into_bytes());
+            }
+            db.flush().unwrap();
+        }
+        fs.fail_targeted(common::fault_fs::Targeted {
+            kind: OpKind::Link,
+            file_kind: "sst",
+            errno,
+            skip: 1,
+            stall: Duration::ZERO,
+        });
+        let cp = base.path().join("cp");
+        let r = db.checkpoint(&cp).unwrap();
+        assert_eq!((r.tables_linked, r.tables_copied), (2, 1), "errno {errno}");
+        let all_tables: u64 = db.live_files().iter().map(|f| f.file_size).sum();
+        assert_eq!(r.table_bytes, all_tables);
+        assert!(r.bytes_copied > r.wal_bytes && r.bytes_copied < r.wal_bytes + all_tables);
+        // One table of its own (one name), two shared with the source.
+        use std::os::unix::fs::MetadataExt;
+        let mut names: Vec<u64> = common::files_with_ext(&cp, "sst")
+            .iter()
+            .map(|p| std::fs::metadata(p).unwrap().nlink())
+            .collect();
+        names.sort_unstable();
+        assert_eq!(names, [1, 2, 2]);
+        let mut plain = Options::default();
+        plain.compaction_style = CompactionStyle::None;
+        check_checkpoint(&cp, &plain, &model, r.sequence);
+    }
+}
+
 const CHILD_ENV: &str = "SIFTDB_CHECKPOINT_CHILD";
 const MARK: &str = "SIFTDB-CHECKPOINT";
 /// Keys the parent writes before the first child.
@@ -524,7 +572,7 @@ fn checkpoint_child() {
 }
 
 /// Kills a child (SIGKILL) held at each sync point of its checkpoint, and
-/// at random moments of unheld ones; after each kill, the target is
+/// at random moments of unheld ones (`SIFTDB_CHECKPOINT_SEED` sets them); after each kill, the target is
 /// absent or a complete checkpoint holding every key written, and a new
 /// checkpoint into it (the temporary directory left over by the kill
 /// removed) succeeds.
@@ -540,10 +588,9 @@ fn a_killed_checkpoint_leaves_nothing_or_a_whole_one() {
             }
         }
     }
-    let mut rng = Rng(std::env::var("SIFTDB_CHECKPOINT_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(7));
+    let seed = common::env_u64("SIFTDB_CHECKPOINT_SEED", 7);
+    eprintln!("SIFTDB_CHECKPOINT_SEED={seed}");
+    let mut rng = Rng(seed);
     let holds = [
         "CheckpointAfterPoint",
         "CheckpointBeforeRename",
@@ -574,7 +621,7 @@ fn a_killed_checkpoint_leaves_nothing_or_a_whole_one() {
         assert_eq!(next_mark(), "written");
         if hold.is_empty() {
             // Somewhere in the checkpoint, or just after it.
-            std::thread::sleep(Duration::from_micros(rng.below(3000)));
+            std::thread::sleep(Duration::from_micros(rng.below(1500)));
         } else {
             assert_eq!(next_mark(), "held");
         }
@@ -586,6 +633,16 @@ fn a_killed_checkpoint_leaves_nothing_or_a_whole_one() {
         let expected: Model = (0..written)
             .map(|i| (crash_key(i), crash_value(i)))
             .collect();
+        let temp_left = temp_of(&target).exists();
+        eprintln!(
+            "case {case} (hold {hold:?}): target {}, temporary directory {}",
+            if target.exists() {
+                "complete"
+            } else {
+                "absent"
+            },
+            if temp_left { "left" } else { "absent" }
+        );
         if target.exists() {
             assert!(hold.is_empty(), "a checkpoint held at {hold} was renamed");
             let db = Db::open_with(&target, crash_options()).unwrap();
