@@ -1,7 +1,10 @@
 //! [`Db::checkpoint`]: a consistent copy of the whole database, as of one
 //! sequence number, in a new directory (DESIGN.md 9.1).
 //!
-//! 1. *Fix the point.* Under the writer lock (no group is half applied:
+//! 1. Claim `<target>.checkpoint-tmp` (created, then `flock`ed; whatever
+//!    a claimed one holds is left by a checkpoint that did not finish, and
+//!    is removed).
+//! 2. *Fix the point.* Under the writer lock (no group is half applied:
 //!    a group's WAL append and memtable inserts happen under it) and then
 //!    the versions lock (no flush or compaction installs a version or
 //!    deletes a WAL meanwhile): note the last sequence number, pin the
@@ -11,9 +14,6 @@
 //!    record of a fresh manifest, as an open or a rollover writes it) and
 //!    a file number for the checkpoint's manifest. Then let both locks go:
 //!    writes wait only for these few system calls, never for the copying.
-//! 2. Claim `<target>.checkpoint-tmp` (created, then `flock`ed; whatever
-//!    a claimed one holds is left by a checkpoint that did not finish, and
-//!    is removed).
 //! 3. Hard-link every pinned SSTable into it (copy it where the file
 //!    system cannot link), copy each pinned WAL's first noted bytes (its
 //!    records up to the point, and none after), write the manifest,
@@ -216,7 +216,7 @@ impl DbInner {
         Ok(())
     }
 
-    /// Steps 1, 3 and 4 of the module docs, in the claimed `tmp`.
+    /// Steps 2 to 4 of the module docs, in the claimed `tmp`.
     fn make_checkpoint(
         &self,
         fs: &dyn FileSystem,
@@ -283,7 +283,7 @@ impl DbInner {
         Ok(report)
     }
 
-    /// Step 1 of the module docs.
+    /// Step 2 of the module docs.
     ///
     /// # Errors
     /// [`Error::Background`] after an earlier failure; [`Error::Io`] if a
@@ -291,9 +291,9 @@ impl DbInner {
     fn fix_point(&self) -> Result<Point> {
         let ws = self.write.lock();
         self.check_writable()?;
-        // A flush installs its version and only then deletes the WAL of
-        // the memtable it wrote, both after taking this lock: every WAL
-        // of a memtable in the super-version read under it still exists.
+        // A flush installs its version under this lock and deletes the
+        // WAL of the memtable it wrote only after that: every WAL of a
+        // memtable in the super-version read under it still exists.
         let vs = self.versions.lock();
         let sv = self.current.read().clone();
         let mut numbers: Vec<u64> = std::iter::once(&sv.mem)
