@@ -13,7 +13,10 @@
 //! then times three checkpoints into new directories and prints the
 //! median with the report (tables linked and copied, table and WAL
 //! bytes), beside the time of copying every file of the database, each
-//! synced, for comparison.
+//! synced, for comparison. Then it measures what checkpoints cost a
+//! writer: one thread puts as fast as it can for a second without
+//! checkpoints and a second with checkpoints made back to back, and the
+//! put latencies of the two seconds are compared.
 //! The databases go to a temporary directory (on the disk, not tmpfs)
 //! unless `--dir` is given.
 
@@ -82,6 +85,68 @@ fn main() -> siftdb::Result<()> {
         );
         db.close()?;
     }
+    writer_latency(tmp.path())
+}
+
+/// Put latencies of one writer during a second without checkpoints and a
+/// second of back-to-back checkpoints, printed as percentiles.
+fn writer_latency(dir: &std::path::Path) -> siftdb::Result<()> {
+    use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+    let db = std::sync::Arc::new(Db::open(dir.join("latency"))?);
+    for i in 0..200_000u64 {
+        db.put(i.to_be_bytes(), [b'v'; 100])?;
+    }
+    db.flush()?;
+    // 0: warm-up, 1: quiet, 2: checkpointing, 3: stop.
+    let phase = std::sync::Arc::new(AtomicU8::new(0));
+    let started = std::sync::Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (db, phase, started) = (db.clone(), phase.clone(), started.clone());
+        std::thread::spawn(move || {
+            let mut lat: [Vec<f64>; 3] = Default::default();
+            let mut i = 1u64 << 40;
+            started.store(true, Ordering::SeqCst);
+            loop {
+                let p = phase.load(Ordering::SeqCst) as usize;
+                if p == 3 {
+                    return lat;
+                }
+                let start = Instant::now();
+                db.put(i.to_be_bytes(), [b'w'; 100]).expect("put");
+                lat[p].push(start.elapsed().as_secs_f64() * 1e6);
+                i += 1;
+            }
+        })
+    };
+    while !started.load(Ordering::SeqCst) {
+        std::thread::yield_now();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    phase.store(1, Ordering::SeqCst);
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    phase.store(2, Ordering::SeqCst);
+    let until = Instant::now() + std::time::Duration::from_secs(1);
+    let mut checkpoints = 0;
+    while Instant::now() < until {
+        db.checkpoint(dir.join(format!("latency-cp{checkpoints}")))?;
+        checkpoints += 1;
+    }
+    phase.store(3, Ordering::SeqCst);
+    let mut lat = writer.join().expect("writer");
+    println!("\nput latency of one writer, µs: phase\tputs\tp50\tp99\tp99.9\tmax");
+    for (name, l) in ["no checkpoints", "checkpoints"].into_iter().zip(&mut lat[1..]) {
+        l.sort_by(f64::total_cmp);
+        let q = |f: f64| l[((l.len() as f64 * f) as usize).min(l.len() - 1)];
+        println!(
+            "{name}\t{}\t{:.1}\t{:.1}\t{:.1}\t{:.0}",
+            l.len(),
+            q(0.5),
+            q(0.99),
+            q(0.999),
+            l[l.len() - 1]
+        );
+    }
+    println!("({checkpoints} checkpoints in the second)");
     Ok(())
 }
 
