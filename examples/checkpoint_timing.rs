@@ -134,7 +134,10 @@ fn writer_latency(dir: &std::path::Path) -> siftdb::Result<()> {
     phase.store(3, Ordering::SeqCst);
     let mut lat = writer.join().expect("writer");
     println!("\nput latency of one writer, µs: phase\tputs\tp50\tp99\tp99.9\tmax");
-    for (name, l) in ["no checkpoints", "checkpoints"].into_iter().zip(&mut lat[1..]) {
+    for (name, l) in ["no checkpoints", "checkpoints"]
+        .into_iter()
+        .zip(&mut lat[1..])
+    {
         l.sort_by(f64::total_cmp);
         let q = |f: f64| l[((l.len() as f64 * f) as usize).min(l.len() - 1)];
         println!(

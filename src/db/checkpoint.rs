@@ -448,6 +448,15 @@ fn claim_temp_dir(fs: &dyn FileSystem, tmp: &Path, target: &Path) -> Result<Clai
         }
         // The name may have moved on to another directory since the open.
         match std::fs::symlink_metadata(tmp) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(Error::io(
+                    what(),
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "a symbolic link, not a directory of siftdb's",
+                    ),
+                ))
+            }
             Ok(m) if m.dev() == meta.dev() && m.ino() == meta.ino() => {}
             Ok(_) => continue,
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
@@ -512,6 +521,21 @@ mod tests {
         let second = claim_temp_dir(&fs, &tmp, &target).unwrap();
         assert!(second.stale);
         assert!(fs.list_dir(&tmp).unwrap().is_empty());
+        drop(second);
+
+        // Not a directory, or a link to one: refused, left alone.
+        let (target, tmp) = (dir.path().join("f"), dir.path().join("f.checkpoint-tmp"));
+        std::fs::write(&tmp, b"x").unwrap();
+        let e = claim_temp_dir(&fs, &tmp, &target).err().unwrap();
+        assert!(e.to_string().contains("not a directory"), "{e}");
+        let (target, tmp) = (dir.path().join("l"), dir.path().join("l.checkpoint-tmp"));
+        std::os::unix::fs::symlink(dir.path().join("cp.checkpoint-tmp"), &tmp).unwrap();
+        let e = claim_temp_dir(&fs, &tmp, &target).err().unwrap();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert_eq!(
+            std::fs::read(dir.path().join("f.checkpoint-tmp")).unwrap(),
+            b"x"
+        );
     }
 
     #[test]
