@@ -77,6 +77,12 @@ pub enum Error {
     #[error("{}: a database already exists (error_if_exists is set)", .0.display())]
     AlreadyExists(PathBuf),
 
+    /// The target of [`crate::Db::checkpoint`] already exists (a file, or
+    /// a directory, even an empty one): a checkpoint is made in a new
+    /// directory, never over or into an existing one. Nothing was changed.
+    #[error("{}: already exists; a checkpoint is made in a new directory", .0.display())]
+    TargetExists(PathBuf),
+
     /// The database was written by a newer, incompatible siftdb format.
     #[error("{}: format version {found} is not supported (this build reads up to {supported})", file.display())]
     UnsupportedVersion {

@@ -7,7 +7,8 @@
 //! (WAL, manifest, SSTable, `CURRENT`'s temporary file), reopening a WAL
 //! for appending after cutting its torn tail, renaming,
 //! removing, syncing a directory, creating the database directory and
-//! listing it. Not routed: reading files back (logs, the manifest and
+//! listing it; for [`Db::checkpoint`](crate::Db::checkpoint), creating
+//! and removing its directory and hard-linking SSTables into it. Not routed: reading files back (logs, the manifest and
 //! `CURRENT` at open, the memory map of a finished SSTable), `stat` checks
 //! at open, and the `LOCK` file. Those read what the writes above left, so
 //! a wrapper around [`StdFs`] sees every change the engine makes.
@@ -60,6 +61,31 @@ pub trait FileSystem: Send + Sync + Debug {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
     /// The names of the entries of `dir`, in no particular order.
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>>;
+    /// Creates the directory `dir` (its parent must exist); fails with
+    /// [`io::ErrorKind::AlreadyExists`] if something is there. The
+    /// default calls [`std::fs::create_dir`], for implementations written
+    /// before checkpoints.
+    fn create_dir(&self, dir: &Path) -> io::Result<()> {
+        std::fs::create_dir(dir)
+    }
+    /// Removes `dir` and everything in it. The default calls
+    /// [`std::fs::remove_dir_all`].
+    fn remove_dir_all(&self, dir: &Path) -> io::Result<()> {
+        std::fs::remove_dir_all(dir)
+    }
+    /// Makes `to` a second name (a hard link) of the existing file `from`.
+    /// A file system that cannot returns an error of kind
+    /// [`io::ErrorKind::Unsupported`] (the default) or
+    /// [`io::ErrorKind::CrossesDevices`] (`EXDEV`), and the checkpoint
+    /// copies the file instead. The new name is durable after a
+    /// [`sync_dir`](Self::sync_dir) of its directory.
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let _ = (from, to);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this file system makes no hard links",
+        ))
+    }
 }
 
 /// [`FileSystem`] on `std::fs`: the default.
@@ -130,6 +156,18 @@ impl FileSystem for StdFs {
             .map(|e| e.map(|e| e.file_name()))
             .collect()
     }
+
+    fn create_dir(&self, dir: &Path) -> io::Result<()> {
+        std::fs::create_dir(dir)
+    }
+
+    fn remove_dir_all(&self, dir: &Path) -> io::Result<()> {
+        std::fs::remove_dir_all(dir)
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::hard_link(from, to)
+    }
 }
 
 #[cfg(test)]
@@ -173,5 +211,57 @@ mod tests {
             fs.remove_file(&b).unwrap_err().kind(),
             io::ErrorKind::NotFound
         );
+    }
+
+    #[test]
+    fn std_fs_links_and_makes_and_removes_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = StdFs;
+        let sub = dir.path().join("sub");
+        fs.create_dir(&sub).unwrap();
+        assert_eq!(
+            fs.create_dir(&sub).unwrap_err().kind(),
+            io::ErrorKind::AlreadyExists
+        );
+        let a = sub.join("a");
+        fs.create_new(&a).unwrap().write_all(b"abc").unwrap();
+        let b = dir.path().join("b");
+        fs.hard_link(&a, &b).unwrap();
+        fs.remove_dir_all(&sub).unwrap();
+        assert!(!sub.exists());
+        // The second name keeps the contents.
+        assert_eq!(std::fs::read(&b).unwrap(), b"abc");
+
+        /// A file system with only the required methods.
+        #[derive(Debug)]
+        struct Minimal;
+        impl FileSystem for Minimal {
+            fn create(&self, p: &Path) -> io::Result<Box<dyn WritableFile>> {
+                StdFs.create(p)
+            }
+            fn create_new(&self, p: &Path) -> io::Result<Box<dyn WritableFile>> {
+                StdFs.create_new(p)
+            }
+            fn reopen_truncated(&self, p: &Path, l: u64) -> io::Result<Box<dyn WritableFile>> {
+                StdFs.reopen_truncated(p, l)
+            }
+            fn rename(&self, f: &Path, t: &Path) -> io::Result<()> {
+                StdFs.rename(f, t)
+            }
+            fn remove_file(&self, p: &Path) -> io::Result<()> {
+                StdFs.remove_file(p)
+            }
+            fn sync_dir(&self, d: &Path) -> io::Result<()> {
+                StdFs.sync_dir(d)
+            }
+            fn create_dir_all(&self, d: &Path) -> io::Result<()> {
+                StdFs.create_dir_all(d)
+            }
+            fn list_dir(&self, d: &Path) -> io::Result<Vec<OsString>> {
+                StdFs.list_dir(d)
+            }
+        }
+        let err = Minimal.hard_link(&b, &dir.path().join("c")).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::Unsupported);
     }
 }

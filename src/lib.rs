@@ -68,7 +68,10 @@ pub mod util;
 pub mod version;
 pub mod write_batch;
 
-pub use db::{Db, DbBuilder, LiveFile, RecoveryReport, Snapshot, WalReplay};
+pub use db::{
+    checkpoint_temp_dir, CheckpointReport, Db, DbBuilder, LiveFile, RecoveryReport, Snapshot,
+    WalReplay, CHECKPOINT_TEMP_SUFFIX,
+};
 pub use error::{Error, Result};
 pub use iter::{DbIterator, Keys, Values};
 pub use key::{InternalKey, SequenceNumber, ValueType};

@@ -43,6 +43,15 @@ pub enum SyncPoint {
     /// writers that arrive while a callback blocks here queue behind it
     /// and join its group.
     WriteLeaderBeforeGroup,
+    /// In `Db::checkpoint`, after the point the checkpoint copies is fixed
+    /// (its sequence number noted, its version and WALs pinned) and every
+    /// lock let go, before any SSTable is linked: writes, flushes and
+    /// compactions go on while a callback blocks here.
+    CheckpointAfterPoint,
+    /// In `Db::checkpoint`, once the temporary directory holds the whole
+    /// checkpoint, synced, and before it is renamed to the target. No lock
+    /// is held.
+    CheckpointBeforeRename,
 }
 
 /// The callback [`crate::Options::sync_points`] holds. Cloning shares it.

@@ -5,7 +5,9 @@
 //! - [`background`]: memtable rotation, flushes, compactions and the
 //!   background thread;
 //! - [`read`]: point lookups and iterators over one super-version;
-//! - [`write`]: group commit, per-write sync and `persist`.
+//! - [`write`]: group commit, per-write sync and `persist`;
+//! - [`checkpoint`]: `Db::checkpoint`, a consistent copy in a new
+//!   directory.
 //!
 //! Concurrency: any number of threads may call any method through a shared
 //! `&Db` (or `Arc<Db>`). Writers queue and are committed in groups by one
@@ -44,6 +46,7 @@ use crate::version::set::Version;
 use crate::write_batch::{check_lengths, WriteBatch};
 use crate::{Error, Options, Result, WriteOptions};
 pub use builder::DbBuilder;
+pub use checkpoint::{checkpoint_temp_dir, CheckpointReport, CHECKPOINT_TEMP_SUFFIX};
 
 /// What a reader needs to see the whole database at one moment: the active
 /// memtable, the frozen memtables waiting for flush (newest first) and the
@@ -1093,6 +1096,7 @@ impl std::fmt::Debug for Snapshot {
 
 mod background;
 mod builder;
+mod checkpoint;
 mod filter_budget;
 mod read;
 mod recovery;

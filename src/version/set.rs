@@ -115,12 +115,23 @@ impl Version {
         opened: &mut BTreeMap<u64, Arc<Table>>,
     ) -> Result<Version> {
         let mut levels = self.levels.clone();
+        // The files deleted, so that one the same edit adds again (moved
+        // to another level) stays the same `TableFile`: it is deleted from
+        // disk only when no version lists it at any level (a checkpoint
+        // links it by name from a version it pinned before the move).
+        let mut removed: Vec<Arc<TableFile>> = Vec::new();
         for &(level, number) in &edit.deleted_files {
             let files = levels
                 .get_mut(level as usize)
                 .ok_or_else(|| bad_edit(format!("level {level} out of range")))?;
             let before = files.len();
-            files.retain(|f| f.meta.number != number);
+            files.retain(|f| {
+                let keep = f.meta.number != number;
+                if !keep {
+                    removed.push(Arc::clone(f));
+                }
+                keep
+            });
             if files.len() == before {
                 return Err(bad_edit(format!(
                     "deletes file {number} absent from level {level}"
@@ -136,10 +147,14 @@ impl Version {
             let table = opened
                 .remove(&meta.number)
                 .ok_or_else(|| bad_edit(format!("file {} was not opened", meta.number)))?;
+            let moved = removed
+                .iter()
+                .find(|f| f.meta == *meta && Arc::ptr_eq(&f.table, &table))
+                .cloned();
             levels
                 .get_mut(*level as usize)
                 .ok_or_else(|| bad_edit(format!("level {level} out of range")))?
-                .push(Arc::new(TableFile::new(meta.clone(), table)));
+                .push(moved.unwrap_or_else(|| Arc::new(TableFile::new(meta.clone(), table))));
         }
         let mut v = Version { levels };
         v.sort();

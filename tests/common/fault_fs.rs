@@ -4,7 +4,7 @@
 //!
 //! Counted operations, numbered from 0 in the order they start: creating a
 //! file, each write, each sync (`sync_data` or `sync_all`), rename, remove,
-//! directory sync and directory creation. Listing a directory is passed
+//! directory sync, directory creation and removal, and hard link. Listing a directory is passed
 //! through uncounted (the engine only reads with it).
 
 use std::ffi::OsString;
@@ -33,6 +33,10 @@ pub enum OpKind {
     Remove,
     SyncDir,
     CreateDir,
+    /// Removing a directory and everything in it.
+    RemoveDir,
+    /// A hard link (its new name is the path counted).
+    Link,
 }
 
 /// One counted operation.
@@ -52,7 +56,7 @@ impl Op {
             .and_then(|n| n.to_str())
             .unwrap_or_default();
         match self.kind {
-            OpKind::SyncDir | OpKind::CreateDir => "dir",
+            OpKind::SyncDir | OpKind::CreateDir | OpKind::RemoveDir => "dir",
             _ if name.ends_with(".log") => "log",
             _ if name.ends_with(".sst") => "sst",
             _ if name.ends_with(".tmp") => "tmp",
@@ -147,6 +151,12 @@ impl FaultFs {
         let fs = FaultFs::default();
         fs.state.lock().unwrap().fault = Some(fault);
         fs
+    }
+
+    /// From now on fails as `fault` says (its `at` counts from the first
+    /// operation ever, as [`FaultFs::count`] does).
+    pub fn set_fault(&self, fault: Fault) {
+        self.state.lock().unwrap().fault = Some(fault);
     }
 
     /// As a `file_system` option.
@@ -299,6 +309,21 @@ impl FileSystem for FaultFs {
 
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
         StdFs.list_dir(dir)
+    }
+
+    fn create_dir(&self, dir: &Path) -> io::Result<()> {
+        self.simple(OpKind::CreateDir, dir)?;
+        StdFs.create_dir(dir)
+    }
+
+    fn remove_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.simple(OpKind::RemoveDir, dir)?;
+        StdFs.remove_dir_all(dir)
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.simple(OpKind::Link, to)?;
+        StdFs.hard_link(from, to)
     }
 }
 

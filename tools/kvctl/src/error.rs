@@ -128,6 +128,10 @@ impl From<siftdb::Error> for CliError {
                 Some("check the path; `import` and `put` create a database only in a missing or empty directory".to_string()),
             ),
             E::AlreadyExists(_) => (EXIT_USAGE, None),
+            E::TargetExists(_) => (
+                EXIT_USAGE,
+                Some("name a directory that does not exist yet".to_string()),
+            ),
             E::UnsupportedVersion { .. } => (
                 EXIT_IO,
                 Some("the database was written by a newer siftdb; use a matching kvctl".to_string()),

@@ -2,12 +2,13 @@
 //!
 //! Each subcommand lives in a module next to its clap arguments
 //! (`data`: import, `export`, `point`: get/put/delete, `scan`, `stats`,
-//! `distinct`, `compact`, `bench`, `demo`, `hot`, `options`, and
+//! `distinct`, `compact`, `checkpoint`, `bench`, `demo`, `hot`, `options`, and
 //! `inspect/`: info, sst, verify, manifest, wal, explain, filters); this
 //! file only parses the command line, dispatches, and turns errors into the
 //! exit codes listed in [`error`].
 
 mod bench;
+mod checkpoint;
 mod compact;
 mod data;
 mod demo;
@@ -71,6 +72,8 @@ enum Command {
     Distinct(distinct::DistinctArgs),
     /// Compact the whole database (or a key range) down to its deepest level
     Compact(compact::CompactArgs),
+    /// Make a consistent copy of a database in a new directory (SSTables hard-linked), one that opens as an ordinary database
+    Checkpoint(checkpoint::CheckpointArgs),
     /// Run benchmarks: `bench readamp` (reads per lookup against the model), `bench filters` (each filter kind's rate, space and speed), `bench monkey` (one filter budget over the levels against uniform bits)
     Bench(bench::BenchArgs),
     /// Build a database from built-in real data and measure what Bloom filters save
@@ -125,6 +128,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Stats(a) => stats::run(a),
         Command::Distinct(a) => distinct::run(a),
         Command::Compact(a) => compact::run(a),
+        Command::Checkpoint(a) => checkpoint::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Info(a) => inspect::info::run(a),
