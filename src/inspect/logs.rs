@@ -265,7 +265,7 @@ mod tests {
         let (number, path) = current_manifest(tmp.path()).unwrap();
         let m = read_manifest(&path).unwrap();
         assert_eq!(path, filename::manifest_path(tmp.path(), number));
-        assert_eq!(m.format_version(), 1);
+        assert_eq!(m.format_version(), crate::version::manifest::FORMAT_VERSION);
         assert_eq!(m.records[0].offset, 0);
         // Three flushes: a snapshot plus one edit each.
         assert_eq!(m.records.len(), 4);
