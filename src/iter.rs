@@ -10,10 +10,11 @@
 //! never split the versions of one key between the two ends.
 
 use crate::key::{compare_internal_keys, ParsedInternalKey, SequenceNumber, ValueType};
-use crate::{Error, Result};
+use crate::{Error, Result, Slice};
 
-/// One entry: encoded internal key and value.
-pub(crate) type Entry = (Vec<u8>, Vec<u8>);
+/// One entry: encoded internal key and value (which may share a table's
+/// bytes; see [`Slice`]).
+pub(crate) type Entry = (Vec<u8>, Slice);
 
 /// A sorted stream of internal entries readable from both ends.
 pub(crate) type EntrySource = Box<dyn DoubleEndedIterator<Item = Result<Entry>> + Send>;
@@ -154,8 +155,8 @@ fn parse(ik: &[u8]) -> Result<ParsedInternalKey<'_>> {
 /// for k in ["a", "b", "c", "d"] {
 ///     db.put(k, k.to_uppercase())?;
 /// }
-/// let backwards: Vec<Vec<u8>> = db.range("b".."d").keys().rev().collect::<Result<_, _>>()?;
-/// assert_eq!(backwards, [b"c".to_vec(), b"b".to_vec()]);
+/// let backwards: Vec<siftdb::Slice> = db.range("b".."d").keys().rev().collect::<Result<_, _>>()?;
+/// assert_eq!(backwards, ["c", "b"]);
 /// let (first, value) = db.iter().next().transpose()?.expect("not empty");
 /// assert_eq!((first.as_slice(), value.as_slice()), (&b"a"[..], &b"A"[..]));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -164,9 +165,9 @@ pub struct DbIterator {
     merge: MergingIterator,
     seq: SequenceNumber,
     /// Last user key the front end settled (yielded or found deleted).
-    front_key: Option<Vec<u8>>,
+    front_key: Option<Slice>,
     /// Last user key the back end settled.
-    back_key: Option<Vec<u8>>,
+    back_key: Option<Slice>,
     done: bool,
     /// Keeps memtables and tables alive for the iterator's lifetime.
     _pin: Box<dyn std::any::Any + Send + Sync>,
@@ -188,7 +189,7 @@ impl DbIterator {
         }
     }
 
-    fn step_front(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    fn step_front(&mut self) -> Result<Option<(Slice, Slice)>> {
         loop {
             let Some((ik, value)) = self.merge.next_front()? else {
                 return Ok(None);
@@ -200,7 +201,7 @@ impl DbIterator {
             if self.back_key.as_deref().is_some_and(|b| p.user_key >= b) {
                 return Ok(None);
             }
-            let user_key = p.user_key.to_vec();
+            let user_key = Slice::copy_from_slice(p.user_key);
             let vt = p.value_type;
             self.front_key = Some(user_key.clone());
             if vt == ValueType::Value {
@@ -209,7 +210,7 @@ impl DbIterator {
         }
     }
 
-    fn step_back(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    fn step_back(&mut self) -> Result<Option<(Slice, Slice)>> {
         loop {
             let Some((ik, value)) = self.merge.next_back()? else {
                 return Ok(None);
@@ -218,13 +219,13 @@ impl DbIterator {
             if self.front_key.as_deref().is_some_and(|f| p.user_key <= f) {
                 return Ok(None);
             }
-            let user_key = p.user_key.to_vec();
+            let user_key = Slice::copy_from_slice(p.user_key);
             // Going backwards, versions arrive oldest first: keep the newest
             // one this view may see.
             let mut winner = (p.seq <= self.seq).then_some((p.value_type, value));
             loop {
                 let same_key = match self.merge.peek_back()? {
-                    Some((next, _)) => parse(next)?.user_key == user_key.as_slice(),
+                    Some((next, _)) => parse(next)?.user_key == &user_key[..],
                     None => false,
                 };
                 if !same_key {
@@ -245,10 +246,7 @@ impl DbIterator {
         }
     }
 
-    fn finish(
-        &mut self,
-        r: Result<Option<(Vec<u8>, Vec<u8>)>>,
-    ) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+    fn finish(&mut self, r: Result<Option<(Slice, Slice)>>) -> Option<Result<(Slice, Slice)>> {
         match r {
             Ok(Some(kv)) => Some(Ok(kv)),
             Ok(None) => {
@@ -264,7 +262,7 @@ impl DbIterator {
 }
 
 impl Iterator for DbIterator {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
+    type Item = Result<(Slice, Slice)>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
@@ -309,7 +307,7 @@ pub struct Keys(DbIterator);
 pub struct Values(DbIterator);
 
 impl Iterator for Keys {
-    type Item = Result<Vec<u8>>;
+    type Item = Result<Slice>;
 
     fn next(&mut self) -> Option<Self::Item> {
         self.0.next().map(|r| r.map(|(k, _)| k))
@@ -323,7 +321,7 @@ impl DoubleEndedIterator for Keys {
 }
 
 impl Iterator for Values {
-    type Item = Result<Vec<u8>>;
+    type Item = Result<Slice>;
 
     fn next(&mut self) -> Option<Self::Item> {
         self.0.next().map(|r| r.map(|(_, v)| v))

@@ -61,6 +61,7 @@ pub mod log;
 pub mod memtable;
 pub mod options;
 pub mod sketch;
+mod slice;
 pub mod sstable;
 mod stats;
 pub mod sync_point;
@@ -80,6 +81,7 @@ pub use options::{
     CompactionPriority, CompactionStyle, HotKeyOptions, Options, TableReads, WriteOptions,
 };
 pub use sketch::read_sketch::{HotKey, HotKeys};
+pub use slice::Slice;
 pub use stats::{KeyPrediction, LevelStats, MemoryUsage, Stats, KEY_PREDICTIONS_KEPT};
 pub use version::filter_memory::{FilterMemory, LevelFilterMemory};
 pub use write_batch::WriteBatch;

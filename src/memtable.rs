@@ -20,6 +20,9 @@ use std::sync::Arc;
 
 use crossbeam_skiplist::SkipMap;
 
+use crate::iter::Entry;
+use crate::Slice;
+
 use crate::key::{
     pack_trailer, user_key_prefix, InternalKey, SequenceNumber, ValueType, TRAILER_LEN,
 };
@@ -182,7 +185,7 @@ impl MemTable {
         &self,
         user_key: &[u8],
         seq: SequenceNumber,
-    ) -> Option<(SequenceNumber, ValueType, Vec<u8>)> {
+    ) -> Option<(SequenceNumber, ValueType, Slice)> {
         if self.map.is_empty() {
             // A fresh memtable (the usual case after a flush): no seek
             // key to build.
@@ -196,7 +199,13 @@ impl MemTable {
         } else {
             ValueType::Value
         };
-        (e.user_key() == user_key).then(|| (SequenceNumber(e.trailer >> 8), vt, e.value().to_vec()))
+        (e.user_key() == user_key).then(|| {
+            (
+                SequenceNumber(e.trailer >> 8),
+                vt,
+                Slice::copy_from_slice(e.value()),
+            )
+        })
     }
 
     /// Bytes of keys, values and estimated per-entry overhead inserted so far.
@@ -293,8 +302,8 @@ pub struct MemTableIter {
     mem: Arc<MemTable>,
     lo: Bound<MemEntry>,
     hi: Bound<MemEntry>,
-    front: VecDeque<(Vec<u8>, Vec<u8>)>,
-    back: VecDeque<(Vec<u8>, Vec<u8>)>,
+    front: VecDeque<Entry>,
+    back: VecDeque<Entry>,
     exhausted: bool,
 }
 
@@ -321,9 +330,12 @@ impl MemTableIter {
             .map
             .range::<MemEntry, _>((self.lo.as_ref(), self.hi.as_ref()));
         let copy = |e: crossbeam_skiplist::map::Entry<'_, MemEntry, ()>| {
-            (e.key().encoded().to_vec(), e.key().value().to_vec())
+            (
+                e.key().encoded().to_vec(),
+                Slice::copy_from_slice(e.key().value()),
+            )
         };
-        let taken: Vec<(Vec<u8>, Vec<u8>)> = if from_front {
+        let taken: Vec<Entry> = if from_front {
             range.take(CHUNK).map(copy).collect()
         } else {
             range.rev().take(CHUNK).map(copy).collect()
@@ -346,7 +358,7 @@ impl MemTableIter {
 }
 
 impl Iterator for MemTableIter {
-    type Item = crate::Result<(Vec<u8>, Vec<u8>)>;
+    type Item = crate::Result<Entry>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
@@ -379,7 +391,7 @@ impl DoubleEndedIterator for MemTableIter {
 mod tests {
     use super::*;
 
-    fn keys(it: impl Iterator<Item = crate::Result<(Vec<u8>, Vec<u8>)>>) -> Vec<String> {
+    fn keys(it: impl Iterator<Item = crate::Result<Entry>>) -> Vec<String> {
         it.map(|r| format!("{:?}", InternalKey::from_encoded(r.unwrap().0).unwrap()))
             .collect()
     }
@@ -439,7 +451,7 @@ mod tests {
         m.insert(b"l", SequenceNumber(4), ValueType::Value, b"4");
         assert_eq!(
             m.get(b"k", SequenceNumber(9)),
-            Some((SequenceNumber(3), ValueType::Value, b"3".to_vec()))
+            Some((SequenceNumber(3), ValueType::Value, Slice::from("3")))
         );
         assert_eq!(
             m.get(b"k", SequenceNumber(2)).unwrap().1,

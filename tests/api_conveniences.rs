@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use siftdb::{Db, Error};
+use siftdb::{Db, Error, Slice};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -13,11 +13,17 @@ fn check(db_view: &impl View, model: &Model) {
     assert_eq!(db_view.len().unwrap(), model.len() as u64);
     assert_eq!(db_view.is_empty().unwrap(), model.is_empty());
     assert_eq!(
-        db_view.first_key_value().unwrap(),
+        db_view
+            .first_key_value()
+            .unwrap()
+            .map(|(k, v)| (k.into_vec(), v.into_vec())),
         model.iter().next().map(|(k, v)| (k.clone(), v.clone()))
     );
     assert_eq!(
-        db_view.last_key_value().unwrap(),
+        db_view
+            .last_key_value()
+            .unwrap()
+            .map(|(k, v)| (k.into_vec(), v.into_vec())),
         model
             .iter()
             .next_back()
@@ -30,9 +36,9 @@ fn check(db_view: &impl View, model: &Model) {
             "{k:?}"
         );
     }
-    let keys: Vec<Vec<u8>> = db_view.iter().keys().collect::<Result<_, Error>>().unwrap();
+    let keys: Vec<Slice> = db_view.iter().keys().collect::<Result<_, Error>>().unwrap();
     assert_eq!(keys, model.keys().cloned().collect::<Vec<_>>());
-    let values_rev: Vec<Vec<u8>> = db_view
+    let values_rev: Vec<Slice> = db_view
         .iter()
         .values()
         .rev()
@@ -48,8 +54,8 @@ fn check(db_view: &impl View, model: &Model) {
 trait View {
     fn len(&self) -> siftdb::Result<u64>;
     fn is_empty(&self) -> siftdb::Result<bool>;
-    fn first_key_value(&self) -> siftdb::Result<Option<(Vec<u8>, Vec<u8>)>>;
-    fn last_key_value(&self) -> siftdb::Result<Option<(Vec<u8>, Vec<u8>)>>;
+    fn first_key_value(&self) -> siftdb::Result<Option<(Slice, Slice)>>;
+    fn last_key_value(&self) -> siftdb::Result<Option<(Slice, Slice)>>;
     fn contains_key(&self, k: &[u8]) -> siftdb::Result<bool>;
     fn iter(&self) -> siftdb::DbIterator;
 }
@@ -63,10 +69,10 @@ macro_rules! view {
             fn is_empty(&self) -> siftdb::Result<bool> {
                 <$t>::is_empty(self)
             }
-            fn first_key_value(&self) -> siftdb::Result<Option<(Vec<u8>, Vec<u8>)>> {
+            fn first_key_value(&self) -> siftdb::Result<Option<(Slice, Slice)>> {
                 <$t>::first_key_value(self)
             }
-            fn last_key_value(&self) -> siftdb::Result<Option<(Vec<u8>, Vec<u8>)>> {
+            fn last_key_value(&self) -> siftdb::Result<Option<(Slice, Slice)>> {
                 <$t>::last_key_value(self)
             }
             fn contains_key(&self, k: &[u8]) -> siftdb::Result<bool> {

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use common::Rng;
-use siftdb::{CompactionStyle, Db, Options};
+use siftdb::{CompactionStyle, Db, Options, Slice};
 
 /// Leveled options with tiny level budgets, so data moves down several
 /// levels with little of it.
@@ -196,9 +196,9 @@ fn snapshot_keeps_old_value_until_dropped() {
     assert_eq!(db.get("k").unwrap(), None);
     assert_eq!(snap.get("k").unwrap().as_deref(), Some(&b"old"[..]));
     assert_eq!(snap.get("j").unwrap(), None);
-    let seen: Vec<Vec<u8>> = snap.range(..).map(|r| r.unwrap().0).collect();
+    let seen: Vec<Slice> = snap.range(..).map(|r| r.unwrap().0).collect();
     assert_eq!(seen, [b"k".to_vec()]);
-    let all: Vec<Vec<u8>> = snap.iter().rev().map(|r| r.unwrap().0).collect();
+    let all: Vec<Slice> = snap.iter().rev().map(|r| r.unwrap().0).collect();
     assert_eq!(all, [b"k".to_vec()]);
     let total: u64 = db.stats().levels.iter().map(|l| l.entries).sum();
     assert_eq!(
@@ -351,7 +351,7 @@ fn tiered_style_merges_runs_and_keeps_data() {
     let got: Vec<(String, Vec<u8>)> = db
         .range(..)
         .map(|r| r.unwrap())
-        .map(|(k, v)| (String::from_utf8(k).unwrap(), v))
+        .map(|(k, v)| (String::from_utf8(k.into_vec()).unwrap(), v.into_vec()))
         .collect();
     assert_eq!(got, model.into_iter().collect::<Vec<_>>());
 }
@@ -449,7 +449,7 @@ fn readers_see_a_current_value_while_compactions_run() {
                     let end = done[k].load(Ordering::SeqCst) + 1; // one write may be in flight
                     match got {
                         Some(v) => {
-                            let n = u64::from_le_bytes(v.try_into().unwrap());
+                            let n = u64::from_le_bytes(v[..].try_into().unwrap());
                             assert!(
                                 n >= start && n <= end && n % 3 != 2,
                                 "key {k}: read {n}, window {start}..={end}"
@@ -483,7 +483,7 @@ fn readers_see_a_current_value_while_compactions_run() {
     );
     for k in 0..KEYS {
         assert_eq!(
-            db.get(format!("key{k:03}")).unwrap(),
+            db.get(format!("key{k:03}")).unwrap().map(Vec::from),
             Some(60u64.to_le_bytes().to_vec())
         );
     }
@@ -583,7 +583,7 @@ fn expected_value(i: usize) -> Option<Vec<u8>> {
 fn assert_loaded(db: &Db, n: usize) {
     for i in 0..n {
         assert_eq!(
-            db.get(format!("key{i:05}")).unwrap(),
+            db.get(format!("key{i:05}")).unwrap().map(Vec::from),
             expected_value(i),
             "key{i:05}"
         );

@@ -73,9 +73,9 @@ fn snapshots_and_iterators_never_see_a_partial_batch() {
                 let mut last = 0;
                 while !done.load(Ordering::Relaxed) {
                     let pairs: Vec<_> = if t == 0 {
-                        db.prefix("group/").map(|r| r.unwrap()).collect()
+                        db.prefix("group/").map(common::owned).collect()
                     } else {
-                        let mut v: Vec<_> = db.prefix("group/").rev().map(|r| r.unwrap()).collect();
+                        let mut v: Vec<_> = db.prefix("group/").rev().map(common::owned).collect();
                         v.reverse();
                         v
                     };
@@ -83,7 +83,7 @@ fn snapshots_and_iterators_never_see_a_partial_batch() {
                     assert!(r >= last, "rounds go forward: {r} after {last}");
                     last = r;
                     let snap = db.snapshot();
-                    let before: Vec<_> = snap.prefix("group/").map(|r| r.unwrap()).collect();
+                    let before: Vec<_> = snap.prefix("group/").map(common::owned).collect();
                     let r = one_round(&before, "snapshot");
                     // The snapshot keeps answering the same round while the
                     // writer moves on.
@@ -114,6 +114,6 @@ fn snapshots_and_iterators_never_see_a_partial_batch() {
         s.flushes > 0 && s.compactions > 0,
         "flushes and compactions ran: {s:?}"
     );
-    let last: Vec<_> = db.prefix("group/").map(|r| r.unwrap()).collect();
+    let last: Vec<_> = db.prefix("group/").map(common::owned).collect();
     assert_eq!(one_round(&last, "final"), rounds());
 }

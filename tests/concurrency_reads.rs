@@ -33,10 +33,10 @@ impl Read {
         let only = |it: siftdb::DbIterator| {
             it.map(|r| r.unwrap())
                 .find(|(k, _)| k == key.as_bytes())
-                .map(|(_, v)| v)
+                .map(|(_, v)| v.into_vec())
         };
         match self {
-            Read::Get => db.get(key).unwrap(),
+            Read::Get => db.get(key).unwrap().map(Vec::from),
             Read::Iter => only(db.iter()),
             Read::Range => only(db.range(key..)),
             Read::Prefix => only(db.prefix(key)),

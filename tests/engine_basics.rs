@@ -4,7 +4,7 @@
 mod common;
 
 use common::{keys, open, small_options};
-use siftdb::{Db, Error, Options, WriteBatch};
+use siftdb::{Db, Error, Options, Slice, WriteBatch};
 
 #[test]
 fn put_get_delete_overwrite_across_flush_and_reopen() {
@@ -73,14 +73,14 @@ fn empty_value_is_not_a_tombstone() {
         let db = open(dir.path(), &opts);
         db.put("k", "").unwrap();
         db.delete("j").unwrap();
-        assert_eq!(db.get("k").unwrap(), Some(vec![]));
+        assert_eq!(db.get("k").unwrap().map(Vec::from), Some(vec![]));
         assert_eq!(db.get("j").unwrap(), None);
         db.flush().unwrap();
-        assert_eq!(db.get("k").unwrap(), Some(vec![]));
+        assert_eq!(db.get("k").unwrap().map(Vec::from), Some(vec![]));
         assert_eq!(db.get("j").unwrap(), None);
     }
     let db = open(dir.path(), &opts);
-    assert_eq!(db.get("k").unwrap(), Some(vec![]));
+    assert_eq!(db.get("k").unwrap().map(Vec::from), Some(vec![]));
     assert_eq!(db.get("j").unwrap(), None);
     assert_eq!(keys(db.range(..)), ["k"]);
 }
@@ -121,7 +121,7 @@ fn last_key_of_every_block_and_a_one_key_table() {
     db.flush().unwrap();
     for i in 0..2000 {
         assert_eq!(
-            db.get(format!("k{i:05}")).unwrap(),
+            db.get(format!("k{i:05}")).unwrap().map(Vec::from),
             Some(format!("value-{i}").into_bytes()),
             "k{i:05}"
         );
@@ -190,13 +190,13 @@ fn reverse_iteration_over_deleted_keys() {
     }
     let mut sorted: Vec<String> = seen
         .into_iter()
-        .map(|k| String::from_utf8(k).unwrap())
+        .map(|k| String::from_utf8(k.into_vec()).unwrap())
         .collect();
     sorted.sort();
     assert_eq!(sorted, ["a", "b", "d", "e"]);
-    let values: Vec<Vec<u8>> = db.range("b"..="d").map(|r| r.unwrap().1).collect();
+    let values: Vec<Slice> = db.range("b"..="d").map(|r| r.unwrap().1).collect();
     assert_eq!(values, [b"b2".to_vec(), b"d2".to_vec()]);
-    let values: Vec<Vec<u8>> = db.range("b"..="d").rev().map(|r| r.unwrap().1).collect();
+    let values: Vec<Slice> = db.range("b"..="d").rev().map(|r| r.unwrap().1).collect();
     assert_eq!(values, [b"d2".to_vec(), b"b2".to_vec()]);
 }
 
@@ -331,7 +331,7 @@ fn concurrent_readers_and_writer() {
                 for round in 0..200u32 {
                     let k = format!("key{:04}", round % 500);
                     if let Some(v) = db.get(&k).unwrap() {
-                        let i = u32::from_le_bytes(v.try_into().unwrap());
+                        let i = u32::from_le_bytes(v[..].try_into().unwrap());
                         assert_eq!(i % 500, round % 500, "value belongs to its key");
                     }
                 }
@@ -344,7 +344,7 @@ fn concurrent_readers_and_writer() {
     }
     for k in 0..500u32 {
         let v = db.get(format!("key{k:04}")).unwrap().unwrap();
-        assert_eq!(u32::from_le_bytes(v.try_into().unwrap()), 4500 + k);
+        assert_eq!(u32::from_le_bytes(v[..].try_into().unwrap()), 4500 + k);
     }
 }
 
@@ -378,7 +378,7 @@ fn read_only_open_changes_nothing_and_ignores_the_lock() {
     {
         let ro = Db::open_read_only(dir.path(), opts.clone()).unwrap();
         assert_eq!(
-            ro.get("a").unwrap(),
+            ro.get("a").unwrap().map(Vec::from),
             None,
             "the WAL's delete is replayed in memory"
         );
@@ -455,4 +455,34 @@ fn read_only_opens_succeed_while_a_writer_flushes_and_compacts() {
         writer.stats().flushes > 0,
         "the writer flushed during the test"
     );
+}
+
+/// A long value read from a table stays readable after a compaction has
+/// replaced that table and deleted its file (the returned `Slice` shares
+/// the file's map), and a clone of it shares its bytes.
+#[test]
+fn a_long_value_outlives_the_table_it_was_read_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    let big = |i: u8| vec![i; 64 << 10];
+    db.put("a", big(1)).unwrap();
+    db.put("b", big(2)).unwrap();
+    db.flush().unwrap();
+    let a: Slice = db.get("a").unwrap().unwrap();
+    let b = db.range("b"..).next().unwrap().unwrap().1;
+    let clone = a.clone();
+    assert_eq!(clone.as_ptr(), a.as_ptr(), "a clone shares the bytes");
+    let before: Vec<_> = db.live_files().into_iter().map(|f| f.path).collect();
+    db.put("a", "new").unwrap();
+    db.flush().unwrap();
+    db.compact().unwrap();
+    assert!(
+        before.iter().all(|p| !p.exists()),
+        "the old table is deleted"
+    );
+    assert_eq!(a, big(1));
+    assert_eq!(b, big(2));
+    assert_eq!(db.get("a").unwrap().unwrap(), "new");
+    drop(db);
+    assert_eq!(clone, big(1), "and after the database is closed");
 }

@@ -55,12 +55,12 @@ fn check(db: &Db, model: &BTreeMap<String, String>, what: &str) {
     for i in 0..3000 {
         let k = format!("key{i:05}");
         assert_eq!(
-            db.get(&k).unwrap(),
+            db.get(&k).unwrap().map(Vec::from),
             model.get(&k).map(|v| v.clone().into_bytes()),
             "{what}: {k}"
         );
     }
-    let all: Vec<(Vec<u8>, Vec<u8>)> = db.iter().map(|r| r.unwrap()).collect();
+    let all: Vec<(Vec<u8>, Vec<u8>)> = db.iter().map(common::owned).collect();
     assert_eq!(all.len(), model.len(), "{what}: scan");
 }
 

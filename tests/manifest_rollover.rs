@@ -101,7 +101,10 @@ fn the_manifest_stays_bounded_while_the_database_runs() {
         .iter()
         .map(|r| {
             let (k, v) = r.unwrap();
-            (String::from_utf8(k).unwrap(), String::from_utf8(v).unwrap())
+            (
+                String::from_utf8(k.into_vec()).unwrap(),
+                String::from_utf8(v.into_vec()).unwrap(),
+            )
         })
         .collect();
     assert_eq!(got, model);

@@ -78,13 +78,13 @@ fn check_range(db: &dyn Reader, model: &BTreeMap<Vec<u8>, Vec<u8>>, rng: &mut Rn
     };
     let got: Pairs = db
         .range_of(lo.clone(), hi.clone())
-        .map(|r| r.unwrap())
+        .map(common::owned)
         .collect();
     assert_eq!(got, expected, "forward {lo:?}..{hi:?}");
     let mut back: Pairs = db
         .range_of(lo.clone(), hi.clone())
         .rev()
-        .map(|r| r.unwrap())
+        .map(common::owned)
         .collect();
     back.reverse();
     assert_eq!(back, expected, "backward {lo:?}..{hi:?}");
@@ -95,8 +95,8 @@ fn check_range(db: &dyn Reader, model: &BTreeMap<Vec<u8>, Vec<u8>>, rng: &mut Rn
         let from_back = rng.below(2) == 0;
         let item = if from_back { it.next_back() } else { it.next() };
         match item {
-            Some(r) if from_back => tail.push(r.unwrap()),
-            Some(r) => front.push(r.unwrap()),
+            Some(r) if from_back => tail.push(common::owned(r)),
+            Some(r) => front.push(common::owned(r)),
             None => break,
         }
     }
@@ -154,7 +154,7 @@ fn run(seed: u64, style: CompactionStyle, ops: usize) {
             59..=76 => {
                 let k = key(&mut rng);
                 assert_eq!(
-                    db.get(&k).unwrap(),
+                    db.get(&k).unwrap().map(Vec::from),
                     model.get(&k).cloned(),
                     "seed {seed} step {step} get {k:?}"
                 );
@@ -172,7 +172,7 @@ fn run(seed: u64, style: CompactionStyle, ops: usize) {
                     let (snap, m) = &snapshots[rng.below(snapshots.len() as u64) as usize];
                     let k = key(&mut rng);
                     assert_eq!(
-                        snap.get(&k).unwrap(),
+                        snap.get(&k).unwrap().map(Vec::from),
                         m.get(&k).cloned(),
                         "seed {seed} step {step} snapshot get"
                     );
@@ -198,7 +198,7 @@ fn run(seed: u64, style: CompactionStyle, ops: usize) {
     snapshots.clear();
     drop(db);
     let db = Db::open_with(dir.path(), opts).unwrap();
-    let all: Pairs = db.range(..).map(|r| r.unwrap()).collect();
+    let all: Pairs = db.range(..).map(common::owned).collect();
     let expected: Pairs = model.into_iter().collect();
     assert_eq!(all, expected, "seed {seed} final scan");
 }

@@ -49,10 +49,15 @@ fn build(dir: &std::path::Path) -> BTreeMap<String, String> {
     model
 }
 
-fn scan(it: impl Iterator<Item = siftdb::Result<(Vec<u8>, Vec<u8>)>>) -> Vec<(String, String)> {
+fn scan(
+    it: impl Iterator<Item = siftdb::Result<(siftdb::Slice, siftdb::Slice)>>,
+) -> Vec<(String, String)> {
     it.map(|r| {
         let (k, v) = r.unwrap();
-        (String::from_utf8(k).unwrap(), String::from_utf8(v).unwrap())
+        (
+            String::from_utf8(k.into_vec()).unwrap(),
+            String::from_utf8(v.into_vec()).unwrap(),
+        )
     })
     .collect()
 }

@@ -142,7 +142,10 @@ fn build() -> Built {
         .iter()
         .map(|r| {
             let (k, v) = r.unwrap();
-            (String::from_utf8(k).unwrap(), String::from_utf8(v).unwrap())
+            (
+                String::from_utf8(k.into_vec()).unwrap(),
+                String::from_utf8(v.into_vec()).unwrap(),
+            )
         })
         .collect();
     db.close().unwrap();

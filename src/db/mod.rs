@@ -44,7 +44,7 @@ use crate::version::filter_memory::FilterMemory;
 use crate::version::manifest::{self, Manifest};
 use crate::version::set::Version;
 use crate::write_batch::{check_lengths, WriteBatch};
-use crate::{Error, Options, Result, WriteOptions};
+use crate::{Error, Options, Result, Slice, WriteOptions};
 pub use builder::DbBuilder;
 pub use checkpoint::{checkpoint_temp_dir, CheckpointReport, CHECKPOINT_TEMP_SUFFIX};
 
@@ -74,7 +74,7 @@ macro_rules! read_conveniences {
         ///
         /// # Errors
         /// [`Error::Corruption`] if a block read fails its checksum.
-        pub fn first_key_value(&self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        pub fn first_key_value(&self) -> Result<Option<(Slice, Slice)>> {
             self.iter().next().transpose()
         }
 
@@ -82,7 +82,7 @@ macro_rules! read_conveniences {
         ///
         /// # Errors
         /// [`Error::Corruption`] if a block read fails its checksum.
-        pub fn last_key_value(&self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        pub fn last_key_value(&self) -> Result<Option<(Slice, Slice)>> {
             self.iter().next_back().transpose()
         }
 
@@ -533,7 +533,7 @@ impl Db {
     ///         s.spawn(move || (0..250).for_each(|_| { db.update("n", add_one).unwrap(); }));
     ///     }
     /// });
-    /// assert_eq!(db.get("n")?, Some(1000u64.to_le_bytes().to_vec()));
+    /// assert_eq!(db.get("n")?.as_deref(), Some(&1000u64.to_le_bytes()[..]));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn update<F>(&self, key: impl AsRef<[u8]>, f: F) -> Result<Option<Vec<u8>>>
@@ -604,7 +604,7 @@ impl Db {
     /// # Errors
     /// [`Error::InvalidArgument`] for a key over 65,535 bytes;
     /// [`Error::Corruption`] if a block read fails its checksum.
-    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Slice>> {
         let key = key.as_ref();
         check_lengths(key.len(), 0)?;
         let (sv, seq) = self.inner.view();
@@ -1048,7 +1048,7 @@ impl Snapshot {
     ///
     /// # Errors
     /// As [`Db::get`].
-    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Slice>> {
         let key = key.as_ref();
         check_lengths(key.len(), 0)?;
         let sv = self.inner.current.read().clone();
@@ -1117,7 +1117,7 @@ impl DbInner {
         sv: &SuperVersion,
         key: &[u8],
         seq: SequenceNumber,
-    ) -> Result<Option<Vec<u8>>> {
+    ) -> Result<Option<Slice>> {
         let hash = self.hot.as_ref().map(|_| crate::filter::hash_key(key));
         let mut counts = GetCounts::default();
         let r = get_from(sv, key, seq, hash, self.block_cache.as_deref(), &mut counts);

@@ -12,7 +12,7 @@ use crate::sstable::block_cache::BlockCache;
 use crate::sstable::TableGet;
 use crate::stats::{Counters, GetCounts};
 use crate::version::set::TableFile;
-use crate::Result;
+use crate::{Result, Slice};
 
 use super::SuperVersion;
 
@@ -27,7 +27,7 @@ pub(super) fn get_from(
     hash: Option<KeyHash>,
     cache: Option<&BlockCache>,
     c: &mut GetCounts,
-) -> Result<Option<Vec<u8>>> {
+) -> Result<Option<Slice>> {
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
         if let Some((_, vt, value)) = mem.get(key, seq) {
             c.memtable_hit = true;
@@ -66,7 +66,7 @@ fn probe(
     hash: KeyHash,
     cache: Option<&BlockCache>,
     c: &mut GetCounts,
-) -> Result<Option<Option<Vec<u8>>>> {
+) -> Result<Option<Option<Slice>>> {
     let has_filter = f.table.has_filter();
     match f.table.get_cached(key, seq, hash, cache)? {
         TableGet::OutOfRange => {

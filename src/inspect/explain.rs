@@ -178,7 +178,7 @@ pub fn explain(snap: &DbSnapshot, key: &[u8]) -> Result<Explain> {
                         entry: FoundEntry {
                             seq: s,
                             value_type,
-                            value,
+                            value: value.into_vec(),
                         },
                     },
                 });
@@ -261,7 +261,7 @@ fn probe(
                 entry: FoundEntry {
                     seq: s,
                     value_type,
-                    value,
+                    value: value.into_vec(),
                 },
             },
             None => ExplainOutcome::Searched {

@@ -19,6 +19,7 @@ use crate::util::file::open_regular;
 
 use crate::error::{Error, IoContext, Result};
 use crate::filter::{policy_for_name, FilterPolicy, KeyHash};
+use crate::iter::Entry;
 use crate::key::{
     compare_internal_keys, compare_to_seek, user_key_of, user_key_prefix, ParsedInternalKey,
     SequenceNumber, ValueType,
@@ -33,6 +34,7 @@ use crate::sstable::format::{
 use crate::sstable::properties::TableProperties;
 use crate::sstable::residency::{ColdHint, ScanReadahead};
 use crate::util::coding::Decoder;
+use crate::Slice;
 
 /// One index entry: a data block and the last internal key in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,7 +74,9 @@ pub enum TableGet {
         /// The newest version of the user key with sequence `<= seq`, if
         /// any: its sequence number, type and value (empty for a
         /// [`ValueType::Deletion`]).
-        entry: Option<(SequenceNumber, ValueType, Vec<u8>)>,
+        /// A value of at least [`Slice::SHARE_MIN`] bytes shares the
+        /// table's map or the cached block instead of being copied.
+        entry: Option<(SequenceNumber, ValueType, Slice)>,
     },
 }
 
@@ -88,7 +92,10 @@ pub enum TableGet {
 pub struct Table {
     path: PathBuf,
     file_number: u64,
-    mmap: Mmap,
+    /// Shared with the long values reads return ([`Slice`] views), which
+    /// keep the map, and so the file's contents, alive after the table is
+    /// dropped and its file deleted.
+    mmap: Arc<Mmap>,
     footer: Footer,
     index: Vec<IndexEntry>,
     /// The first 16 bytes of each index entry's user key
@@ -229,7 +236,7 @@ impl Table {
         Ok(Table {
             path: path.to_path_buf(),
             file_number,
-            mmap,
+            mmap: Arc::new(mmap),
             footer,
             index_prefixes,
             verified,
@@ -412,12 +419,12 @@ impl Table {
             });
         };
         let handle = entry.handle;
-        let cached;
-        let block = match cache {
-            Some(cache) => {
-                cached = self.cached_block(cache, handle)?;
-                Block::new(&cached, &self.path, handle.offset)?
-            }
+        let cached = match cache {
+            Some(cache) => Some(self.cached_block(cache, handle)?),
+            None => None,
+        };
+        let block = match &cached {
+            Some(cached) => Block::new(cached, &self.path, handle.offset)?,
             None => self.read_data_block(i)?,
         };
         let found = match block.seek(user_key, seq)? {
@@ -429,7 +436,11 @@ impl Table {
                         "data block holds a malformed internal key",
                     )
                 })?;
-                Some((parsed.seq, parsed.value_type, value.to_vec()))
+                let value = match &cached {
+                    Some(block) => Slice::share_block(block, value),
+                    None => Slice::share_map(&self.mmap, value),
+                };
+                Some((parsed.seq, parsed.value_type, value))
             }
             _ => None,
         };
@@ -598,7 +609,7 @@ impl Table {
         at: BlockPos,
         lo: &Bound<Vec<u8>>,
         hi: &Bound<Vec<u8>>,
-    ) -> Result<Option<(OwnedEntry, BlockPos)>> {
+    ) -> Result<Option<(Entry, BlockPos)>> {
         let handle = self.index[i].handle;
         let start = handle.offset as usize;
         let contents = &self.mmap[start..start + handle.size as usize];
@@ -620,7 +631,7 @@ impl Table {
             if !below_hi(hi, uk) {
                 return Ok(None);
             }
-            let entry = (key.to_vec(), value.to_vec());
+            let entry = (key.to_vec(), Slice::share_map(&self.mmap, value));
             return Ok(Some((entry, it.into_pos())));
         }
         Ok(None)
@@ -632,7 +643,7 @@ impl Table {
         i: usize,
         lo: &Bound<Vec<u8>>,
         hi: &Bound<Vec<u8>>,
-        out: &mut VecDeque<(Vec<u8>, Vec<u8>)>,
+        out: &mut VecDeque<Entry>,
     ) -> Result<()> {
         let handle = self.index[i].handle;
         let block = self.read_data_block(i)?;
@@ -647,7 +658,7 @@ impl Table {
             }
             let uk = user_key_of(&key);
             if above_lo(lo, uk) && below_hi(hi, uk) {
-                out.push_back((key, value.to_vec()));
+                out.push_back((key, Slice::share_map(&self.mmap, value)));
             }
         }
         Ok(())
@@ -996,9 +1007,6 @@ fn above_lo(lo: &Bound<Vec<u8>>, uk: &[u8]) -> bool {
     }
 }
 
-/// An entry copied out of a block: encoded internal key and value.
-type OwnedEntry = (Vec<u8>, Vec<u8>);
-
 /// The [`user_key_prefix`] of every index entry, in order.
 fn index_prefixes(index: &[IndexEntry]) -> Vec<u128> {
     index
@@ -1048,7 +1056,8 @@ fn decode_index(block: &Block<'_>, data_limit: u64, path: &Path) -> Result<Vec<I
 }
 
 /// A double-ended iterator over a table's entries within user-key bounds,
-/// from [`Table::iter`]. Yields `(encoded internal key, value)`.
+/// from [`Table::iter`]. Yields `(encoded internal key, value)`; a value
+/// of at least [`Slice::SHARE_MIN`] bytes shares the table's map.
 ///
 /// Blocks not yet opened form a middle range of block indexes. `next`
 /// takes blocks from the front of that range and decodes them one entry
@@ -1075,8 +1084,8 @@ pub struct TableIter {
     cursor: Option<(usize, BlockLayout, BlockPos)>,
     /// Entries of the front, in order, once the back has run out of blocks
     /// and needed the cursor's rest (see `next_back`).
-    front: VecDeque<(Vec<u8>, Vec<u8>)>,
-    back: VecDeque<(Vec<u8>, Vec<u8>)>,
+    front: VecDeque<Entry>,
+    back: VecDeque<Entry>,
     done: bool,
     /// Counts every data block the iterator reads, if set.
     block_reads: Option<Arc<AtomicU64>>,
@@ -1097,7 +1106,7 @@ impl TableIter {
         }
     }
 
-    fn fail(&mut self, e: Error) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+    fn fail(&mut self, e: Error) -> Option<Result<Entry>> {
         self.done = true;
         self.cursor = None;
         self.front.clear();
@@ -1107,7 +1116,7 @@ impl TableIter {
 
     /// The front's next entry from its cursor block, opening blocks as
     /// needed; `None` once the front has no block left.
-    fn next_from_blocks(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    fn next_from_blocks(&mut self) -> Result<Option<Entry>> {
         loop {
             if let Some((i, layout, at)) = self.cursor.take() {
                 let next = self
@@ -1137,7 +1146,7 @@ impl TableIter {
 }
 
 impl Iterator for TableIter {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
+    type Item = Result<Entry>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
@@ -1228,13 +1237,18 @@ mod tests {
         path
     }
 
+    fn owned(r: Result<Entry>) -> (Vec<u8>, Vec<u8>) {
+        let (k, v) = r.unwrap();
+        (k, v.into_vec())
+    }
+
     fn get(t: &Table, k: &[u8], seq: u64) -> TableGet {
         t.get(k, SequenceNumber(seq), hash_key(k)).unwrap()
     }
 
     fn found(t: &Table, k: &[u8], seq: u64) -> Option<(u64, ValueType, Vec<u8>)> {
         match get(t, k, seq) {
-            TableGet::Searched { entry, .. } => entry.map(|(s, vt, v)| (s.0, vt, v)),
+            TableGet::Searched { entry, .. } => entry.map(|(s, vt, v)| (s.0, vt, v.into_vec())),
             _ => None,
         }
     }
@@ -1310,6 +1324,66 @@ mod tests {
         assert_eq!(cache.len(), cached, "every block was already cached");
     }
 
+    /// Values of at least `Slice::SHARE_MIN` bytes come back as views of
+    /// the map (mapped lookups and scans) or of the cached block (cached
+    /// lookups), pointing at the bytes in place; shorter ones are copies.
+    /// A view keeps reading right after its table is dropped and its file
+    /// deleted.
+    #[test]
+    fn long_values_share_the_map_or_the_cached_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let (short, long) = (Slice::SHARE_MIN - 1, Slice::SHARE_MIN);
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..40u32)
+            .map(|i| {
+                let len = if i % 2 == 0 { long + i as usize } else { short };
+                (
+                    ik(format!("k{i:03}").as_bytes(), 1, ValueType::Value),
+                    vec![i as u8; len],
+                )
+            })
+            .collect();
+        let path = build(dir.path(), "s.sst", opts(4096, 4, true), &entries);
+        let t = Arc::new(Table::open(&path, 1).unwrap());
+        let cache = BlockCache::new(1 << 20);
+        let value = |k: &[u8], cache: Option<&BlockCache>| {
+            let TableGet::Searched { entry, .. } = t
+                .get_cached(k, SequenceNumber(9), hash_key(k), cache)
+                .unwrap()
+            else {
+                panic!("not searched");
+            };
+            entry.unwrap().2
+        };
+        let in_map = |v: &Slice| {
+            let base = t.mmap.as_ptr() as usize;
+            (base..base + t.mmap.len()).contains(&(v.as_ptr() as usize))
+        };
+        for i in 0..40u32 {
+            let k = format!("k{i:03}");
+            let (mapped, cached) = (value(k.as_bytes(), None), value(k.as_bytes(), Some(&cache)));
+            assert_eq!(mapped, entries[i as usize].1);
+            assert_eq!(cached, entries[i as usize].1);
+            let shared = i % 2 == 0;
+            assert_eq!((mapped.is_view(), in_map(&mapped)), (shared, shared), "{k}");
+            assert_eq!((cached.is_view(), in_map(&cached)), (shared, false), "{k}");
+        }
+        let scanned: Vec<Slice> = t
+            .iter(Bound::Unbounded, Bound::Unbounded)
+            .map(|r| r.unwrap().1)
+            .collect();
+        let views: Vec<bool> = scanned.iter().map(|v| v.is_view() && in_map(v)).collect();
+        assert_eq!(views, (0..40).map(|i| i % 2 == 0).collect::<Vec<_>>());
+        let kept = value(b"k010", None);
+        drop(t);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(
+            kept,
+            vec![10u8; long + 10],
+            "the view outlives its table and file"
+        );
+        assert_eq!(scanned[38], vec![38u8; long + 38]);
+    }
+
     /// A block that fails its checksum on a cached read is reported, every
     /// time, and never cached; its neighbours still are.
     #[test]
@@ -1367,7 +1441,7 @@ mod tests {
         }
         let all: Vec<_> = t
             .iter(Bound::Unbounded, Bound::Unbounded)
-            .map(|r| r.unwrap())
+            .map(owned)
             .collect();
         assert_eq!(all, entries);
     }
@@ -1437,7 +1511,7 @@ mod tests {
                     .filter(|(k, _)| above_lo(&lo, user_key_of(k)) && below_hi(&hi, user_key_of(k)))
                     .cloned()
                     .collect();
-                let got: Vec<_> = t.iter(lo.clone(), hi.clone()).map(|r| r.unwrap()).collect();
+                let got: Vec<_> = t.iter(lo.clone(), hi.clone()).map(owned).collect();
                 assert_eq!(got, expected, "{a}..{b}");
             }
         }
@@ -1538,14 +1612,14 @@ mod tests {
         let t = Arc::new(t);
         let all: Vec<_> = t
             .iter(Bound::Unbounded, Bound::Unbounded)
-            .collect::<Result<_>>()
-            .unwrap();
+            .map(owned)
+            .collect();
         assert_eq!(all, entries);
         let rev: Vec<_> = t
             .iter(Bound::Unbounded, Bound::Unbounded)
             .rev()
-            .collect::<Result<_>>()
-            .unwrap();
+            .map(owned)
+            .collect();
         assert_eq!(rev, entries.iter().rev().cloned().collect::<Vec<_>>());
     }
 
@@ -1925,10 +1999,10 @@ mod tests {
                 } else {
                     (it.next_back(), expected.pop_back())
                 };
-                prop_assert_eq!(got.map(|r| r.unwrap()), want);
+                prop_assert_eq!(got.map(owned), want);
             }
             // Drain the rest forward.
-            let rest: Vec<_> = it.by_ref().map(|r| r.unwrap()).collect();
+            let rest: Vec<_> = it.by_ref().map(owned).collect();
             prop_assert_eq!(rest, expected.into_iter().collect::<Vec<_>>());
             prop_assert!(it.next().is_none());
             prop_assert!(it.next_back().is_none());

@@ -79,6 +79,7 @@ pub fn bounded<T: Send + 'static>(
 pub fn read_state(db: &Db, key_space: impl IntoIterator<Item = Vec<u8>>) -> Result<State, String> {
     let forward: Vec<(Vec<u8>, Vec<u8>)> = db
         .iter()
+        .map(|r| r.map(|(k, v)| (k.into_vec(), v.into_vec())))
         .collect::<Result<_, _>>()
         .map_err(|e| format!("scan: {e}"))?;
     if let Some(w) = forward.windows(2).find(|w| w[0].0 >= w[1].0) {
@@ -91,6 +92,7 @@ pub fn read_state(db: &Db, key_space: impl IntoIterator<Item = Vec<u8>>) -> Resu
     let mut backward: Vec<(Vec<u8>, Vec<u8>)> = db
         .iter()
         .rev()
+        .map(|r| r.map(|(k, v)| (k.into_vec(), v.into_vec())))
         .collect::<Result<_, _>>()
         .map_err(|e| format!("reverse scan: {e}"))?;
     backward.reverse();
@@ -105,7 +107,7 @@ pub fn read_state(db: &Db, key_space: impl IntoIterator<Item = Vec<u8>>) -> Resu
     let key_space: BTreeSet<Vec<u8>> = key_space.into_iter().collect();
     for k in &key_space {
         let got = db.get(k).map_err(|e| format!("get: {e}"))?;
-        if got.as_ref() != state.get(k) {
+        if got.as_deref() != state.get(k).map(Vec::as_slice) {
             return Err(format!(
                 "get disagrees with scan for {}",
                 String::from_utf8_lossy(k)

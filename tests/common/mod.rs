@@ -9,7 +9,7 @@ pub mod power_fs;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use siftdb::{Db, Options};
+use siftdb::{Db, Options, Slice};
 
 /// Options with a small write buffer so tests produce several SSTables.
 pub fn small_options() -> Options {
@@ -25,9 +25,16 @@ pub fn open(dir: &Path, opts: &Options) -> Db {
 }
 
 /// Collects a range iterator into UTF-8 keys, panicking on errors.
-pub fn keys<I: Iterator<Item = siftdb::Result<(Vec<u8>, Vec<u8>)>>>(it: I) -> Vec<String> {
-    it.map(|r| String::from_utf8(r.unwrap().0).unwrap())
+pub fn keys<I: Iterator<Item = siftdb::Result<(Slice, Slice)>>>(it: I) -> Vec<String> {
+    it.map(|r| String::from_utf8(r.unwrap().0.into_vec()).unwrap())
         .collect()
+}
+
+/// An iterator's item as owned bytes, panicking on an error: for
+/// comparing scans with a `BTreeMap<Vec<u8>, Vec<u8>>` model.
+pub fn owned(r: siftdb::Result<(Slice, Slice)>) -> (Vec<u8>, Vec<u8>) {
+    let (k, v) = r.unwrap();
+    (k.into_vec(), v.into_vec())
 }
 
 /// Reads a gzipped file from tests/data line by line.

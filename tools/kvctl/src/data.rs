@@ -22,7 +22,7 @@ use crate::format::{count, human_bytes, parse_size, TORN_WRITE};
 use crate::wait::{retry_locked, Wait, WaitArg};
 
 /// A key and its value, as the database iterators yield them.
-pub type Pair = (Vec<u8>, Vec<u8>);
+pub type Pair = (siftdb::Slice, siftdb::Slice);
 
 /// A decoded import line: key and value, borrowed when nothing was unescaped.
 pub type Decoded<'a> = (Cow<'a, [u8]>, Cow<'a, [u8]>);

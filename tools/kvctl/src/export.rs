@@ -300,7 +300,7 @@ fn export_salvage(args: &ExportArgs) -> Result<(), CliError> {
                     stale_keys.push(b'\n');
                 }
             }
-            Ok((e.key, e.value))
+            Ok((e.key.into(), e.value.into()))
         });
     let exported = write_output(&args.file, args.force, pairs, &progress)?;
     if let Some(path) = &args.stale_keys {
