@@ -87,7 +87,7 @@ fn main() {
     println!(
         "sketch saw {} lookups; heaviest: {} at {} (bound {:.0})",
         hot.reads(),
-        siftdb::escape::escape_bytes(&hot.keys[0].key),
+        siftdb::inspect::escape::escape_bytes(&hot.keys[0].key),
         hot.keys[0].total(),
         hot.error_bound()
     );

@@ -6,8 +6,8 @@
 //! [`Snapshot`], and read the engine's counters with `stats`.
 //!
 //! - **Limits:** keys up to 65,535 bytes (the empty key is allowed), values
-//!   up to [`key::MAX_VALUE_LEN`] (4 GiB − 128 KiB), a [`WriteBatch`] up to
-//!   [`write_batch::MAX_BATCH_LEN`] (4 GiB − 1) encoded bytes; larger is
+//!   up to [`MAX_VALUE_LEN`] (4 GiB − 128 KiB), a [`WriteBatch`] up to
+//!   [`MAX_BATCH_LEN`] (4 GiB − 1) encoded bytes; larger is
 //!   [`Error::InvalidArgument`] and nothing is written.
 //! - **Durability:** a write that returned survives a process crash; with
 //!   [`Options::sync`] it survives a power loss. A [`WriteBatch`] is
@@ -46,28 +46,33 @@
 
 #![deny(missing_docs)]
 
+// The stable surface is what this file re-exports, plus three modules:
+// `filter` (the filter policies, budget and prefix extractors that
+// `Options` takes), `fs` (the `FileSystem` trait, for fault injection)
+// and `sync_point` (test-only pause points). `inspect` holds the tools'
+// readers and re-exports the engine's internals, with no semver promise.
 mod compaction;
 mod db;
-pub mod error;
-pub mod escape;
-pub mod filename;
+mod error;
+mod escape;
+mod filename;
 pub mod filter;
 pub mod fs;
 pub mod inspect;
 mod iter;
-pub mod key;
+mod key;
 mod key_range;
-pub mod log;
-pub mod memtable;
-pub mod options;
-pub mod sketch;
+mod log;
+mod memtable;
+mod options;
+mod sketch;
 mod slice;
-pub mod sstable;
+mod sstable;
 mod stats;
 pub mod sync_point;
-pub mod util;
-pub mod version;
-pub mod write_batch;
+mod util;
+mod version;
+mod write_batch;
 
 pub use db::{
     checkpoint_temp_dir, CheckpointReport, Db, DbBuilder, LiveFile, RecoveryReport, Snapshot,
@@ -75,16 +80,17 @@ pub use db::{
 };
 pub use error::{Error, Result};
 pub use iter::{DbIterator, Keys, Values};
-pub use key::{InternalKey, SequenceNumber, ValueType};
+pub use key::{SequenceNumber, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use key_range::KeyRange;
 pub use options::{
     CompactionPriority, CompactionStyle, HotKeyOptions, Options, TableReads, WriteOptions,
 };
 pub use sketch::read_sketch::{HotKey, HotKeys};
 pub use slice::Slice;
+pub use sstable::TableProperties;
 pub use stats::{KeyPrediction, LevelStats, MemoryUsage, Stats, KEY_PREDICTIONS_KEPT};
 pub use version::filter_memory::{FilterMemory, LevelFilterMemory};
-pub use write_batch::WriteBatch;
+pub use write_batch::{WriteBatch, MAX_BATCH_LEN};
 
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../README.md")]

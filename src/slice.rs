@@ -1,24 +1,5 @@
 //! [`Slice`]: the byte string reads return, cheap to clone, that can share
 //! the bytes of the table it was read from instead of copying them.
-//!
-//! A `Slice` holds its bytes in one of four ways (DESIGN.md 3.5):
-//!
-//! - **inline**, up to [`Slice::INLINE_CAPACITY`] bytes inside the value
-//!   itself: short keys and values cost no allocation;
-//! - **an owned buffer** (`Arc<Vec<u8>>`): what `From<Vec<u8>>` makes,
-//!   without copying;
-//! - **a view into a shared buffer** (`Arc<[u8]>`): a cached data block,
-//!   or bytes copied once out of a memtable or a block;
-//! - **a view into a table's memory map** (`Arc<Mmap>`).
-//!
-//! Clones share the bytes (a reference count, or a 30-byte copy when
-//! inline). The two views keep their whole buffer alive: a value read
-//! from a table stays valid after the table is compacted away and its file
-//! deleted (the map keeps the file's pages, and the file's disk space is
-//! freed when the last view is dropped), and after its block leaves the
-//! block cache. Since a view pins a whole block or map, the engine makes
-//! one only for values of at least [`Slice::SHARE_MIN`] bytes and copies
-//! shorter ones.
 
 use std::borrow::Borrow;
 use std::cmp::Ordering;
@@ -32,9 +13,26 @@ use memmap2::Mmap;
 ///
 /// Dereferences to `[u8]`; compares, orders and hashes as its bytes do
 /// (so it can key a `HashMap<Slice, _>` looked up by `&[u8]`); prints as
-/// a byte-string literal. Cloning never copies more than
-/// [`Slice::INLINE_CAPACITY`] bytes; the [module docs](self) say how the
-/// bytes are held and what a long value read from a table keeps alive.
+/// a byte-string literal.
+///
+/// A `Slice` holds its bytes in one of four ways (DESIGN.md 3.5):
+///
+/// - **inline**, up to [`Slice::INLINE_CAPACITY`] bytes inside the value
+///   itself: short keys and values cost no allocation;
+/// - **an owned buffer** (`Arc<Vec<u8>>`): what `From<Vec<u8>>` makes,
+///   without copying;
+/// - **a view into a shared buffer** (`Arc<[u8]>`): a cached data block,
+///   or bytes copied once out of a memtable or a block;
+/// - **a view into a table's memory map**.
+///
+/// Clones share the bytes (a reference count, or a 30-byte copy when
+/// inline). The two views keep their whole buffer alive: a value read
+/// from a table stays valid after the table is compacted away and its file
+/// deleted (the map keeps the file's pages, and the file's disk space is
+/// freed when the last view is dropped), and after its block leaves the
+/// block cache. Since a view pins a whole block or map, the engine makes
+/// one only for values of at least [`Slice::SHARE_MIN`] bytes and copies
+/// shorter ones.
 ///
 /// # Example
 /// ```

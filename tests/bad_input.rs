@@ -10,8 +10,8 @@ use std::path::Path;
 use std::process::Stdio;
 
 use common::{child_test_command, crc32, dir_contents, log_record, open, small_options};
-use siftdb::key::{MAX_KEY_LEN, MAX_VALUE_LEN};
-use siftdb::write_batch::check_lengths;
+use siftdb::inspect::key::{MAX_KEY_LEN, MAX_VALUE_LEN};
+use siftdb::inspect::write_batch::check_lengths;
 use siftdb::{Db, Error, Options, WriteBatch};
 
 /// A closed database with some flushed data and some in the WAL.
@@ -307,11 +307,11 @@ const KEY_PREDICTION_FIELD: &[u8] = &[
 ];
 
 fn first_manifest_record_version(dir: &Path) -> Option<u32> {
-    let number = siftdb::version::manifest::read_current(dir)
+    let number = siftdb::inspect::version::manifest::read_current(dir)
         .unwrap()
         .expect("CURRENT");
-    let path = siftdb::filename::manifest_path(dir, number);
-    let contents = siftdb::version::manifest::read_manifest(&path).unwrap();
+    let path = siftdb::inspect::filename::manifest_path(dir, number);
+    let contents = siftdb::inspect::version::manifest::read_manifest(&path).unwrap();
     contents.records[0].edit.format_version
 }
 
@@ -423,7 +423,7 @@ fn a_newer_table_footer_is_unsupported_version() {
         other => panic!("expected UnsupportedVersion, got {other:?}"),
     }
     assert!(matches!(
-        siftdb::sstable::Table::open(&sst, 0),
+        siftdb::inspect::sstable::Table::open(&sst, 0),
         Err(Error::UnsupportedVersion { found: 2, .. })
     ));
 }

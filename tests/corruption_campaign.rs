@@ -32,9 +32,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use common::{copy_dir, dir_contents, env_u64, scratch_dir, Rng};
-use siftdb::log::read_log;
-use siftdb::sstable::{BlockHandle, Table};
-use siftdb::write_batch::decode_batch;
+use siftdb::inspect::log::read_log;
+use siftdb::inspect::sstable::{BlockHandle, Table};
+use siftdb::inspect::write_batch::decode_batch;
 use siftdb::{CompactionStyle, Db, Error, Options, WriteBatch};
 
 // ---------------------------------------------------------------------------

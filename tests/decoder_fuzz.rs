@@ -21,12 +21,12 @@ use proptest::sample::Index;
 
 use common::log_record;
 use siftdb::filter::{hash_key, BloomFilterPolicy};
-use siftdb::key::{InternalKey, SequenceNumber, ValueType};
-use siftdb::log::{read_log, LogReader};
-use siftdb::sstable::{Block, BlockBuilder, Table, TableBuilder, TableOptions};
-use siftdb::version::edit::{FileMetaData, VersionEdit};
-use siftdb::version::manifest::replay;
-use siftdb::write_batch::decode_batch;
+use siftdb::inspect::key::{InternalKey, SequenceNumber, ValueType};
+use siftdb::inspect::log::{read_log, LogReader};
+use siftdb::inspect::sstable::{Block, BlockBuilder, Table, TableBuilder, TableOptions};
+use siftdb::inspect::version::edit::{FileMetaData, VersionEdit};
+use siftdb::inspect::version::manifest::replay;
+use siftdb::inspect::write_batch::decode_batch;
 use siftdb::{Error, KeyPrediction};
 
 struct LimitedAlloc;
@@ -168,7 +168,7 @@ fn check_batch(bytes: &[u8]) {
         assert!(b.first_seq.0 >= 1);
         assert!(b.first_seq.0 + b.ops.len() as u64 <= SequenceNumber::MAX.0 + 1);
         for op in &b.ops {
-            assert!(op.key.len() <= siftdb::key::MAX_KEY_LEN);
+            assert!(op.key.len() <= siftdb::inspect::key::MAX_KEY_LEN);
             if op.value_type == ValueType::Deletion {
                 assert!(op.value.is_empty());
             }

@@ -254,7 +254,7 @@ fn over_long_keys_are_invalid_and_write_nothing() {
     assert_eq!(db.get(&max).unwrap().as_deref(), Some(&b"v"[..]));
     // Values over MAX_VALUE_LEN are checked by length (see write_batch unit tests);
     // the check used by put is the same function.
-    assert!(siftdb::write_batch::check_lengths(0, u64::from(u32::MAX) + 1).is_err());
+    assert!(siftdb::inspect::write_batch::check_lengths(0, u64::from(u32::MAX) + 1).is_err());
 }
 
 #[test]

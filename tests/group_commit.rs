@@ -16,9 +16,9 @@ use common::fault_fs::{FaultFs, OpKind, EIO};
 use common::pause::PauseOnce;
 use common::power_fs::{PowerFs, Unsynced};
 use siftdb::fs::{FileSystem, StdFs, WritableFile};
-use siftdb::log::read_log;
+use siftdb::inspect::log::read_log;
+use siftdb::inspect::write_batch::decode_batch;
 use siftdb::sync_point::{SyncPoint, SyncPoints};
-use siftdb::write_batch::decode_batch;
 use siftdb::{Db, Error, Options, WriteBatch, WriteOptions};
 
 /// `(first sequence, [(key, value)])` of every batch in the WALs of `dir`,

@@ -2,7 +2,7 @@
 //! lookups counted apart, snapshot reads counted, the HOTKEYS file on
 //! close, and the switch's errors.
 
-use siftdb::sketch::hot_file;
+use siftdb::inspect::sketch::hot_file;
 use siftdb::{Db, Error, HotKeyOptions, Options};
 
 fn options(hot: bool) -> Options {

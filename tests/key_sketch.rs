@@ -41,7 +41,7 @@ fn every_new_table_carries_a_sketch_of_its_keys() {
     let files = db.live_files();
     assert!(files.len() > 1, "{files:?}");
     for f in &files {
-        let t = siftdb::sstable::Table::open(&f.path, f.number).unwrap();
+        let t = siftdb::inspect::sstable::Table::open(&f.path, f.number).unwrap();
         let sketch = t.key_sketch().unwrap().expect("a new table has a sketch");
         assert_eq!(sketch.precision(), 12);
         let n = t.properties().num_distinct_keys as f64;
@@ -102,7 +102,7 @@ fn tables_without_a_sketch_count_their_keys_and_still_merge() {
         }
         db.flush().unwrap();
         for f in db.live_files() {
-            let t = siftdb::sstable::Table::open(&f.path, f.number).unwrap();
+            let t = siftdb::inspect::sstable::Table::open(&f.path, f.number).unwrap();
             assert!(t.key_sketch().unwrap().is_none());
             assert!(t.properties().key_sketch.is_none());
         }
@@ -233,7 +233,7 @@ fn a_damaged_key_sketch_costs_estimates_not_data() {
     db.put(key(5_000), b"v").unwrap();
     // The damaged table counts its exact 5,000 keys; the memtable's 1.
     assert_eq!(db.approximate_len().unwrap(), 5_001);
-    let t = siftdb::sstable::Table::open(&f.path, f.number).unwrap();
+    let t = siftdb::inspect::sstable::Table::open(&f.path, f.number).unwrap();
     assert!(t.key_sketch().unwrap_err().is_corruption());
     let report = siftdb::inspect::verify_db(dir.path(), true, &mut |_, _| {}).unwrap();
     assert!(!report.problems.is_empty(), "verify must report the sketch");

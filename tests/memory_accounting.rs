@@ -5,7 +5,7 @@
 
 mod common;
 
-use siftdb::sstable::Table;
+use siftdb::inspect::sstable::Table;
 use siftdb::Db;
 
 /// What the live tables hold, by the tables themselves: (filters, index).

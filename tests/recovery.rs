@@ -161,8 +161,8 @@ fn interior_wal_corruption_is_reported_not_skipped() {
 
 #[test]
 fn bad_manifest_edit_is_corruption_naming_the_manifest_file() {
-    use siftdb::log::LogWriter;
-    use siftdb::version::edit::VersionEdit;
+    use siftdb::inspect::log::LogWriter;
+    use siftdb::inspect::version::edit::VersionEdit;
 
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path(), &small_options());
@@ -212,7 +212,7 @@ fn wal_damage_found_after_a_replay_flush_changes_no_file() {
     // Four fifths in, replace a record by a well-framed one whose batch
     // does not decode: the log reads fine, the batch decoder objects.
     let bytes = fs::read(&wals[0]).unwrap();
-    let records = siftdb::log::read_log(&wals[0]).unwrap().records;
+    let records = siftdb::inspect::log::read_log(&wals[0]).unwrap().records;
     let k = records.len() * 4 / 5;
     let (at, next) = (records[k].offset as usize, records[k + 1].offset as usize);
     let mut damaged = bytes[..at].to_vec();

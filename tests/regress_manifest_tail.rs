@@ -17,8 +17,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use common::{dir_contents, open, small_options};
-use siftdb::version::edit::VersionEdit;
-use siftdb::version::manifest::replay;
+use siftdb::inspect::version::edit::VersionEdit;
+use siftdb::inspect::version::manifest::replay;
 use siftdb::{Db, Error};
 
 /// The live manifest and its number.
@@ -49,7 +49,7 @@ fn put_keys_and_flush(db: &Db, value: &str) {
 /// reads as a torn tail, and returns the offset of that record.
 fn cut_last_record(dir: &Path) -> u64 {
     let (path, number) = live_manifest(dir);
-    let records = siftdb::log::read_log(&path).unwrap().records;
+    let records = siftdb::inspect::log::read_log(&path).unwrap().records;
     assert!(records.len() >= 2, "snapshot plus at least one edit");
     let last = records.last().unwrap().offset;
     let f = fs::OpenOptions::new().write(true).open(&path).unwrap();

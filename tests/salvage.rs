@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 
 use common::{dir_contents, open, scratch_dir};
 use siftdb::filter::{hash_key, policy_for_name};
+use siftdb::inspect::sstable::{Table, TableBlocks};
 use siftdb::inspect::{read_wal, table_entries, FileSet, Salvage, SalvageReport, SalvagedEntry};
-use siftdb::sstable::{Table, TableBlocks};
 use siftdb::{CompactionStyle, Db, Options};
 
 /// Where a write went.
@@ -570,7 +570,7 @@ fn metadata_damage_loses_nothing_and_a_walk_past_a_bad_index_stops_at_damage() {
     assert_eq!(t.skipped_blocks.len(), 1);
     let skipped = &t.skipped_blocks[0];
     assert_eq!(skipped.handle.offset, index[k].handle.offset);
-    let last_found = siftdb::key::user_key_of(&index[k - 1].last_key).to_vec();
+    let last_found = siftdb::inspect::key::user_key_of(&index[k - 1].last_key).to_vec();
     assert_eq!(skipped.keys.first.as_deref(), Some(&last_found[..]));
     assert_eq!(skipped.keys.last.as_deref(), Some(&b"k0599"[..]));
     // Table 0 held the first version of every key: those past the walk

@@ -16,6 +16,13 @@
 //! file and says it vanished. A live file missing while the manifest stays
 //! unchanged is [`Error::Corruption`] naming the manifest, as at open.
 //!
+//! **Unstable.** This module is for tools (kvctl, the benchmarks) and
+//! tests: its items, and the engine internals it re-exports (`sstable`,
+//! `log`, `version`, `key`, `memtable`, `sketch`, `write_batch`,
+//! `filename`, `escape`, `util`), may change in any release. An
+//! application needs only the crate root, [`crate::filter`] and
+//! [`crate::fs`].
+//!
 //! One submodule per concern, everything re-exported here:
 //!
 //! - `logs`: the records of one log file: [`read_manifest`] (the
@@ -36,7 +43,6 @@
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
-use crate::filename;
 use crate::version::manifest::{self, retry_while_manifest_changes};
 use crate::{Error, Result};
 
@@ -67,6 +73,71 @@ pub use table::{
     DEGRADED_FACTOR,
 };
 pub use verify::{has_table_magic, verify_db, verify_file, Problem, VerifyReport};
+
+// ------------------------------------------------------------- internals
+//
+// The engine's own modules, re-exported for kvctl, the benchmarks and the
+// tests. Their items are not part of siftdb's stable API.
+
+/// **Unstable:** the engine's internal `escape` module, re-exported for
+/// tools and tests, with no semver promise. The TSV escaping kvctl's `import` and `export` use (DESIGN.md 12.11).
+pub mod escape {
+    pub use crate::escape::*;
+}
+
+/// **Unstable:** the engine's internal `filename` module, re-exported for
+/// tools and tests, with no semver promise. Names of the files in a database directory (DESIGN.md 1).
+pub mod filename {
+    pub use crate::filename::*;
+}
+
+/// **Unstable:** the engine's internal `key` module, re-exported for
+/// tools and tests, with no semver promise. Internal keys: user key, sequence number and value type (DESIGN.md 12.1).
+pub mod key {
+    pub use crate::key::*;
+}
+
+/// **Unstable:** the engine's internal `log` module, re-exported for
+/// tools and tests, with no semver promise. The log format the WAL and the manifest share (DESIGN.md 12.2).
+pub mod log {
+    pub use crate::log::*;
+}
+
+/// **Unstable:** the engine's internal `memtable` module, re-exported for
+/// tools and tests, with no semver promise. The memtable: a crossbeam skiplist of internal keys (DESIGN.md 2).
+pub mod memtable {
+    pub use crate::memtable::*;
+}
+
+/// **Unstable:** the engine's internal `sketch` module, re-exported for
+/// tools and tests, with no semver promise. HyperLogLog, Count-Min and top-K sketches (DESIGN.md 3.4, 6.8).
+pub mod sketch {
+    pub use crate::sketch::*;
+}
+
+/// **Unstable:** the engine's internal `sstable` module, re-exported for
+/// tools and tests, with no semver promise. SSTables: blocks, footer, properties, tables and their builder (DESIGN.md 12.4–12.7).
+pub mod sstable {
+    pub use crate::sstable::*;
+}
+
+/// **Unstable:** the engine's internal `util` module, re-exported for
+/// tools and tests, with no semver promise. Varint coding, CRC-32, aligned buffers and file helpers.
+pub mod util {
+    pub use crate::util::*;
+}
+
+/// **Unstable:** the engine's internal `version` module, re-exported for
+/// tools and tests, with no semver promise. Versions, version edits and the manifest (DESIGN.md 12.8).
+pub mod version {
+    pub use crate::version::*;
+}
+
+/// **Unstable:** the engine's internal `write_batch` module, re-exported for
+/// tools and tests, with no semver promise. The write batch encoding of a WAL record's payload (DESIGN.md 12.3).
+pub mod write_batch {
+    pub use crate::write_batch::*;
+}
 
 // ---------------------------------------------------------------- errors
 

@@ -4,8 +4,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::filter::{FilterPolicy, KeyHash, BLOOM_POLICY_NAME};
+use crate::key::{InternalKey, ValueType};
 use crate::sstable::{Table, TableBuilder, TableOptions};
-use crate::{CompactionStyle, Db, InternalKey, Options, SequenceNumber, ValueType};
+use crate::{CompactionStyle, Db, Options, SequenceNumber};
 
 use super::open_table;
 

@@ -875,12 +875,12 @@ mod tests {
     use super::*;
     use crate::filter::{FilterPolicy, KeyHash, BLOOM_POLICY_NAME};
     use crate::fs::StdFs;
+    use crate::key::InternalKey;
     use crate::key::SequenceNumber;
     use crate::sstable::format::BlockHandle;
     use crate::sstable::TableProperties;
     use crate::version::edit::VersionEdit;
     use crate::version::manifest::{Manifest, FORMAT_VERSION};
-    use crate::InternalKey;
 
     #[test]
     fn verify_clean_then_damaged_data_block() {

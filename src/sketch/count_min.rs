@@ -25,7 +25,7 @@ use crate::filter::KeyHash;
 ///
 /// ```
 /// use siftdb::filter::hash_key;
-/// use siftdb::sketch::count_min::CountMin;
+/// use siftdb::inspect::sketch::count_min::CountMin;
 ///
 /// let cm = CountMin::with_error(0.01, 0.01).unwrap();
 /// assert_eq!((cm.width(), cm.depth()), (272, 5));
@@ -56,7 +56,7 @@ impl std::fmt::Debug for CountMin {
 /// at most 2^24 counters.
 ///
 /// ```
-/// use siftdb::sketch::count_min::dimensions;
+/// use siftdb::inspect::sketch::count_min::dimensions;
 /// assert_eq!(dimensions(0.001, 0.01), Some((2719, 5)));
 /// ```
 pub fn dimensions(epsilon: f64, delta: f64) -> Option<(usize, usize)> {

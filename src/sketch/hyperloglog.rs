@@ -91,7 +91,7 @@ enum Repr {
 ///
 /// # Example
 /// ```
-/// use siftdb::sketch::hyperloglog::HyperLogLog;
+/// use siftdb::inspect::sketch::hyperloglog::HyperLogLog;
 ///
 /// let mut a = HyperLogLog::new(12)?;
 /// let mut b = HyperLogLog::new(12)?;

@@ -20,7 +20,7 @@ use crate::filter::KeyHash;
 ///
 /// ```
 /// use siftdb::filter::hash_key;
-/// use siftdb::sketch::top_k::TopK;
+/// use siftdb::inspect::sketch::top_k::TopK;
 ///
 /// let top = TopK::new(2);
 /// for (key, est) in [(&b"a"[..], 5), (b"b", 1), (b"c", 3)] {

@@ -108,7 +108,7 @@ impl Shard {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use siftdb::sstable::block_cache::{BlockCache, BlockKey};
+/// use siftdb::inspect::sstable::block_cache::{BlockCache, BlockKey};
 ///
 /// let cache = BlockCache::new(1 << 20);
 /// let key = BlockKey { file_number: 7, offset: 4096 };

@@ -80,7 +80,7 @@
 //! entry: varint shared | varint unshared | varint value_len | key[shared..] | value
 //! ```
 //!
-//! Keys are encoded internal keys ([`crate::key`]) in strictly increasing
+//! Keys are encoded internal keys ([`crate::inspect::key`]) in strictly increasing
 //! internal-key order. Each key stores only the bytes after the prefix it
 //! shares with the previous key (`shared` bytes are taken from the previous
 //! key). Every `restart_interval`-th entry is a *restart point*: it stores

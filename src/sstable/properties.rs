@@ -77,7 +77,7 @@ pub struct TableProperties {
     pub num_entries: u64,
     /// Distinct user keys; also the number of keys in the filter.
     pub num_distinct_keys: u64,
-    /// Entries of type [`crate::ValueType::Deletion`].
+    /// Entries of type [`crate::key::ValueType::Deletion`].
     pub num_tombstones: u64,
     /// Data blocks; equals the number of index entries.
     pub num_data_blocks: u64,

@@ -4,7 +4,7 @@
 //!
 //! # Format
 //!
-//! A manifest is a log in the framing of [`crate::log`] (12-byte header:
+//! A manifest is a log in the framing of [`crate::inspect::log`] (12-byte header:
 //! `len`, `crc32(len)`, `crc32(payload)`, then the payload). Each record's
 //! payload is one encoded [`VersionEdit`] ([`crate::version::edit`]). The
 //! first record is a snapshot of the whole state and always carries

@@ -70,7 +70,7 @@ fn layout_changes(db: &siftdb::Db, options: &Options) -> Vec<String> {
     let mut lost_prefix = 0u64;
     for f in &files {
         let p = &f.properties;
-        let t = siftdb::sstable::TableOptions::for_level(
+        let t = siftdb::inspect::sstable::TableOptions::for_level(
             options,
             f.level,
             f.level == deepest && f.level > 0,

@@ -3,7 +3,7 @@
 //! line format.
 //!
 //! Keys and values cross the command line and text files in escaped form
-//! (see [`siftdb::escape`]): what `scan` and `export` print, `import` and
+//! (see [`siftdb::inspect::escape`]): what `scan` and `export` print, `import` and
 //! the `KEY`/`VALUE` arguments accept.
 
 use std::borrow::Cow;
@@ -33,7 +33,7 @@ pub const IMPORT_BATCH: usize = 1000;
 /// Encoded bytes a `WriteBatch` may reach during import before it is
 /// written: large values make batches of fewer than [`IMPORT_BATCH`]
 /// lines, so that memory stays bounded and no batch nears the 4 GiB limit
-/// of one (`siftdb::write_batch::MAX_BATCH_LEN`). A longer line is a batch
+/// of one (`siftdb::inspect::write_batch::MAX_BATCH_LEN`). A longer line is a batch
 /// of its own.
 pub const IMPORT_BATCH_BYTES: usize = 16 << 20;
 
@@ -243,7 +243,7 @@ pub fn parse_line(line: &[u8], format: LineFormat) -> Result<Decoded<'_>, String
                 let s = std::str::from_utf8(b).map_err(|_| {
                     format!("{what} is not valid UTF-8 (escape bytes as \\xNN, or import without --escaped)")
                 })?;
-                siftdb::escape::unescape(s).map_err(|e| {
+                siftdb::inspect::escape::unescape(s).map_err(|e| {
                     format!("{what}: {e} (or import without --escaped to take bytes verbatim)")
                 })
             };
@@ -739,11 +739,11 @@ mod tests {
             .filter(|p| p.extension().is_some_and(|x| x == "log"))
             .collect();
         assert_eq!(wals.len(), 1, "{wals:?}");
-        let records = siftdb::log::read_log(&wals[0]).unwrap().records;
+        let records = siftdb::inspect::log::read_log(&wals[0]).unwrap().records;
         let sizes: Vec<usize> = records
             .iter()
             .map(|r| {
-                siftdb::write_batch::decode_batch(&r.payload)
+                siftdb::inspect::write_batch::decode_batch(&r.payload)
                     .unwrap()
                     .ops
                     .len()

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::json;
-use siftdb::sketch::hyperloglog::HyperLogLog;
-use siftdb::sstable::Table as SsTable;
+use siftdb::inspect::sketch::hyperloglog::HyperLogLog;
+use siftdb::inspect::sstable::Table as SsTable;
 
 use crate::data::open_read_only;
 use crate::error::{write_failed, CliError};

@@ -11,7 +11,7 @@ use clap::Args;
 use flate2::write::GzEncoder;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
-use siftdb::escape::escape_bytes;
+use siftdb::inspect::escape::escape_bytes;
 use siftdb::inspect::{FileSet, Salvage, SalvageReport};
 
 use crate::data::{open_read_only, Pair, EXPORT_HEADER};

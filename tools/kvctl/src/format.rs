@@ -5,7 +5,7 @@
 /// takes it as one value instead of a list of bytes.
 pub type Bytes = Vec<u8>;
 
-pub use siftdb::log::TORN_WRITE;
+pub use siftdb::inspect::log::TORN_WRITE;
 
 /// Parses a key or value given on the command line or in an import file.
 /// Arguments use the same escapes kvctl prints (`\\`, `\xNN`, plus `\t`,
@@ -13,7 +13,7 @@ pub use siftdb::log::TORN_WRITE;
 /// `value_parser`, so a bad escape is a usage error (exit 2); the message
 /// says how to write a literal backslash.
 pub fn escaped_arg(s: &str) -> Result<Vec<u8>, String> {
-    siftdb::escape::unescape(s)
+    siftdb::inspect::escape::unescape(s)
 }
 
 /// Parses a byte count: a plain number, or one with a `K`/`M`/`G` suffix

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::json;
-use siftdb::escape::escape_bytes;
+use siftdb::inspect::escape::escape_bytes;
 use siftdb::HotKeys;
 
 use crate::error::{write_failed, CliError};
@@ -37,7 +37,7 @@ pub fn hot_json(h: &HotKeys) -> serde_json::Value {
         })
         .collect();
     json!({
-        "format_version": siftdb::sketch::hot_file::FORMAT_VERSION,
+        "format_version": siftdb::inspect::sketch::hot_file::FORMAT_VERSION,
         "epsilon": h.epsilon,
         "delta": h.delta,
         "width": h.width,
@@ -96,14 +96,14 @@ fn text(h: &HotKeys) -> String {
 }
 
 pub fn run(args: &HotArgs) -> Result<(), CliError> {
-    if !siftdb::filename::current_path(&args.db).exists() {
+    if !siftdb::inspect::filename::current_path(&args.db).exists() {
         return Err(siftdb::Error::NotADatabase {
             path: args.db.clone(),
             detail: "holds no database".into(),
         }
         .into());
     }
-    let Some(h) = siftdb::sketch::hot_file::read(&args.db)? else {
+    let Some(h) = siftdb::inspect::sketch::hot_file::read(&args.db)? else {
         return Err(CliError::usage(format!(
             "{}: no HOTKEYS file (the read sketch was off, or the database was not closed since it was turned on)",
             args.db.display()

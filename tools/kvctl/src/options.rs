@@ -38,7 +38,7 @@ pub struct OptionsArgs {
 
 /// Runs `kvctl options`.
 pub fn run(args: &OptionsArgs) -> Result<(), CliError> {
-    if !siftdb::filename::current_path(&args.db).exists() {
+    if !siftdb::inspect::filename::current_path(&args.db).exists() {
         return Err(siftdb::Error::NotADatabase {
             path: args.db.clone(),
             detail: "holds no database (no CURRENT file)".into(),

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::{json, Value};
-use siftdb::escape::escape_bytes;
+use siftdb::inspect::escape::escape_bytes;
 
 use crate::data::{open_existing_waiting, open_input_file, open_or_create_waiting, open_read_only};
 use crate::error::{write_failed, CliError, EXIT_NOT_FOUND};

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 use indicatif::ProgressBar;
 use serde_json::json;
-use siftdb::escape::escape_bytes;
+use siftdb::inspect::escape::escape_bytes;
 
 use crate::data::{open_read_only, Pair};
 use crate::error::{write_failed, CliError};
@@ -104,7 +104,7 @@ pub fn key_range(
     let (mut lo, mut hi) = match prefix {
         Some(p) => (
             Bound::Included(p.to_vec()),
-            siftdb::key::prefix_successor(p).map_or(Bound::Unbounded, Bound::Excluded),
+            siftdb::inspect::key::prefix_successor(p).map_or(Bound::Unbounded, Bound::Excluded),
         ),
         None => (Bound::Unbounded, Bound::Unbounded),
     };

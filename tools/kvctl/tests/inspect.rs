@@ -85,7 +85,7 @@ fn layout() -> (tempfile::TempDir, PathBuf) {
 fn rewrite_block(path: &Path, offset: usize, size: usize, f: impl FnOnce(&mut [u8])) {
     let mut b = std::fs::read(path).unwrap();
     f(&mut b[offset..offset + size]);
-    let crc = siftdb::util::crc::crc32(&b[offset..offset + size]);
+    let crc = siftdb::inspect::util::crc::crc32(&b[offset..offset + size]);
     b[offset + size..offset + size + 4].copy_from_slice(&crc.to_le_bytes());
     std::fs::write(path, b).unwrap();
 }

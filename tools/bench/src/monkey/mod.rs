@@ -58,8 +58,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use siftdb::filter::{FilterBudget, FilterKind, LevelFilter};
+use siftdb::inspect::version::filter_memory::design_fpr;
 use siftdb::inspect::DbSnapshot;
-use siftdb::version::filter_memory::design_fpr;
 use siftdb::{CompactionStyle, Db, FilterMemory, Options};
 
 use crate::readamp::Dataset;
@@ -511,7 +511,7 @@ fn walk_prediction(dir: &Path, absent: &[Vec<u8>]) -> Result<f64> {
     for key in absent {
         let key = key.as_slice();
         for (level, files) in levels.iter().enumerate() {
-            let covers = |f: &siftdb::version::set::TableFile| {
+            let covers = |f: &siftdb::inspect::version::set::TableFile| {
                 f.smallest_user_key() <= key && key <= f.largest_user_key()
             };
             if level == 0 {

@@ -5,8 +5,8 @@ use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use siftdb::util::coding::varint_len;
-use siftdb::version::set::NUM_LEVELS;
+use siftdb::inspect::util::coding::varint_len;
+use siftdb::inspect::version::set::NUM_LEVELS;
 use siftdb::{CompactionStyle, Db, Options};
 
 use super::{Error, Result};

@@ -8,8 +8,8 @@ use std::ops::Bound;
 use std::path::Path;
 
 use siftdb::filter::{bloom_stats, hash_key, KeyHash};
-use siftdb::key::ParsedInternalKey;
-use siftdb::ValueType;
+use siftdb::inspect::key::ParsedInternalKey;
+use siftdb::inspect::key::ValueType;
 
 use super::dataset::{load_leveled, Dataset, LeveledPlan};
 use super::measure::{needed, wrong, FileView, PointSpec, Tally, STREAM_LOOKUPS};
@@ -130,7 +130,7 @@ pub(crate) fn measure(
                     Error::Layout(format!(
                         "{name}: level {} holds {what} {}",
                         li + 1,
-                        siftdb::escape::escape_bytes(p.user_key)
+                        siftdb::inspect::escape::escape_bytes(p.user_key)
                     ))
                 };
                 let Some(&i) = index.get(p.user_key) else {

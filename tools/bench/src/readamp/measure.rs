@@ -5,9 +5,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use siftdb::filename::{parse_file_name, FileType};
 use siftdb::filter::{bloom_stats, hash_key, policy_for_name, FilterPolicy};
-use siftdb::sstable::Table;
+use siftdb::inspect::filename::{parse_file_name, FileType};
+use siftdb::inspect::sstable::Table;
 use siftdb::Stats;
 
 use super::dataset::{bench_options, load_runs, Dataset, RunLayout};
@@ -380,7 +380,7 @@ pub(super) const STREAM_LOOKUPS: u64 = 3;
 pub(super) fn wrong(point: &str, key: &[u8], detail: &str) -> Error {
     Error::WrongAnswer {
         point: point.to_string(),
-        key: siftdb::escape::escape_bytes(key),
+        key: siftdb::inspect::escape::escape_bytes(key),
         detail: detail.to_string(),
     }
 }

@@ -180,7 +180,7 @@ pub(super) fn source_text(s: &ExplainSource) -> String {
 }
 
 fn outcome_text(s: &ExplainSource, o: &ExplainOutcome, show: Show) -> String {
-    let block = |b: &Option<(usize, siftdb::sstable::BlockHandle)>| match b {
+    let block = |b: &Option<(usize, siftdb::inspect::sstable::BlockHandle)>| match b {
         Some((i, h)) => format!("index entry {i} -> data block {h}"),
         None => "key after the last index entry: no block read".to_string(),
     };

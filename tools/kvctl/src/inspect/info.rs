@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::{json, Value};
-use siftdb::filename::manifest_name;
+use siftdb::inspect::filename::manifest_name;
+use siftdb::inspect::version::set::NUM_LEVELS;
 use siftdb::inspect::{filter_settings, level_summaries, DbSnapshot};
-use siftdb::version::set::NUM_LEVELS;
 use siftdb::LevelStats;
 
 use super::{emit, emit_json, file_name, snapshot, torn_json};

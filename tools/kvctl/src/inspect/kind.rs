@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use siftdb::filename::{parse_file_name, FileType};
+use siftdb::inspect::filename::{parse_file_name, FileType};
 
 use crate::error::CliError;
 
@@ -160,7 +160,7 @@ mod tests {
         assert_eq!(file_kind(&w("LOCK", b"")), FileKind::Lock);
         assert_eq!(file_kind(&w("000009.tmp", b"")), FileKind::Temp);
         let mut table = vec![0u8; 60];
-        table.extend_from_slice(&siftdb::sstable::format::TABLE_MAGIC.to_le_bytes());
+        table.extend_from_slice(&siftdb::inspect::sstable::format::TABLE_MAGIC.to_le_bytes());
         assert_eq!(file_kind(&w("copy.bin", &table)), FileKind::Table);
         assert_eq!(
             file_kind(&w("notes.txt", b"hello world")),

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
+use siftdb::inspect::key::ParsedInternalKey;
+use siftdb::inspect::version::edit::{FileMetaData, VersionEdit};
 use siftdb::inspect::{current_manifest, read_live_wals, read_manifest, read_wal, WalContents};
-use siftdb::key::ParsedInternalKey;
-use siftdb::version::edit::{FileMetaData, VersionEdit};
 use siftdb::KeyPrediction;
 
 use super::{emit, emit_json, file_name, table_name, torn_json, Show};
@@ -415,7 +415,7 @@ fn wal_dump(a: &WalDumpArgs) -> Result<(), CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use siftdb::{InternalKey, SequenceNumber, ValueType};
+    use siftdb::inspect::key::{InternalKey, SequenceNumber, ValueType};
 
     /// Every field of `VersionEdit` is listed here without `..`, so adding
     /// a field fails to compile until `edit_fields` shows it.

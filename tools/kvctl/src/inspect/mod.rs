@@ -18,9 +18,9 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use serde_json::{json, Value};
-use siftdb::escape::{escape_bytes, hex};
+use siftdb::inspect::escape::{escape_bytes, hex};
+use siftdb::inspect::sstable::BlockHandle;
 use siftdb::inspect::DbSnapshot;
-use siftdb::sstable::BlockHandle;
 
 use crate::error::{write_failed, CliError};
 
@@ -116,7 +116,7 @@ pub fn table_name(number: u64) -> String {
 
 /// A torn log tail as JSON (`{"offset", "reason"}`), or `null`
 /// (DESIGN.md 12.9).
-pub fn torn_json(t: &Option<siftdb::log::TornTail>) -> Value {
+pub fn torn_json(t: &Option<siftdb::inspect::log::TornTail>) -> Value {
     t.as_ref().map_or(
         Value::Null,
         |t| json!({ "offset": t.offset, "reason": t.reason }),

@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use serde_json::{json, Map, Value};
 use siftdb::filter::FilterKind;
+use siftdb::inspect::key::ParsedInternalKey;
+use siftdb::inspect::sstable::Table;
 use siftdb::inspect::{
     open_table, properties_block, table_entries, FilterInfo, PropertyValue, TableInfo,
 };
-use siftdb::key::ParsedInternalKey;
-use siftdb::sstable::Table;
 
 use super::{emit, emit_json, file_name, handle_json, percent, snapshot, table_name, Show};
 use crate::error::CliError;
