@@ -83,6 +83,11 @@ pub fn table_options(u: &mut Unstructured<'_>) -> Result<TableOptions> {
         },
         prefix_extractor: None,
         key_sketch_precision: u.arbitrary::<bool>()?.then_some(12),
+        compression: if u.arbitrary()? {
+            siftdb::Compression::Lz4
+        } else {
+            siftdb::Compression::None
+        },
     })
 }
 

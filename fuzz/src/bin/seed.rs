@@ -157,6 +157,7 @@ fn built_tables(c: &mut Corpus, scratch: &Path) {
             filter_policy: filter.then(|| Arc::new(BloomFilterPolicy::new(10)) as _),
             prefix_extractor: None,
             key_sketch_precision: None,
+            compression: siftdb::Compression::None,
         };
         let mut b = TableBuilder::new(&path, opts).unwrap();
         for i in 0..24u64 {
