@@ -53,7 +53,8 @@ fn entries() -> Vec<(Vec<u8>, Vec<u8>)> {
         .map(|i| {
             let k = format!("key{i:05}");
             if i % 7 == 3 {
-                let ik = InternalKey::new(k.as_bytes(), SequenceNumber(5000 - i), ValueType::Deletion);
+                let ik =
+                    InternalKey::new(k.as_bytes(), SequenceNumber(5000 - i), ValueType::Deletion);
                 (ik.into_encoded(), Vec::new())
             } else {
                 let ik = InternalKey::new(k.as_bytes(), SequenceNumber(5000 - i), ValueType::Value);
@@ -102,7 +103,10 @@ fn a_table_mixing_compressed_and_plain_blocks_reads_back_through_every_path() {
     assert_eq!(c.codec, "lz4");
     let blocks = t.index().len() as u64;
     assert_eq!(t.properties().num_data_blocks, blocks);
-    assert!(c.compressed_blocks > 0 && c.compressed_blocks < blocks, "{c:?} of {blocks}");
+    assert!(
+        c.compressed_blocks > 0 && c.compressed_blocks < blocks,
+        "{c:?} of {blocks}"
+    );
     assert!(c.stored_bytes < c.raw_bytes, "{c:?}");
     assert_eq!(
         c.stored_bytes,
@@ -252,7 +256,10 @@ fn a_format_1_table_from_the_previous_build_still_reads() {
         if i % 10 == 3 {
             assert_eq!(p.value_type, ValueType::Deletion);
         } else {
-            assert_eq!(v, format!("value {i} repeated repeated repeated").as_bytes());
+            assert_eq!(
+                v,
+                format!("value {i} repeated repeated repeated").as_bytes()
+            );
         }
         let g = t.get(p.user_key, SequenceNumber(5000), hash_key(p.user_key));
         assert_eq!(found(g.unwrap()).unwrap().2, *v);
@@ -297,7 +304,9 @@ fn an_unknown_codec_byte_is_corruption_naming_it() {
     let e = t.get(uk, SequenceNumber(9999), hash_key(uk)).unwrap_err();
     assert!(matches!(e, Error::Corruption { .. }), "{e}");
     assert!(e.to_string().contains("codec byte 2 (zstd)"), "{e}");
-    let e = t.iter(Bound::Unbounded, Bound::Unbounded).find_map(|r| r.err());
+    let e = t
+        .iter(Bound::Unbounded, Bound::Unbounded)
+        .find_map(|r| r.err());
     assert!(e.unwrap().is_corruption());
     // An uncompressed block marked LZ4 does not decompress: corruption.
     let t0 = Table::open(&path, 7).unwrap();
@@ -437,9 +446,11 @@ fn run_model(seed: u64, policy: &str, cached: bool) {
         }
     }
     assert!(
-        files
-            .iter()
-            .any(|f| f.properties.compression.as_ref().is_some_and(|c| c.compressed_blocks > 0)),
+        files.iter().any(|f| f
+            .properties
+            .compression
+            .as_ref()
+            .is_some_and(|c| c.compressed_blocks > 0)),
         "some blocks compressed"
     );
     drop(db);

@@ -237,7 +237,10 @@ pub enum PropertyValue {
 /// The properties whose values are varints (DESIGN.md 12.5); the others
 /// (the policy name, the smallest and largest user keys) and any unknown
 /// name are shown as bytes.
-const NUMBER_PROPERTIES: [&str; 13] = [
+const NUMBER_PROPERTIES: [&str; 16] = [
+    "siftdb.compression.blocks",
+    "siftdb.compression.raw_bytes",
+    "siftdb.compression.stored_bytes",
     "siftdb.filter.bits",
     "siftdb.filter.bits_per_key",
     "siftdb.filter.num_hashes",

@@ -341,12 +341,9 @@ pub fn decode_data_block<'a>(
                 )));
             }
             let raw_len = raw_len as usize;
-            let mut buf: Arc<[u8]> = std::iter::repeat_n(0u8, raw_len).collect();
-            let Some(out) = Arc::get_mut(&mut buf) else {
-                return Err(corrupt("buffer shared".into()));
-            };
-            match lz4_flex::block::decompress_into(body, out) {
-                Ok(n) if n == raw_len => Ok(BlockContents::Owned(buf)),
+            let mut buf = vec![0u8; raw_len];
+            match lz4_flex::block::decompress_into(body, &mut buf) {
+                Ok(n) if n == raw_len => Ok(BlockContents::Owned(Arc::from(buf))),
                 Ok(n) => Err(corrupt(format!("decompressed to {n} bytes, not {raw_len}"))),
                 Err(e) => Err(corrupt(format!("does not decompress: {e}"))),
             }
