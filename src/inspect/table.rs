@@ -295,6 +295,9 @@ pub struct TableEntry {
     pub value: Vec<u8>,
 }
 
+/// An encoded internal key and its value.
+type Pair = (Vec<u8>, Vec<u8>);
+
 /// Iterator over a table's entries, from [`table_entries`].
 #[derive(Debug)]
 pub struct TableEntries<'t> {
@@ -304,7 +307,7 @@ pub struct TableEntries<'t> {
     /// The block being read and its entries decoded (a compressed block
     /// is decompressed whole, so its entries are decoded at once), up to
     /// and including the first that does not decode.
-    current: Option<(usize, std::vec::IntoIter<Result<(Vec<u8>, Vec<u8>)>>)>,
+    current: Option<(usize, std::vec::IntoIter<Result<Pair>>)>,
     done: bool,
 }
 

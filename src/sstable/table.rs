@@ -1074,6 +1074,11 @@ fn above_lo(lo: &Bound<Vec<u8>>, uk: &[u8]) -> bool {
 /// An entry copied out of a block: encoded internal key and value.
 type OwnedEntry = (Vec<u8>, Vec<u8>);
 
+/// The block a [`TableIter`]'s front decodes: its index, layout, the
+/// position of the next entry, and its decompressed contents if it was
+/// stored compressed.
+type Cursor = (usize, BlockLayout, BlockPos, Option<Arc<[u8]>>);
+
 /// A data block opened for the front of a [`TableIter`]: its layout, the
 /// position to resume from, and its decompressed contents if it was
 /// stored compressed.
@@ -1153,7 +1158,7 @@ pub struct TableIter {
     /// The block the front decodes one entry at a time, and where in it:
     /// a seek followed by a few `next`s copies only the entries it yields
     /// (with a compressed block's decompressed contents).
-    cursor: Option<(usize, BlockLayout, BlockPos, Option<Arc<[u8]>>)>,
+    cursor: Option<Cursor>,
     /// Entries of the front, in order, once the back has run out of blocks
     /// and needed the cursor's rest (see `next_back`).
     front: VecDeque<(Vec<u8>, Vec<u8>)>,
