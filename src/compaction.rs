@@ -31,7 +31,8 @@ use crate::iter::{EntrySource, MergingIterator};
 use crate::key::{ParsedInternalKey, SequenceNumber, ValueType};
 use crate::options::{CompactionPriority, CompactionStyle, Options};
 use crate::sketch::hyperloglog::HyperLogLog;
-use crate::sstable::format::FORMAT_VERSION;
+use crate::sstable::format::format_version_for;
+use crate::sstable::Compression;
 use crate::sstable::{Table, TableBuilder, TableOptions, TableProperties};
 use crate::version::edit::{FileMetaData, VersionEdit};
 use crate::version::set::{TableFile, Version, NUM_LEVELS};
@@ -362,7 +363,9 @@ pub(crate) fn pick_manual_bottommost(
 ///    configured), and a prefix filter by the same extractor (or none), so
 ///    a changed `bits_per_key`, `bloom_hashes` or `prefix_extractor`
 ///    still rewrites it;
-/// 4. the format version this build writes;
+/// 4. the format version and codec the output would get (format 1 without
+///    compression, format 2 with the level's codec), so a changed
+///    `compression` rewrites it;
 /// 5. no cut to make: its last data block starts below `target_file_size`.
 ///    The merge cuts an output before a new user key once the output has
 ///    reached the target, and every block but the last is written before
@@ -395,10 +398,15 @@ pub(crate) fn rewriting_changes_nothing(
                 && props.prefix_filter.as_ref().map(|p| p.extractor.as_str()) == extractor
         }
     };
+    let codec_as_configured = match &props.compression {
+        None => table_options.compression == Compression::None,
+        Some(c) => c.codec == table_options.compression.name(),
+    };
     props.num_tombstones == 0
         && props.num_entries == props.num_distinct_keys
         && filter_as_configured
-        && props.format_version == FORMAT_VERSION
+        && props.format_version == format_version_for(table_options.compression)
+        && codec_as_configured
         && last_block_offset < target_file_size
 }
 
@@ -603,7 +611,7 @@ mod tests {
             filter_bits_per_key: 10,
             filter_num_hashes: 7,
             filter_bits: 1000,
-            format_version: FORMAT_VERSION,
+            format_version: 1,
             ..Default::default()
         }
     }
@@ -627,9 +635,23 @@ mod tests {
             change(&mut p);
             assert!(!rewriting_changes_nothing(&p, 0, &opts, TARGET), "{why}");
         }
-        let mut old = clean();
-        old.format_version = FORMAT_VERSION - 1;
-        assert!(!rewriting_changes_nothing(&old, 0, &opts, TARGET));
+        // Another codec or format version than the options would write.
+        let mut newer = clean();
+        newer.format_version = 2;
+        assert!(!rewriting_changes_nothing(&newer, 0, &opts, TARGET));
+        let lz4 = TableOptions {
+            compression: Compression::Lz4,
+            ..TableOptions::default()
+        };
+        assert!(!rewriting_changes_nothing(&clean(), 0, &lz4, TARGET));
+        newer.compression = Some(crate::sstable::properties::CompressionProperties {
+            codec: "lz4".into(),
+            compressed_blocks: 1,
+            raw_bytes: 100,
+            stored_bytes: 50,
+        });
+        assert!(rewriting_changes_nothing(&newer, 0, &lz4, TARGET));
+        assert!(!rewriting_changes_nothing(&newer, 0, &opts, TARGET));
         // A last block starting at the target: the merge would cut there.
         assert!(rewriting_changes_nothing(
             &clean(),

@@ -15,8 +15,9 @@
 //! - **Errors:** one [`Error`] enum; [`Error::Corruption`] names the file
 //!   and offset of bad bytes. Bad bytes never cause a panic.
 //! - **Not provided:** transactions across batches, column families,
-//!   compression, a custom comparator (keys sort bytewise), snapshots that
-//!   survive a reopen.
+//!   zstd (data blocks compress with LZ4 only, per level:
+//!   [`Options::compression`]), a custom comparator (keys sort bytewise),
+//!   snapshots that survive a reopen.
 //!
 //! DESIGN.md describes the architecture and every on-disk format.
 //!
@@ -87,7 +88,7 @@ pub use options::{
 };
 pub use sketch::read_sketch::{HotKey, HotKeys};
 pub use slice::Slice;
-pub use sstable::TableProperties;
+pub use sstable::{Compression, CompressionPolicy, TableProperties};
 pub use stats::{KeyPrediction, LevelStats, MemoryUsage, Stats, KEY_PREDICTIONS_KEPT};
 pub use version::filter_memory::{FilterMemory, LevelFilterMemory};
 pub use write_batch::{WriteBatch, MAX_BATCH_LEN};

@@ -105,6 +105,18 @@ pub struct Options {
     pub block_size: usize,
     /// Entries between restart points in a data block. Defaults to 16.
     pub block_restart_interval: usize,
+    /// The codec of each level's data blocks, level 0 first, the last
+    /// entry serving deeper levels (fjall's policy: for example
+    /// `none,none,lz4` leaves levels 0 and 1, which are rewritten soon,
+    /// uncompressed and compresses the rest with LZ4). Flushes use level
+    /// 0's codec and compactions their output level's; a block that does
+    /// not shrink by an eighth is stored uncompressed. Filters, indexes
+    /// and properties are never compressed. A compressed block is
+    /// decompressed on every mapped read, and once per cache fill with a
+    /// block cache, which holds it decompressed (DESIGN.md 3.5). Tables
+    /// written with a codec are format 2, which builds before this one
+    /// cannot read. Defaults to none on every level (format 1 tables).
+    pub compression: crate::sstable::CompressionPolicy,
     /// How point lookups read SSTable data blocks: through each table's
     /// memory map, or with `pread` into a bounded block cache (DESIGN.md
     /// 3.3 measures both). Scans read through the maps either way.
@@ -198,6 +210,7 @@ impl Default for Options {
             prefix_extractor: None,
             block_size: 4 << 10,
             block_restart_interval: 16,
+            compression: crate::sstable::CompressionPolicy::default(),
             table_reads: TableReads::Mapped,
             key_sketch_precision: Some(crate::sketch::hyperloglog::HyperLogLog::DEFAULT_PRECISION),
             sync: false,
@@ -256,6 +269,9 @@ impl Options {
         }
         for f in &self.filters {
             f.validate().map_err(crate::Error::InvalidArgument)?;
+        }
+        if self.compression.levels().len() > crate::version::set::NUM_LEVELS {
+            return bad("compression takes at most one entry per level (7)");
         }
         if let Some(b) = &self.filter_budget {
             b.validate().map_err(crate::Error::InvalidArgument)?;

@@ -15,13 +15,13 @@ use memmap2::Mmap;
 /// (so it can key a `HashMap<Slice, _>` looked up by `&[u8]`); prints as
 /// a byte-string literal.
 ///
-/// A `Slice` holds its bytes in one of four ways (DESIGN.md 3.5):
+/// A `Slice` holds its bytes in one of four ways (DESIGN.md 3.6):
 ///
 /// - **inline**, up to [`Slice::INLINE_CAPACITY`] bytes inside the value
 ///   itself: short keys and values cost no allocation;
 /// - **an owned buffer** (`Arc<Vec<u8>>`): what `From<Vec<u8>>` makes,
 ///   without copying;
-/// - **a view into a shared buffer** (`Arc<[u8]>`): a cached data block,
+/// - **a view into a shared buffer** (`Arc<[u8]>`): a cached or decompressed data block,
 ///   or bytes copied once out of a memtable or a block;
 /// - **a view into a table's memory map**.
 ///
@@ -82,7 +82,7 @@ impl Slice {
     /// or map it was read from; shorter values are copied, so that a small
     /// value kept by the caller does not pin a whole block (4 KiB or more)
     /// or a table's map. Below this length a copy costs about as much as
-    /// the reference count (DESIGN.md 3.5 has the measurements).
+    /// the reference count (DESIGN.md 3.6 has the measurements).
     pub const SHARE_MIN: usize = 1024;
 
     /// The empty byte string.

@@ -19,6 +19,9 @@
 //! table is covered by a block trailer CRC or the footer CRC, and the scan
 //! reads every block.
 //!
+//! Levels 1 and deeper hold LZ4-compressed tables (format 2), level 0
+//! uncompressed ones (format 1).
+//!
 //! `SIFTDB_CORRUPTION_MUTATIONS` (default 2,400) sets the number of cases,
 //! spread evenly over the eight regions; `SIFTDB_CORRUPTION_SEED` the seed.
 
@@ -116,6 +119,10 @@ fn base_options() -> Options {
     o.max_bytes_for_level_base = 8 << 10;
     o.level_size_multiplier = 2;
     o.target_file_size = 8 << 10;
+    // Level 0 stays format 1; deeper levels are format 2 with LZ4 data
+    // blocks (some stored uncompressed, with codec byte 0), so damage
+    // meets both formats and both codecs.
+    o.compression = "none,lz4".parse().unwrap();
     o
 }
 
@@ -231,6 +238,14 @@ fn build_base(root: &Path, rng: &mut Rng) -> Base {
     for _ in 0..wal_batches {
         next(&mut history, rng);
     }
+    assert!(
+        db.live_files().iter().any(|f| f
+            .properties
+            .compression
+            .as_ref()
+            .is_some_and(|c| c.compressed_blocks > 0)),
+        "some data blocks are compressed"
+    );
     let levels: BTreeSet<usize> = db.live_files().iter().map(|f| f.level).collect();
     let files_per_level: BTreeMap<usize, usize> =
         db.live_files().iter().fold(BTreeMap::new(), |mut m, f| {

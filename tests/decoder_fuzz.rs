@@ -342,6 +342,7 @@ fn valid_table() -> &'static [u8] {
             filter_policy: Some(Arc::new(BloomFilterPolicy::new(10))),
             prefix_extractor: None,
             key_sketch_precision: Some(12),
+            compression: siftdb::Compression::None,
         };
         let mut b = TableBuilder::new(&path, opts).unwrap();
         for i in 0..200u64 {

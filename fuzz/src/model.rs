@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use arbitrary::{Result, Unstructured};
 use siftdb::filter::BloomFilterPolicy;
-use siftdb::key::{compare_internal_keys, InternalKey, SequenceNumber, ValueType};
-use siftdb::sstable::TableOptions;
-use siftdb::version::edit::{FileMetaData, VersionEdit};
+use siftdb::inspect::key::{compare_internal_keys, InternalKey, SequenceNumber, ValueType};
+use siftdb::inspect::sstable::TableOptions;
+use siftdb::inspect::version::edit::{FileMetaData, VersionEdit};
 
 /// `(user key, Some(value))` for a put, `(user key, None)` for a delete.
 pub type Op = (Vec<u8>, Option<Vec<u8>>);
@@ -83,6 +83,11 @@ pub fn table_options(u: &mut Unstructured<'_>) -> Result<TableOptions> {
         },
         prefix_extractor: None,
         key_sketch_precision: u.arbitrary::<bool>()?.then_some(12),
+        compression: if u.arbitrary()? {
+            siftdb::Compression::Lz4
+        } else {
+            siftdb::Compression::None
+        },
     })
 }
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::filter::{FilterBudget, LevelFilter, PrefixExtractor};
 use crate::fs::FileSystem;
 use crate::options::{CompactionPriority, CompactionStyle, HotKeyOptions, Options, TableReads};
+use crate::sstable::CompressionPolicy;
 use crate::{Db, Result};
 
 /// Options set one by one, then [`open`](DbBuilder::open): made by
@@ -108,6 +109,7 @@ impl DbBuilder {
         skip_filters_on_last_level: bool,
         block_size: usize,
         block_restart_interval: usize,
+        compression: CompressionPolicy,
         table_reads: TableReads,
         key_sketch_precision: Option<u8>,
         sync: bool,

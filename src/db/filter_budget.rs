@@ -53,8 +53,9 @@ impl NewTable<'_> {
 
 /// The layout of the table `new`: under a filter budget, with the filter
 /// its run gets in the shape `version` takes once the table is in place;
-/// otherwise [`TableOptions::for_level`]. `last_level` says the table goes
-/// to the deepest level holding data.
+/// otherwise [`TableOptions::for_level`]; the codec is always the output
+/// level's. `last_level` says the table goes to the deepest level holding
+/// data.
 pub(super) fn table_options(
     o: &Options,
     version: &Version,
@@ -63,7 +64,10 @@ pub(super) fn table_options(
 ) -> TableOptions {
     match &o.filter_budget {
         None => TableOptions::for_level(o, new.level(), last_level),
-        Some(budget) => TableOptions::with_filter(o, &budgeted_filter(o, budget, version, &new)),
+        Some(budget) => TableOptions {
+            compression: o.compression.for_level(new.level()),
+            ..TableOptions::with_filter(o, &budgeted_filter(o, budget, version, &new))
+        },
     }
 }
 

@@ -61,6 +61,7 @@ fn lines(o: &Options) -> Vec<(&'static str, String)> {
             }
             .to_string(),
         ),
+        ("compression", o.compression.to_string()),
         (
             "filter_budget",
             opt(o.filter_budget.as_ref().map(|b| match b.max_bytes {
@@ -259,6 +260,7 @@ fn set(o: &mut Options, name: &str, v: &str) -> std::result::Result<(), String> 
                 _ => return Err("unknown style".into()),
             }
         }
+        "compression" => o.compression = v.parse()?,
         "filter_budget" => {
             o.filter_budget = match v {
                 "none" => None,
@@ -374,6 +376,7 @@ block_size 4096\n\
 bloom_hashes none\n\
 compaction_priority round-robin\n\
 compaction_style leveled\n\
+compression none\n\
 filter_budget none\n\
 filters default\n\
 key_sketch_precision 12\n\
@@ -414,6 +417,7 @@ write_buffer_size 67108864\n";
             key_sketch_precision: None,
             compaction_style: CompactionStyle::Tiered,
             compaction_priority: CompactionPriority::MostDuplicates,
+            compression: "none,none,lz4".parse().unwrap(),
             target_file_size: 2 << 20,
             skip_filters_on_last_level: true,
             ..Default::default()
@@ -428,7 +432,11 @@ write_buffer_size 67108864\n";
             d.contains(&"bits_per_key: 12 stored, 10 used".to_string()),
             "{d:?}"
         );
-        assert_eq!(d.len(), 10, "{d:?}");
+        assert!(
+            d.contains(&"compression: none,none,lz4 stored, none used".to_string()),
+            "{d:?}"
+        );
+        assert_eq!(d.len(), 11, "{d:?}");
     }
 
     #[test]

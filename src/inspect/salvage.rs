@@ -954,7 +954,8 @@ impl TableCursor {
     /// strictly increasing order, continuing from the previous block.
     fn read_block(&self, i: usize) -> Result<Vec<Entry>> {
         let handle = self.table.index()[i].handle;
-        let block = self.table.read_block(handle)?;
+        let contents = self.table.read_block(handle)?;
+        let block = crate::sstable::Block::new(&contents, self.table.path(), handle.offset)?;
         checked_data_entries(
             &block,
             self.last_key.as_deref(),

@@ -11,7 +11,7 @@ use crate::filter::{
     blocked_bloom, blocked_bloom_stats, bloom_stats, ribbon_stats, theoretical_fpr, FilterKind,
 };
 use crate::key::{user_key_of, ParsedInternalKey, SequenceNumber, ValueType};
-use crate::sstable::{BlockIter, Table, TableProperties};
+use crate::sstable::{Block, Table, TableProperties};
 use crate::util::coding::Decoder;
 use crate::LevelStats;
 use crate::{Error, Result};
@@ -237,7 +237,10 @@ pub enum PropertyValue {
 /// The properties whose values are varints (DESIGN.md 12.5); the others
 /// (the policy name, the smallest and largest user keys) and any unknown
 /// name are shown as bytes.
-const NUMBER_PROPERTIES: [&str; 13] = [
+const NUMBER_PROPERTIES: [&str; 16] = [
+    "siftdb.compression.blocks",
+    "siftdb.compression.raw_bytes",
+    "siftdb.compression.stored_bytes",
     "siftdb.filter.bits",
     "siftdb.filter.bits_per_key",
     "siftdb.filter.num_hashes",
@@ -292,13 +295,19 @@ pub struct TableEntry {
     pub value: Vec<u8>,
 }
 
+/// An encoded internal key and its value.
+type Pair = (Vec<u8>, Vec<u8>);
+
 /// Iterator over a table's entries, from [`table_entries`].
 #[derive(Debug)]
 pub struct TableEntries<'t> {
     table: &'t Table,
     from: Option<Vec<u8>>,
     next_block: usize,
-    current: Option<(usize, BlockIter<'t>)>,
+    /// The block being read and its entries decoded (a compressed block
+    /// is decompressed whole, so its entries are decoded at once), up to
+    /// and including the first that does not decode.
+    current: Option<(usize, std::vec::IntoIter<Result<Pair>>)>,
     done: bool,
 }
 
@@ -346,7 +355,7 @@ impl Iterator for TableEntries<'_> {
                             user_key: p.user_key.to_vec(),
                             seq: p.seq,
                             value_type: p.value_type,
-                            value: value.to_vec(),
+                            value,
                         }));
                     }
                     Some(Err(e)) => {
@@ -360,8 +369,20 @@ impl Iterator for TableEntries<'_> {
                 self.done = true;
                 break;
             };
-            match self.table.read_block(entry.handle) {
-                Ok(b) => self.current = Some((self.next_block, b.iter())),
+            let decoded = self.table.data_block(entry.handle).and_then(|contents| {
+                let block = Block::new(&contents, self.table.path(), entry.handle.offset)?;
+                let mut entries = Vec::new();
+                for e in block.iter() {
+                    let failed = e.is_err();
+                    entries.push(e.map(|(k, v)| (k, v.to_vec())));
+                    if failed {
+                        break;
+                    }
+                }
+                Ok(entries)
+            });
+            match decoded {
+                Ok(entries) => self.current = Some((self.next_block, entries.into_iter())),
                 Err(e) => {
                     self.done = true;
                     return Some(Err(e));

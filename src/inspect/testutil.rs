@@ -76,6 +76,7 @@ pub(super) fn write_table(path: &Path, policy: Arc<dyn FilterPolicy>, n: u32) ->
         filter_policy: Some(policy),
         prefix_extractor: None,
         key_sketch_precision: None,
+        compression: crate::sstable::Compression::None,
     };
     let mut b = TableBuilder::new(path, opts).unwrap();
     for i in 0..n {

@@ -1,5 +1,8 @@
-//! The SSTable file format (format version 1): [`BlockHandle`], [`Footer`],
-//! the block trailer and checksum verification.
+//! The SSTable file format (format versions 1 and 2): [`BlockHandle`],
+//! [`Footer`], the block trailer and checksum verification. Version 2
+//! differs only in its data blocks, which end in a codec byte (see
+//! [`crate::sstable::compression`]); a table written without compression
+//! is version 1.
 //!
 //! All fixed-width integers are little-endian; varints are unsigned LEB128
 //! (see [`crate::util::coding`]). Checksums are CRC-32 (IEEE, `crc32fast`).
@@ -43,7 +46,8 @@
 //! +--------+--------+--------+--------+--------+--------+------+------+---------------+
 //! ```
 //!
-//! * `ver`: the format version, 1. A reader refuses a larger version with
+//! * `ver`: the format version, 1 or 2 (data blocks with a codec byte). A
+//!   reader refuses a larger version with
 //!   [`Error::UnsupportedVersion`]; 0 is corruption.
 //! * `crc`: `crc32` of footer bytes `0..52`.
 //! * `magic`: [`TABLE_MAGIC`] `= 0x5453_5354_4649_5389`, stored LE as the
@@ -124,14 +128,28 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::sstable::compression::Compression;
 use crate::util::coding::{put_u32, put_u64, put_varint, DecodeError, Decoder};
 use crate::util::crc::crc32;
 
 /// The table magic number: the bytes `\x89SIFTSST` read as a `u64` LE.
 pub const TABLE_MAGIC: u64 = 0x5453_5354_4649_5389;
 
-/// The format version written by this build and the newest it reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The newest format version this build reads and writes: 2, whose data
+/// blocks carry a codec byte ([`crate::sstable::compression`]). A table
+/// written without compression is version 1 ([`format_version_for`]).
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The format version of a table whose data blocks are written with
+/// `codec`: 1 (no codec bytes, readable by every build) for
+/// [`Compression::None`], else 2.
+pub fn format_version_for(codec: Compression) -> u32 {
+    if codec == Compression::None {
+        1
+    } else {
+        crate::sstable::compression::COMPRESSED_FORMAT_VERSION
+    }
+}
 
 /// Bytes of the footer at the end of every table.
 pub const FOOTER_LEN: usize = 64;
@@ -446,19 +464,22 @@ mod tests {
         assert!(e.to_string().contains("footer checksum mismatch"), "{e}");
         // Newer version with a valid crc.
         let mut f = example();
-        f.format_version = 2;
+        f.format_version = 3;
         let e = Footer::decode(&f.encode(), p()).unwrap_err();
         assert!(
             matches!(
                 e,
                 Error::UnsupportedVersion {
-                    found: 2,
-                    supported: 1,
+                    found: 3,
+                    supported: 2,
                     ..
                 }
             ),
             "{e}"
         );
+        // Version 2 reads.
+        f.format_version = 2;
+        assert_eq!(Footer::decode(&f.encode(), p()).unwrap(), f);
         f.format_version = 0;
         assert!(Footer::decode(&f.encode(), p())
             .unwrap_err()

@@ -6,6 +6,9 @@
 //!   for data, index and properties blocks.
 //! * [`block_cache`]: [`BlockCache`](block_cache::BlockCache), the bounded
 //!   cache of data blocks read with `pread` (`TableReads::Cached`).
+//! * [`compression`]: [`Compression`](compression::Compression) codecs,
+//!   the per-level [`CompressionPolicy`](compression::CompressionPolicy)
+//!   and the codec byte of format-2 data blocks.
 //! * [`properties`]: [`TableProperties`], the per-table statistics block.
 //! * [`residency`]: how a table reads its map when the page cache does not
 //!   hold it (random advice, whole-block requests while cold, scan
@@ -21,6 +24,7 @@
 pub mod block;
 pub mod block_builder;
 pub mod block_cache;
+pub mod compression;
 pub mod format;
 pub mod properties;
 pub mod residency;
@@ -29,6 +33,7 @@ pub mod table_builder;
 
 pub use block::{Block, BlockIter};
 pub use block_builder::BlockBuilder;
+pub use compression::{BlockContents, Compression, CompressionPolicy};
 pub use format::{BlockHandle, Footer};
 pub use properties::{PrefixFilterProperties, TableProperties};
 pub use table::{IndexEntry, MappedTable, Table, TableBlocks, TableGet, TableIter, TableMemory};

@@ -6,6 +6,10 @@
 //!
 //! | name | value |
 //! |---|---|
+//! | `siftdb.compression.blocks` | varint: data blocks stored compressed (format 2) |
+//! | `siftdb.compression.codec` | raw UTF-8: the codec the table was written with, e.g. `lz4` (format 2) |
+//! | `siftdb.compression.raw_bytes` | varint: data blocks' uncompressed contents, in bytes (format 2) |
+//! | `siftdb.compression.stored_bytes` | varint: data blocks' stored contents (handle sizes, codec bytes included), in bytes (format 2) |
 //! | `siftdb.filter.bits` | varint: filter bit-array size `m` (0 if no filter) |
 //! | `siftdb.filter.bits_per_key` | varint: configured bits per key (0 if none) |
 //! | `siftdb.filter.num_hashes` | varint: probes per key `k` (0 if none) |
@@ -29,7 +33,9 @@
 //! Every name above is required in format version 1, except
 //! `siftdb.key_sketch.handle` (tables written before the key sketch have
 //! none; its block holds a [`crate::sketch::hyperloglog::HyperLogLog`] of
-//! the distinct user keys, DESIGN.md 12.10) and the three
+//! the distinct user keys, DESIGN.md 12.10), the four
+//! `siftdb.compression.*` names, which a format-2 table carries together
+//! (one without the others is corruption), and the three
 //! `siftdb.prefix_filter.*` names, which a table written with a prefix
 //! extractor carries together (one without the others is corruption). The
 //! prefix filter block is built by the table's filter policy over the
@@ -45,6 +51,10 @@ use crate::sstable::block_builder::BlockBuilder;
 use crate::sstable::format::BlockHandle;
 use crate::util::coding::{put_varint, Decoder};
 
+const COMPRESSION_BLOCKS: &str = "siftdb.compression.blocks";
+const COMPRESSION_CODEC: &str = "siftdb.compression.codec";
+const COMPRESSION_RAW_BYTES: &str = "siftdb.compression.raw_bytes";
+const COMPRESSION_STORED_BYTES: &str = "siftdb.compression.stored_bytes";
 const FILTER_BITS: &str = "siftdb.filter.bits";
 const FILTER_BITS_PER_KEY: &str = "siftdb.filter.bits_per_key";
 const FILTER_NUM_HASHES: &str = "siftdb.filter.num_hashes";
@@ -111,6 +121,25 @@ pub struct TableProperties {
     /// The key-sketch block (a HyperLogLog of the distinct user keys), if
     /// the table has one.
     pub key_sketch: Option<BlockHandle>,
+    /// How the data blocks were compressed: present in format-2 tables
+    /// (written with a codec), `None` in format 1 (none).
+    pub compression: Option<CompressionProperties>,
+}
+
+/// What compression did to a format-2 table's data blocks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompressionProperties {
+    /// The codec the table was written with
+    /// ([`crate::Compression::name`]); blocks it did not shrink by an
+    /// eighth are stored uncompressed.
+    pub codec: String,
+    /// Data blocks stored compressed.
+    pub compressed_blocks: u64,
+    /// Sum of the data blocks' uncompressed contents, in bytes.
+    pub raw_bytes: u64,
+    /// Sum of the data blocks' stored contents (their handle sizes: payload
+    /// and codec byte, trailer excluded), in bytes.
+    pub stored_bytes: u64,
 }
 
 /// Where a table's prefix filter is and what it holds.
@@ -154,6 +183,13 @@ impl TableProperties {
             let mut handle = Vec::new();
             h.encode_to(&mut handle);
             entries.push((KEY_SKETCH_HANDLE, handle));
+            entries.sort_by_key(|(name, _)| *name);
+        }
+        if let Some(c) = &self.compression {
+            entries.push((COMPRESSION_BLOCKS, v(c.compressed_blocks)));
+            entries.push((COMPRESSION_CODEC, c.codec.as_bytes().to_vec()));
+            entries.push((COMPRESSION_RAW_BYTES, v(c.raw_bytes)));
+            entries.push((COMPRESSION_STORED_BYTES, v(c.stored_bytes)));
             entries.sort_by_key(|(name, _)| *name);
         }
         if let Some(pf) = &self.prefix_filter {
@@ -226,6 +262,14 @@ impl TableProperties {
                     p.filter_policy = Some(s.to_string());
                 }
                 FORMAT_VERSION => p.format_version = Some(varint32()?),
+                COMPRESSION_BLOCKS => p.compressed_blocks = Some(varint()?),
+                COMPRESSION_CODEC => {
+                    let s = std::str::from_utf8(value)
+                        .map_err(|_| corrupt("compression codec name is not UTF-8".into()))?;
+                    p.codec = Some(s.to_string());
+                }
+                COMPRESSION_RAW_BYTES => p.compressed_raw_bytes = Some(varint()?),
+                COMPRESSION_STORED_BYTES => p.compressed_stored_bytes = Some(varint()?),
                 PREFIX_EXTRACTOR => {
                     let s = std::str::from_utf8(value)
                         .map_err(|_| corrupt("prefix extractor name is not UTF-8".into()))?;
@@ -288,6 +332,27 @@ impl TableProperties {
             filter_bits: req(p.filter_bits, FILTER_BITS, file, at)?,
             format_version: req(p.format_version, FORMAT_VERSION, file, at)?,
             key_sketch: p.key_sketch,
+            compression: match (
+                p.codec,
+                p.compressed_blocks,
+                p.compressed_raw_bytes,
+                p.compressed_stored_bytes,
+            ) {
+                (None, None, None, None) => None,
+                (Some(codec), Some(compressed_blocks), Some(raw_bytes), Some(stored_bytes)) => {
+                    Some(CompressionProperties {
+                        codec,
+                        compressed_blocks,
+                        raw_bytes,
+                        stored_bytes,
+                    })
+                }
+                _ => {
+                    return Err(corrupt(
+                        "the siftdb.compression properties must come together".into(),
+                    ))
+                }
+            },
             prefix_filter: match (p.prefix_extractor, p.prefix_handle, p.prefix_count) {
                 (None, None, None) => None,
                 (Some(extractor), Some(handle), Some(prefixes)) => Some(PrefixFilterProperties {
@@ -327,6 +392,10 @@ struct Partial {
     prefix_handle: Option<BlockHandle>,
     prefix_count: Option<u64>,
     key_sketch: Option<BlockHandle>,
+    codec: Option<String>,
+    compressed_blocks: Option<u64>,
+    compressed_raw_bytes: Option<u64>,
+    compressed_stored_bytes: Option<u64>,
 }
 
 #[cfg(test)]
@@ -353,6 +422,7 @@ mod tests {
             format_version: 1,
             prefix_filter: None,
             key_sketch: None,
+            compression: None,
         }
     }
 
@@ -538,5 +608,59 @@ mod tests {
             .map(|(k, v)| (std::str::from_utf8(k).unwrap(), v.as_slice()))
             .collect();
         assert!(decode(&with_entries(&refs)).unwrap_err().is_corruption());
+    }
+
+    #[test]
+    fn compression_adds_four_properties_first_in_name_order() {
+        let mut p = sample();
+        p.format_version = 2;
+        p.compression = Some(CompressionProperties {
+            codec: "lz4".into(),
+            compressed_blocks: 30,
+            raw_bytes: 160_000,
+            stored_bytes: 70_000,
+        });
+        let enc = p.encode();
+        let entries = block_entries(&enc);
+        assert_eq!(entries.len(), 19);
+        assert!(entries.windows(2).all(|w| w[0].0 < w[1].0));
+        // "siftdb.compression.*" sorts before "siftdb.filter.*".
+        assert_eq!(
+            entries[0],
+            (b"siftdb.compression.blocks".to_vec(), vec![30])
+        );
+        assert_eq!(
+            entries[1],
+            (b"siftdb.compression.codec".to_vec(), b"lz4".to_vec())
+        );
+        // 160,000 and 70,000 as varints.
+        assert_eq!(
+            entries[2],
+            (
+                b"siftdb.compression.raw_bytes".to_vec(),
+                vec![0x80, 0xe2, 0x09]
+            )
+        );
+        assert_eq!(
+            entries[3],
+            (
+                b"siftdb.compression.stored_bytes".to_vec(),
+                vec![0xf0, 0xa2, 0x04]
+            )
+        );
+        assert_eq!(entries[4].0, b"siftdb.filter.bits");
+        assert_eq!(decode(&enc).unwrap(), p);
+        // One of the four without the others is corruption.
+        let kept: Vec<(String, Vec<u8>)> = entries
+            .iter()
+            .filter(|(k, _)| k.as_slice() != b"siftdb.compression.blocks")
+            .map(|(k, v)| (String::from_utf8(k.clone()).unwrap(), v.clone()))
+            .collect();
+        let partial: Vec<(&str, &[u8])> = kept
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_slice()))
+            .collect();
+        let e = decode(&with_entries(&partial)).unwrap_err();
+        assert!(e.to_string().contains("must come together"), "{e}");
     }
 }

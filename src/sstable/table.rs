@@ -27,6 +27,7 @@ use crate::key::{
 use crate::sketch::hyperloglog::HyperLogLog;
 use crate::sstable::block::{Block, BlockLayout, BlockPos};
 use crate::sstable::block_cache::{BlockCache, BlockKey};
+use crate::sstable::compression::{decode_data_block, BlockContents};
 use crate::sstable::format::{
     check_block_handle, read_block_contents, verify_block, BlockHandle, Footer, BLOCK_TRAILER_LEN,
     FOOTER_LEN,
@@ -367,6 +368,21 @@ impl Table {
         Block::new(contents, &self.path, handle.offset)
     }
 
+    /// The contents of the data block at `handle`, bounds and CRC checked
+    /// and, in a format-2 table, its codec byte decoded: borrowed from the
+    /// map when stored uncompressed, decompressed otherwise. Decode them
+    /// with [`Block::new`]. ([`Table::read_block`] reads any block as
+    /// stored, codec byte included.)
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] at `handle.offset` if a check fails, the
+    /// codec byte is unknown or the block does not decompress.
+    pub fn data_block(&self, handle: BlockHandle) -> Result<BlockContents<'_>> {
+        let limit = self.file_size() - FOOTER_LEN as u64;
+        let stored = read_block_contents(&self.mmap, handle, limit, &self.path, "data")?;
+        decode_data_block(stored, self.footer.format_version, handle, &self.path)
+    }
+
     /// Looks up the newest version of `user_key` with sequence `<= seq`.
     /// `hash` must be [`crate::filter::hash_key`]`(user_key)`, computed once
     /// by the caller for all tables.
@@ -419,14 +435,20 @@ impl Table {
             });
         };
         let handle = entry.handle;
-        let cached = match cache {
-            Some(cache) => Some(self.cached_block(cache, handle)?),
-            None => None,
+        // The buffer a long value is shared from: the cached block, a
+        // decompressed block, or (`None`) the map.
+        let (contents, owned) = match cache {
+            Some(cache) => {
+                let cached = self.cached_block(cache, handle)?;
+                (BlockContents::Owned(Arc::clone(&cached)), Some(cached))
+            }
+            None => {
+                let contents = self.read_data_block(i)?;
+                let owned = contents.owned().cloned();
+                (contents, owned)
+            }
         };
-        let block = match &cached {
-            Some(cached) => Block::new(cached, &self.path, handle.offset)?,
-            None => self.read_data_block(i)?,
-        };
+        let block = Block::new(&contents, &self.path, handle.offset)?;
         let found = match block.seek(user_key, seq)? {
             Some((key, value)) if user_key_of(&key) == user_key => {
                 let parsed = ParsedInternalKey::parse(&key).ok_or_else(|| {
@@ -436,11 +458,11 @@ impl Table {
                         "data block holds a malformed internal key",
                     )
                 })?;
-                let value = match &cached {
-                    Some(block) => Slice::share_block(block, value),
-                    None => Slice::share_map(&self.mmap, value),
-                };
-                Some((parsed.seq, parsed.value_type, value))
+                Some((
+                    parsed.seq,
+                    parsed.value_type,
+                    self.share(owned.as_ref(), value),
+                ))
             }
             _ => None,
         };
@@ -500,36 +522,36 @@ impl Table {
         lo + self.index[lo..lo + tie].partition_point(before)
     }
 
-    /// Data block `i` of the index, its checksum verified the first time
-    /// this table reads it (see `verified`).
+    /// The contents of data block `i` of the index, its checksum verified
+    /// the first time this table reads it (see `verified`): borrowed from
+    /// the map, or decompressed if it is stored compressed (every time:
+    /// the block cache is what keeps decompressed blocks).
     ///
     /// # Errors
-    /// [`Error::Corruption`] if the block fails its checksum or its
-    /// restart array does not decode.
-    fn read_data_block(&self, i: usize) -> Result<Block<'_>> {
+    /// [`Error::Corruption`] if the block fails its checksum or does not
+    /// decompress.
+    fn read_data_block(&self, i: usize) -> Result<BlockContents<'_>> {
         let handle = self.index[i].handle;
         if self.cold.take() {
             self.will_need(handle.offset, handle.size + BLOCK_TRAILER_LEN as u64);
         }
         let started = ColdHint::should_time().then(Instant::now);
         let (word, bit) = (&self.verified[i / 64], 1u64 << (i % 64));
-        let block = if word.load(AtomicOrdering::Relaxed) & bit != 0 {
+        let stored = if word.load(AtomicOrdering::Relaxed) & bit != 0 {
             // In bounds: checked by the read that set the bit.
             let start = handle.offset as usize;
-            Block::new(
-                &self.mmap[start..start + handle.size as usize],
-                &self.path,
-                handle.offset,
-            )?
+            &self.mmap[start..start + handle.size as usize]
         } else {
-            let block = self.read_block(handle)?;
+            let limit = self.file_size() - FOOTER_LEN as u64;
+            let stored = read_block_contents(&self.mmap, handle, limit, &self.path, "data")?;
             word.fetch_or(bit, AtomicOrdering::Relaxed);
-            block
+            stored
         };
+        let contents = decode_data_block(stored, self.footer.format_version, handle, &self.path);
         if let Some(started) = started {
             self.cold.record(started.elapsed());
         }
-        Ok(block)
+        contents
     }
 
     /// The data block at `handle` from `cache`, or read from the file with
@@ -561,7 +583,9 @@ impl Table {
             .context(|| format!("read {} at {}", self.path.display(), handle.offset))?;
         verify_block(&buf, handle, &self.path, "data")?;
         buf.truncate(handle.size as usize);
-        let block: Arc<[u8]> = Arc::from(buf);
+        // Cached decompressed.
+        let block =
+            decode_data_block(&buf, self.footer.format_version, handle, &self.path)?.into_shared();
         cache.insert(key, Arc::clone(&block));
         Ok(block)
     }
@@ -581,38 +605,52 @@ impl Table {
     }
 
     /// Reads data block `i` (checking its checksum) and returns its
-    /// validated layout and the position to decode it from for user keys
-    /// in `lo..`: the restart point before `lo`'s first entry, or the
-    /// block's start.
+    /// validated layout, the position to decode it from for user keys
+    /// in `lo..` (the restart point before `lo`'s first entry, or the
+    /// block's start) and, for a compressed block, its decompressed
+    /// contents (the cursor keeps them; an uncompressed block is re-read
+    /// from the map).
     ///
     /// # Errors
     /// [`Error::Corruption`] if the block fails its checksum or does not
     /// decode.
-    fn open_block(&self, i: usize, lo: &Bound<Vec<u8>>) -> Result<(BlockLayout, BlockPos)> {
-        let block = self.read_data_block(i)?;
+    fn open_block(&self, i: usize, lo: &Bound<Vec<u8>>) -> Result<OpenedBlock> {
+        let contents = self.read_data_block(i)?;
+        let block = Block::new(&contents, &self.path, self.index[i].handle.offset)?;
         let at = match lo {
             Bound::Included(l) | Bound::Excluded(l) => block.seek_pos(l)?,
             Bound::Unbounded => BlockPos::default(),
         };
-        Ok((block.layout(), at))
+        let layout = block.layout();
+        Ok((layout, at, contents.into_owned()))
     }
 
     /// The next entry of data block `i` from `at` whose user key lies in
     /// `(lo, hi)`, and the position after it; `None` at the end of the
     /// block or past `hi`. The block's checksum and restart array were
     /// checked when it was opened ([`Table::open_block`], which gave
-    /// `layout`); the mapped bytes cannot change.
+    /// `layout` and, for a compressed block, `decompressed`); the mapped
+    /// bytes cannot change.
     fn next_in_block(
         &self,
         i: usize,
         layout: BlockLayout,
         at: BlockPos,
+        decompressed: Option<&Arc<[u8]>>,
         lo: &Bound<Vec<u8>>,
         hi: &Bound<Vec<u8>>,
     ) -> Result<Option<(Entry, BlockPos)>> {
         let handle = self.index[i].handle;
         let start = handle.offset as usize;
-        let contents = &self.mmap[start..start + handle.size as usize];
+        let mapped;
+        let contents = match decompressed {
+            Some(c) => &c[..],
+            None => {
+                let stored = &self.mmap[start..start + handle.size as usize];
+                mapped = decode_data_block(stored, self.footer.format_version, handle, &self.path)?;
+                &mapped[..]
+            }
+        };
         let block = Block::with_layout(contents, layout, &self.path, handle.offset);
         let mut it = block.resume(at);
         while let Some(entry) = it.next_borrowed() {
@@ -631,10 +669,20 @@ impl Table {
             if !below_hi(hi, uk) {
                 return Ok(None);
             }
-            let entry = (key.to_vec(), Slice::share_map(&self.mmap, value));
+            let entry = (key.to_vec(), self.share(decompressed, value));
             return Ok(Some((entry, it.into_pos())));
         }
         Ok(None)
+    }
+
+    /// `value`, read from a data block, as a [`Slice`] sharing the buffer
+    /// it lies in: `owned` (a cached or decompressed block) or, if `None`,
+    /// the table's map.
+    fn share(&self, owned: Option<&Arc<[u8]>>, value: &[u8]) -> Slice {
+        match owned {
+            Some(block) => Slice::share_block(block, value),
+            None => Slice::share_map(&self.mmap, value),
+        }
     }
 
     /// Decodes data block `i`, appending the entries within bounds to `out`.
@@ -646,7 +694,9 @@ impl Table {
         out: &mut VecDeque<Entry>,
     ) -> Result<()> {
         let handle = self.index[i].handle;
-        let block = self.read_data_block(i)?;
+        let contents = self.read_data_block(i)?;
+        let owned = contents.owned();
+        let block = Block::new(&contents, &self.path, handle.offset)?;
         for entry in block.iter() {
             let (key, value) = entry?;
             if ParsedInternalKey::parse(&key).is_none() {
@@ -658,7 +708,7 @@ impl Table {
             }
             let uk = user_key_of(&key);
             if above_lo(lo, uk) && below_hi(hi, uk) {
-                out.push_back((key, Slice::share_map(&self.mmap, value)));
+                out.push_back((key, self.share(owned, value)));
             }
         }
         Ok(())
@@ -769,6 +819,9 @@ pub struct TableBlocks {
     mmap: Mmap,
     /// `None` when [`TableBlocks::open_by_scan`] could not decode it.
     footer: Option<Footer>,
+    /// The footer's format version, or without one the version whose data
+    /// blocks the scan found (so whether they end in a codec byte).
+    format_version: u32,
     index: Vec<IndexEntry>,
 }
 
@@ -801,6 +854,7 @@ impl TableBlocks {
         Ok(TableBlocks {
             path: path.to_path_buf(),
             mmap,
+            format_version: footer.format_version,
             footer: Some(footer),
             index,
         })
@@ -817,7 +871,10 @@ impl TableBlocks {
     /// the last one (the filter, properties or index block follows), or at
     /// a damaged one. Which of the two is for the caller to judge, e.g. by
     /// comparing the last key found with the table's largest key as the
-    /// manifest records it.
+    /// manifest records it. Without a footer the format version is not
+    /// known, so the walk is made for both (format 1 blocks, and format 2
+    /// blocks ending in a codec byte) and the one finding more blocks is
+    /// kept.
     ///
     /// # Errors
     /// [`Error::Io`] if the file cannot be opened or mapped;
@@ -828,12 +885,24 @@ impl TableBlocks {
         let mut table = TableBlocks {
             path: path.to_path_buf(),
             mmap,
+            format_version: footer.map_or(1, |f| f.format_version),
             footer,
             index: Vec::new(),
         };
         // A footer that decodes bounds the data blocks; without one the
         // walk must tell the metadata blocks from data by itself.
-        table.index = scan_data_blocks(&table.mmap[..table.data_end() as usize], path);
+        let bytes = &table.mmap[..table.data_end() as usize];
+        if footer.is_some() {
+            table.index = scan_data_blocks(bytes, path, table.format_version);
+        } else {
+            let v1 = scan_data_blocks(bytes, path, 1);
+            let v2 = scan_data_blocks(bytes, path, 2);
+            (table.index, table.format_version) = if v2.len() > v1.len() {
+                (v2, 2)
+            } else {
+                (v1, 1)
+            };
+        }
         Ok(table)
     }
 
@@ -864,15 +933,21 @@ impl TableBlocks {
         self.footer.as_ref().map_or(self.file_size(), data_limit)
     }
 
-    /// Reads data block `handle` as [`Table::read_block`] does: bounds,
-    /// CRC and restart array checked.
+    /// The contents of data block `handle` as [`Table::data_block`] gives
+    /// them: bounds and CRC checked, codec byte decoded (decompressed if
+    /// need be). Decode them with [`Block::new`].
     ///
     /// # Errors
     /// [`Error::Corruption`] at `handle.offset` if any check fails.
-    pub fn read_block(&self, handle: BlockHandle) -> Result<Block<'_>> {
-        let contents =
-            read_block_contents(&self.mmap, handle, self.data_end(), &self.path, "data")?;
-        Block::new(contents, &self.path, handle.offset)
+    pub fn read_block(&self, handle: BlockHandle) -> Result<BlockContents<'_>> {
+        let stored = read_block_contents(&self.mmap, handle, self.data_end(), &self.path, "data")?;
+        decode_data_block(stored, self.format_version, handle, &self.path)
+    }
+
+    /// The table's format version (see `open_by_scan` for a table
+    /// without a footer).
+    pub fn format_version(&self) -> u32 {
+        self.format_version
     }
 
     /// Reads, checksums and decodes the properties block.
@@ -911,22 +986,34 @@ impl TableBlocks {
     }
 }
 
-/// The data blocks of a table file, found without its index: from offset 0,
-/// each block is the shortest run of bytes that is followed by its own
-/// CRC-32 (the 4-byte trailer), ends in a well-formed restart array,
-/// decodes, and holds internal keys that continue the strictly increasing
-/// order of the blocks before it. A block's checksum is extended one byte
+/// The data blocks of a table file of `format_version`, found without its
+/// index: from offset 0, each block is the shortest run of bytes that is
+/// followed by its own CRC-32 (the 4-byte trailer), ends in a well-formed
+/// restart array (in format 2: in codec byte 0 after one, or in codec
+/// byte 1 after a payload that decompresses), decodes, and holds internal
+/// keys that continue the strictly increasing order of the blocks before
+/// it. A block's checksum is extended one byte
 /// at a time, so the walk costs one CRC pass over the data plus a check at
 /// each place a restart array could end. It stops where no such block
 /// begins: at the filter, properties or index block (whose keys are not
 /// internal keys, or start below the last data key), or at damage. A false
 /// match needs a random 32-bit checksum to agree on top of the structure
 /// checks.
-pub fn scan_data_blocks(bytes: &[u8], path: &Path) -> Vec<IndexEntry> {
+pub fn scan_data_blocks(bytes: &[u8], path: &Path, format_version: u32) -> Vec<IndexEntry> {
     let mut found: Vec<IndexEntry> = Vec::new();
     let mut start = 0usize;
     let u32_at =
         |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+    // Whether `start..end` could be a block (entries and restart array).
+    let restarts_fit = |start: usize, end: usize| {
+        let len = end - start;
+        if len < 4 {
+            return false;
+        }
+        let restarts = u32_at(end - 4) as usize;
+        restarts != 0 && restarts <= (len - 4) / 4 && u32_at(end - 4 - 4 * restarts) == 0
+    };
+    let codec_byte = format_version >= crate::sstable::compression::COMPRESSED_FORMAT_VERSION;
     'blocks: while start + 4 + BLOCK_TRAILER_LEN <= bytes.len() {
         let mut crc = crc32fast::Hasher::new();
         crc.update(&bytes[start..start + 4]);
@@ -936,15 +1023,22 @@ pub fn scan_data_blocks(bytes: &[u8], path: &Path) -> Vec<IndexEntry> {
             if end > start + 4 {
                 crc.update(&bytes[end - 1..end]);
             }
-            let restarts = u32_at(end - 4) as usize;
             let len = end - start;
-            if restarts == 0 || restarts > (len - 4) / 4 || u32_at(end - 4 - 4 * restarts) != 0 {
+            let plausible = match (codec_byte, bytes[end - 1]) {
+                (false, _) => restarts_fit(start, end),
+                (true, 0) => restarts_fit(start, end - 1),
+                (true, 1) => true,
+                _ => false,
+            };
+            if !plausible || crc.clone().finalize() != u32_at(end) {
                 continue;
             }
-            if crc.clone().finalize() != u32_at(end) {
+            let handle = BlockHandle::new(start as u64, len as u64);
+            let Ok(contents) = decode_data_block(&bytes[start..end], format_version, handle, path)
+            else {
                 continue;
-            }
-            let Ok(block) = Block::new(&bytes[start..end], path, start as u64) else {
+            };
+            let Ok(block) = Block::new(&contents, path, start as u64) else {
                 continue;
             };
             let prev = found.last().map(|e| e.last_key.as_slice());
@@ -952,13 +1046,7 @@ pub fn scan_data_blocks(bytes: &[u8], path: &Path) -> Vec<IndexEntry> {
             let Some((last_key, _)) = entries.ok().and_then(|mut e| e.pop()) else {
                 continue;
             };
-            found.push(IndexEntry {
-                last_key,
-                handle: BlockHandle {
-                    offset: start as u64,
-                    size: len as u64,
-                },
-            });
+            found.push(IndexEntry { last_key, handle });
             start = end + BLOCK_TRAILER_LEN;
             continue 'blocks;
         }
@@ -1006,6 +1094,16 @@ fn above_lo(lo: &Bound<Vec<u8>>, uk: &[u8]) -> bool {
         Bound::Unbounded => true,
     }
 }
+
+/// The block a [`TableIter`]'s front decodes: its index, layout, the
+/// position of the next entry, and its decompressed contents if it was
+/// stored compressed.
+type Cursor = (usize, BlockLayout, BlockPos, Option<Arc<[u8]>>);
+
+/// A data block opened for the front of a [`TableIter`]: its layout, the
+/// position to resume from, and its decompressed contents if it was
+/// stored compressed.
+type OpenedBlock = (BlockLayout, BlockPos, Option<Arc<[u8]>>);
 
 /// The [`user_key_prefix`] of every index entry, in order.
 fn index_prefixes(index: &[IndexEntry]) -> Vec<u128> {
@@ -1080,8 +1178,9 @@ pub struct TableIter {
     /// One past the last undecoded block.
     end_block: usize,
     /// The block the front decodes one entry at a time, and where in it:
-    /// a seek followed by a few `next`s copies only the entries it yields.
-    cursor: Option<(usize, BlockLayout, BlockPos)>,
+    /// a seek followed by a few `next`s copies only the entries it yields
+    /// (with a compressed block's decompressed contents).
+    cursor: Option<Cursor>,
     /// Entries of the front, in order, once the back has run out of blocks
     /// and needed the cursor's rest (see `next_back`).
     front: VecDeque<Entry>,
@@ -1118,12 +1217,17 @@ impl TableIter {
     /// needed; `None` once the front has no block left.
     fn next_from_blocks(&mut self) -> Result<Option<Entry>> {
         loop {
-            if let Some((i, layout, at)) = self.cursor.take() {
-                let next = self
-                    .table
-                    .next_in_block(i, layout, at, &self.lo, &self.hi)?;
+            if let Some((i, layout, at, decompressed)) = self.cursor.take() {
+                let next = self.table.next_in_block(
+                    i,
+                    layout,
+                    at,
+                    decompressed.as_ref(),
+                    &self.lo,
+                    &self.hi,
+                )?;
                 if let Some((entry, at)) = next {
-                    self.cursor = Some((i, layout, at));
+                    self.cursor = Some((i, layout, at, decompressed));
                     return Ok(Some(entry));
                 }
                 continue;
@@ -1139,8 +1243,8 @@ impl TableIter {
             if let Some((start, len)) = self.readahead.on_block(offset, data_end) {
                 self.table.will_need(start, len);
             }
-            let (layout, at) = self.table.open_block(i, &self.lo)?;
-            self.cursor = Some((i, layout, at));
+            let (layout, at, decompressed) = self.table.open_block(i, &self.lo)?;
+            self.cursor = Some((i, layout, at, decompressed));
         }
     }
 }
@@ -1223,6 +1327,7 @@ mod tests {
             },
             prefix_extractor: None,
             key_sketch_precision: None,
+            compression: crate::sstable::Compression::None,
         }
     }
 
@@ -1384,6 +1489,68 @@ mod tests {
         assert_eq!(scanned[38], vec![38u8; long + 38]);
     }
 
+    /// From an LZ4-compressed table, long values share the decompressed
+    /// block (never the map, which holds the compressed bytes): lookups
+    /// through the map and the cache, and scans both ways, all answer with
+    /// views of a buffer of their own.
+    #[test]
+    fn long_values_of_compressed_blocks_share_the_decompressed_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..20u32)
+            .map(|i| {
+                let value = format!("value {i:03} ").repeat(300).into_bytes();
+                (
+                    ik(format!("k{i:03}").as_bytes(), 1, ValueType::Value),
+                    value,
+                )
+            })
+            .collect();
+        let o = TableOptions {
+            compression: crate::sstable::Compression::Lz4,
+            ..opts(16 << 10, 4, true)
+        };
+        let path = build(dir.path(), "z.sst", o, &entries);
+        let t = Arc::new(Table::open(&path, 1).unwrap());
+        assert!(
+            t.file_size() < 20 * 3600 / 4,
+            "compressed: {}",
+            t.file_size()
+        );
+        let cache = BlockCache::new(1 << 20);
+        let in_map = |v: &Slice| {
+            let base = t.mmap.as_ptr() as usize;
+            (base..base + t.mmap.len()).contains(&(v.as_ptr() as usize))
+        };
+        for (i, (k, want)) in entries.iter().enumerate() {
+            let uk = user_key_of(k);
+            for c in [None, Some(&cache)] {
+                let TableGet::Searched { entry, .. } = t
+                    .get_cached(uk, SequenceNumber(9), hash_key(uk), c)
+                    .unwrap()
+                else {
+                    panic!("k{i:03} not searched");
+                };
+                let v = entry.unwrap().2;
+                assert_eq!(v, *want);
+                assert!(v.is_view() && !in_map(&v), "k{i:03}");
+            }
+        }
+        for rev in [false, true] {
+            let it = t.iter(Bound::Unbounded, Bound::Unbounded);
+            let got: Vec<(Vec<u8>, Slice)> = if rev {
+                it.rev().map(|r| r.unwrap()).collect()
+            } else {
+                it.map(|r| r.unwrap()).collect()
+            };
+            assert_eq!(got.len(), 20);
+            for (k, v) in &got {
+                let want = &entries.iter().find(|e| &e.0 == k).unwrap().1;
+                assert_eq!(v, want);
+                assert!(v.is_view() && !in_map(v));
+            }
+        }
+    }
+
     /// A block that fails its checksum on a cached read is reported, every
     /// time, and never cached; its neighbours still are.
     #[test]
@@ -1531,9 +1698,9 @@ mod tests {
             assert!(want.len() > 50, "{}", want.len());
             let bytes = std::fs::read(&path).unwrap();
             let bounded = &bytes[..data_limit(table.footer()) as usize];
-            assert_eq!(scan_data_blocks(bounded, &path), want);
+            assert_eq!(scan_data_blocks(bounded, &path, 1), want);
             assert_eq!(
-                scan_data_blocks(&bytes, &path),
+                scan_data_blocks(&bytes, &path, 1),
                 want,
                 "unbounded, filter {filter}"
             );
@@ -1542,7 +1709,7 @@ mod tests {
 
             let mut damaged = bytes.clone();
             damaged[want[7].handle.offset as usize + 3] ^= 0x10;
-            assert_eq!(scan_data_blocks(&damaged, &path), want[..7].to_vec());
+            assert_eq!(scan_data_blocks(&damaged, &path, 1), want[..7].to_vec());
         }
     }
 
@@ -1886,12 +2053,12 @@ mod tests {
         }
         // A newer format version with a valid crc.
         let mut f = footer;
-        f.format_version = 2;
+        f.format_version = 3;
         let mut b = good.clone();
         b[n - 64..].copy_from_slice(&f.encode());
         assert!(matches!(
             try_open(&b),
-            Err(Error::UnsupportedVersion { found: 2, .. })
+            Err(Error::UnsupportedVersion { found: 3, .. })
         ));
         // A missing file is an I/O error, not corruption.
         assert!(matches!(

@@ -16,10 +16,11 @@ use crate::key::{
 };
 use crate::sketch::hyperloglog::HyperLogLog;
 use crate::sstable::block_builder::{BlockBuilder, MAX_BLOCK_LEN};
+use crate::sstable::compression::{encode_data_block, Compression};
 use crate::sstable::format::{
-    block_trailer, BlockHandle, Footer, FORMAT_VERSION, MAX_ENCODED_HANDLE_LEN,
+    block_trailer, format_version_for, BlockHandle, Footer, MAX_ENCODED_HANDLE_LEN,
 };
-use crate::sstable::properties::{PrefixFilterProperties, TableProperties};
+use crate::sstable::properties::{CompressionProperties, PrefixFilterProperties, TableProperties};
 
 /// Size of the write buffer in front of the file, in bytes.
 const WRITE_BUFFER_LEN: usize = 64 << 10;
@@ -43,6 +44,10 @@ pub struct TableOptions {
     /// Precision of the key-sketch block (a HyperLogLog of the distinct
     /// user keys), or `None` for no sketch; 4..=18.
     pub key_sketch_precision: Option<u8>,
+    /// The codec of the data blocks. [`Compression::None`] writes format
+    /// 1; any other writes format 2, each data block with its codec byte
+    /// (stored uncompressed when the codec saves less than an eighth).
+    pub compression: Compression,
 }
 
 impl TableOptions {
@@ -63,14 +68,18 @@ impl TableOptions {
     /// filter. Under a [`crate::Options::filter_budget`], the level's kind
     /// at the budget's average bits per key: the engine sizes the filters
     /// of the tables it writes by the tree's shape instead
-    /// ([`TableOptions::with_filter`]).
+    /// ([`TableOptions::with_filter`]). The codec is the level's
+    /// [`crate::Options::compression`].
     pub fn for_level(o: &crate::Options, level: usize, last_level: bool) -> Self {
         if let Some(b) = &o.filter_budget {
             let filter = match level_kind(o, level, last_level) {
                 Some(kind) => LevelFilter::BitsPerKey(kind, b.bits_per_key),
                 None => LevelFilter::None,
             };
-            return Self::with_filter(o, &filter);
+            return TableOptions {
+                compression: o.compression.for_level(level),
+                ..Self::with_filter(o, &filter)
+            };
         }
         let filter_policy: Option<Arc<dyn FilterPolicy>> =
             if last_level && o.skip_filters_on_last_level {
@@ -90,12 +99,13 @@ impl TableOptions {
             filter_policy,
             prefix_extractor: o.prefix_extractor.clone(),
             key_sketch_precision: o.key_sketch_precision,
+            compression: o.compression.for_level(level),
         }
     }
 
     /// The layout of a table under database options `o` with the filter
     /// `filter` (block size, restart interval and prefix extractor from
-    /// `o`).
+    /// `o`; the codec of level 0: set `compression` for another level).
     pub fn with_filter(o: &crate::Options, filter: &LevelFilter) -> Self {
         TableOptions {
             block_size: o.block_size,
@@ -103,6 +113,7 @@ impl TableOptions {
             filter_policy: filter.policy(),
             prefix_extractor: o.prefix_extractor.clone(),
             key_sketch_precision: o.key_sketch_precision,
+            compression: o.compression.for_level(0),
         }
     }
 }
@@ -172,6 +183,8 @@ pub struct TableBuilder {
     /// The HyperLogLog of the distinct user keys, with a sketch precision.
     sketch: Option<HyperLogLog>,
     props: TableProperties,
+    /// A format-2 data block's stored form (payload and codec byte), reused.
+    stored: Vec<u8>,
     /// Set once `finish` succeeded; otherwise `Drop` deletes the file.
     finished: bool,
 }
@@ -235,6 +248,7 @@ impl TableBuilder {
         let file = fs
             .create(path)
             .context(|| format!("create {}", path.display()))?;
+        let codec = opts.compression;
         Ok(TableBuilder {
             out: Output {
                 path: path.to_path_buf(),
@@ -255,9 +269,16 @@ impl TableBuilder {
             last_prefix: None,
             sketch,
             props: TableProperties {
-                format_version: FORMAT_VERSION,
+                format_version: format_version_for(codec),
+                compression: (codec != Compression::None).then(|| CompressionProperties {
+                    codec: codec.name().to_string(),
+                    compressed_blocks: 0,
+                    raw_bytes: 0,
+                    stored_bytes: 0,
+                }),
                 ..TableProperties::default()
             },
+            stored: Vec::new(),
             finished: false,
         })
     }
@@ -450,7 +471,7 @@ impl TableBuilder {
             index,
             filter,
             properties,
-            format_version: FORMAT_VERSION,
+            format_version: self.props.format_version,
         };
         self.out.write_all(&footer.encode())?;
         self.out.sync()?;
@@ -484,9 +505,25 @@ impl TableBuilder {
         Ok(())
     }
 
-    /// Writes the current data block, adds its index entry and resets it.
+    /// Writes the current data block (in format 2 compressed by the
+    /// table's codec, if that pays, and with its codec byte), adds its
+    /// index entry and resets it.
     fn flush_data_block(&mut self) -> Result<()> {
-        let handle = self.out.write_block(self.data_block.finish())?;
+        let handle = match &mut self.props.compression {
+            None => self.out.write_block(self.data_block.finish())?,
+            Some(c) => {
+                let raw = self.data_block.finish();
+                self.stored.clear();
+                if encode_data_block(raw, self.opts.compression, &mut self.stored)
+                    != Compression::None
+                {
+                    c.compressed_blocks += 1;
+                }
+                c.raw_bytes += raw.len() as u64;
+                c.stored_bytes += self.stored.len() as u64;
+                self.out.write_block(&self.stored)?
+            }
+        };
         self.data_block.reset();
         let mut encoded = Vec::with_capacity(MAX_ENCODED_HANDLE_LEN);
         handle.encode_to(&mut encoded);
@@ -598,6 +635,7 @@ mod tests {
             filter_policy: Some(Arc::new(BloomFilterPolicy::new(10))),
             prefix_extractor: None,
             key_sketch_precision: None,
+            compression: Compression::None,
         }
     }
 

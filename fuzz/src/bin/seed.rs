@@ -21,9 +21,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use siftdb::filter::BloomFilterPolicy;
-use siftdb::key::{InternalKey, SequenceNumber, ValueType};
-use siftdb::log::read_log;
-use siftdb::sstable::{Table, TableBuilder, TableOptions};
+use siftdb::inspect::key::{InternalKey, SequenceNumber, ValueType};
+use siftdb::inspect::log::read_log;
+use siftdb::inspect::sstable::{Table, TableBuilder, TableOptions};
 use siftdb::{Db, Options, WriteBatch};
 use siftdb_fuzz::Mode;
 
@@ -157,6 +157,7 @@ fn built_tables(c: &mut Corpus, scratch: &Path) {
             filter_policy: filter.then(|| Arc::new(BloomFilterPolicy::new(10)) as _),
             prefix_extractor: None,
             key_sketch_precision: None,
+            compression: siftdb::Compression::None,
         };
         let mut b = TableBuilder::new(&path, opts).unwrap();
         for i in 0..24u64 {

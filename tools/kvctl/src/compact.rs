@@ -41,6 +41,11 @@ pub struct CompactArgs {
     /// gives only each level's kind (default: the database's stored setting)
     #[arg(long, value_name = "BITS", conflicts_with = "bits_per_key")]
     pub filter_budget: Option<f64>,
+    /// Codec of each level's data blocks, level 0 first, the last serving
+    /// deeper levels: none or lz4, e.g. none,none,lz4 (default: the
+    /// database's stored setting, else none). Stored (OPTIONS)
+    #[arg(long, value_name = "SPEC", value_parser = crate::data::parse_compression)]
+    pub compression: Option<siftdb::CompressionPolicy>,
     /// Rewrite only the SSTables whose filter differs from what the options
     /// above would build, each in place with every entry copied
     /// (`Db::rebuild_filters`), instead of compacting
@@ -137,6 +142,10 @@ pub fn run(args: &CompactArgs) -> Result<(), CliError> {
         args.filter_budget,
         args.prefix_len,
     );
+    let builder = match &args.compression {
+        Some(c) => builder.compression(c.clone()),
+        None => builder,
+    };
     let db = open_existing_waiting(&args.db, builder, args.wait.wait)?;
     for w in layout_changes(&db, db.options()) {
         let _ = writeln!(io::stderr(), "kvctl: warning: {w}");

@@ -83,6 +83,11 @@ pub fn with_filter_flags(
     builder
 }
 
+/// Parses `--compression`: comma-separated codecs, level 0 first.
+pub fn parse_compression(s: &str) -> Result<siftdb::CompressionPolicy, String> {
+    s.parse()
+}
+
 /// Says on stderr if the open dropped a torn WAL tail (a write cut short
 /// by a crash or a write error, or damage to a log's last record), which
 /// a writing open makes permanent; returns `db`.
@@ -182,6 +187,11 @@ pub struct ImportArgs {
     /// gives only each level's kind. Stored (OPTIONS), as every setting here
     #[arg(long, value_name = "BITS", conflicts_with = "bits_per_key")]
     pub filter_budget: Option<f64>,
+    /// Codec of each level's data blocks, level 0 first, the last serving
+    /// deeper levels: none or lz4, e.g. none,none,lz4 (default: the
+    /// database's stored setting, else none). Stored (OPTIONS)
+    #[arg(long, value_name = "SPEC", value_parser = parse_compression)]
+    pub compression: Option<siftdb::CompressionPolicy>,
     /// Also build prefix filters over the first N bytes of keys, so that
     /// scans of a prefix of N bytes or more skip tables without it (stored:
     /// later opens keep it)
@@ -490,6 +500,9 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
         args.filter_budget,
         args.prefix_len,
     );
+    if let Some(c) = &args.compression {
+        builder = builder.compression(c.clone());
+    }
     if let Some(w) = args.write_buffer_size {
         builder = builder.write_buffer_size(w);
     }

@@ -342,6 +342,18 @@ pub fn dump_json(t: &Table, a: &DumpArgs) -> Result<Value, CliError> {
         }),
     );
     doc.insert(
+        "compression".into(),
+        match &t.properties().compression {
+            Some(c) => json!({
+                "codec": c.codec,
+                "compressed_blocks": c.compressed_blocks,
+                "raw_bytes": c.raw_bytes,
+                "stored_bytes": c.stored_bytes,
+            }),
+            None => Value::Null,
+        },
+    );
+    doc.insert(
         "key_sketch".into(),
         match (t.properties().key_sketch, t.key_sketch()) {
             (Some(h), Ok(Some(sk))) => json!({
@@ -424,6 +436,17 @@ pub fn dump_text(t: &Table, a: &DumpArgs) -> Result<String, CliError> {
         "footer: index {}, filter {filter}, properties {}\n",
         f.index, f.properties
     ));
+    if let Some(c) = &t.properties().compression {
+        out.push_str(&format!(
+            "compression: {}, {} of {} data blocks compressed, {} bytes stored for {} ({:.2}x)\n",
+            c.codec,
+            group(c.compressed_blocks),
+            group(t.index().len() as u64),
+            group(c.stored_bytes),
+            group(c.raw_bytes),
+            c.raw_bytes as f64 / c.stored_bytes.max(1) as f64
+        ));
+    }
     match (t.properties().key_sketch, t.key_sketch()) {
         (Some(h), Ok(Some(sk))) => out.push_str(&format!(
             "key sketch {h}: HyperLogLog, precision {}, {}, estimates {} distinct keys ({} exact)\n",
