@@ -145,8 +145,9 @@ fn parse(ik: &[u8]) -> Result<ParsedInternalKey<'_>> {
 /// Items are `Result<(key, value)>`; after an error the iterator ends.
 /// Double-ended: `.rev()` walks backwards, and `next`/`next_back` may be
 /// interleaved. The iterator holds the memtables and SSTables it reads, so
-/// it sees a fixed view however long it lives; hold it briefly, because the
-/// files it references cannot be deleted until it is dropped.
+/// it sees a fixed view however long it lives, even after the [`crate::Db`]
+/// is closed or dropped (as a [`crate::Snapshot`] does); hold it briefly,
+/// because the files it references cannot be deleted until it is dropped.
 ///
 /// # Example
 /// ```

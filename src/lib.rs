@@ -21,6 +21,16 @@
 //!
 //! DESIGN.md describes the architecture and every on-disk format.
 //!
+//! # Stability
+//!
+//! The stable API is what the crate root exports, plus [`filter`] (the
+//! filter policies, budget and prefix extractors [`Options`] takes) and
+//! [`fs`] (the [`fs::FileSystem`] trait, for fault injection).
+//! [`sync_point`] and [`Options::sync_points`] are test hooks: stable to
+//! call, but their points may change. [`inspect`] is for tools and tests
+//! (kvctl, the benchmarks): it and the engine internals it re-exports may
+//! change in any release.
+//!
 //! # Example
 //!
 //! ```
@@ -81,17 +91,20 @@ pub use db::{
 };
 pub use error::{Error, Result};
 pub use iter::{DbIterator, Keys, Values};
-pub use key::{SequenceNumber, MAX_KEY_LEN, MAX_VALUE_LEN};
+pub use key::{SequenceNumber, ValueType, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use key_range::KeyRange;
+pub use log::TornTail;
 pub use options::{
     CompactionPriority, CompactionStyle, HotKeyOptions, Options, TableReads, WriteOptions,
 };
 pub use sketch::read_sketch::{HotKey, HotKeys};
 pub use slice::Slice;
-pub use sstable::{Compression, CompressionPolicy, TableProperties};
+pub use sstable::{
+    BlockHandle, Compression, CompressionPolicy, PrefixFilterProperties, TableProperties,
+};
 pub use stats::{KeyPrediction, LevelStats, MemoryUsage, Stats, KEY_PREDICTIONS_KEPT};
 pub use version::filter_memory::{FilterMemory, LevelFilterMemory};
-pub use write_batch::{WriteBatch, MAX_BATCH_LEN};
+pub use write_batch::{BatchOp, WriteBatch, MAX_BATCH_LEN};
 
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../README.md")]

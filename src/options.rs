@@ -340,8 +340,9 @@ pub struct HotKeyOptions {
     /// estimate exceeds the true count by at most `ε·N` with probability
     /// `1 − δ`. In `(0, 1)`, at least `e/2^24`. Defaults to 0.001.
     pub epsilon: f64,
-    /// Probability the `ε·N` bound fails for one estimate, in `(0, 1)`.
-    /// Defaults to 0.01.
+    /// Probability the `ε·N` bound fails for one estimate, in `(0, 1)`,
+    /// at least `e^−64` (≈ 1.6e−28; the sketch has `⌈ln(1/δ)⌉ ≤ 64`
+    /// rows). Defaults to 0.01.
     pub delta: f64,
     /// Heaviest keys tracked (and saved), 1 to 65,536. Defaults to 100.
     pub k: usize,
@@ -372,7 +373,10 @@ impl HotKeyOptions {
     pub fn validate(&self) -> crate::Result<()> {
         let bad = |m: &str| Err(crate::Error::InvalidArgument(m.to_string()));
         if crate::sketch::count_min::dimensions(self.epsilon, self.delta).is_none() {
-            return bad("hot_keys: epsilon and delta must be in (0, 1), epsilon at least e/2^24");
+            return bad(
+                "hot_keys: epsilon must be in (0, 1) and at least e/2^24 (a row of at most 2^24 \
+                 counters); delta in (0, 1) and at least e^-64 (at most 64 rows)",
+            );
         }
         if !(1..=65_536).contains(&self.k) {
             return bad("hot_keys: k must be between 1 and 65536");

@@ -174,6 +174,19 @@ impl Slice {
         }
     }
 
+    /// The bytes as text, if they are UTF-8.
+    ///
+    /// # Errors
+    /// [`std::str::Utf8Error`] if they are not.
+    pub fn to_str(&self) -> Result<&str, std::str::Utf8Error> {
+        std::str::from_utf8(self.as_slice())
+    }
+
+    /// The bytes as text, each invalid UTF-8 sequence replaced by U+FFFD.
+    pub fn to_string_lossy(&self) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(self.as_slice())
+    }
+
     /// A copy of the bytes in a new `Vec`.
     pub fn to_vec(&self) -> Vec<u8> {
         self.as_slice().to_vec()
@@ -311,7 +324,7 @@ macro_rules! eq_bytes {
     )*};
 }
 
-eq_bytes!([u8], &[u8], Vec<u8>, str, &str, String);
+eq_bytes!([u8], &[u8], Vec<u8>, &Vec<u8>, str, &str, String, &String);
 
 impl<const N: usize> PartialEq<[u8; N]> for Slice {
     fn eq(&self, other: &[u8; N]) -> bool {
@@ -322,6 +335,18 @@ impl<const N: usize> PartialEq<[u8; N]> for Slice {
 impl<const N: usize> PartialEq<&[u8; N]> for Slice {
     fn eq(&self, other: &&[u8; N]) -> bool {
         self.as_slice() == *other
+    }
+}
+
+impl<const N: usize> PartialEq<Slice> for [u8; N] {
+    fn eq(&self, other: &Slice) -> bool {
+        self == other.as_slice()
+    }
+}
+
+impl<const N: usize> PartialEq<Slice> for &[u8; N] {
+    fn eq(&self, other: &Slice) -> bool {
+        *self == other.as_slice()
     }
 }
 
@@ -412,6 +437,13 @@ mod tests {
             format!("{:?}", Slice::from(&b"a\\\n\xff"[..])),
             r#"b"a\\\n\xff""#
         );
+        assert_eq!(b"apple", a);
+        assert_eq!(*b"apple", a);
+        assert_eq!(a, &String::from("apple"));
+        assert_eq!(a.to_str(), Ok("apple"));
+        let bad = Slice::from(&b"caf\xc3\xa9 \xff"[..]);
+        assert!(bad.to_str().is_err());
+        assert_eq!(bad.to_string_lossy(), "café \u{fffd}");
         assert_eq!(Vec::from(a), b"apple");
     }
 }

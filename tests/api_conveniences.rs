@@ -156,3 +156,43 @@ fn a_snapshot_kept_past_close_does_not_lock_the_database() {
         Some(&b"new"[..])
     );
 }
+
+/// What an application names lives at the crate root: a batch's ops and
+/// their type, the recovery report's torn tail, and every part of a live
+/// file's properties; the empty path is a clear error.
+#[test]
+fn the_stable_surface_names_what_its_calls_return() {
+    let mut batch = siftdb::WriteBatch::new();
+    batch.put("a", "1").unwrap();
+    batch.delete("b").unwrap();
+    let ops: Vec<(siftdb::ValueType, &[u8])> = batch
+        .iter()
+        .map(|op: siftdb::BatchOp<'_>| (op.value_type, op.key))
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            (siftdb::ValueType::Value, &b"a"[..]),
+            (siftdb::ValueType::Deletion, &b"b"[..])
+        ]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    db.put("k", "v").unwrap();
+    db.flush().unwrap();
+    let torn: Option<&siftdb::TornTail> = db.recovery().manifest_torn_tail.as_ref();
+    assert!(torn.is_none());
+    let props: &siftdb::TableProperties = &db.live_files()[0].properties;
+    let sketch: Option<siftdb::BlockHandle> = props.key_sketch;
+    let prefix: Option<&siftdb::PrefixFilterProperties> = props.prefix_filter.as_ref();
+    assert!(sketch.is_some() && prefix.is_none());
+    for open in [
+        Db::open(""),
+        Db::open_read_only("", siftdb::Options::default()),
+    ] {
+        match open {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains("path is empty"), "{m}"),
+            other => panic!("expected InvalidArgument, got {other:?}"),
+        }
+    }
+}

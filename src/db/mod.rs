@@ -290,6 +290,7 @@ impl Db {
     pub fn open_with(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         options.validate()?;
         let dir = path.as_ref().to_path_buf();
+        check_path(&dir)?;
         let not_db = |detail: &str| Error::NotADatabase {
             path: dir.clone(),
             detail: detail.to_string(),
@@ -372,6 +373,7 @@ impl Db {
     pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         options.validate()?;
         let dir = path.as_ref().to_path_buf();
+        check_path(&dir)?;
         if !dir.is_dir() {
             return Err(no_database(&dir));
         }
@@ -431,7 +433,7 @@ impl Db {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a key over 65,535 bytes or a value
-    /// over [`crate::key::MAX_VALUE_LEN`] (4 GiB − 128 KiB; nothing is
+    /// over [`crate::MAX_VALUE_LEN`] (4 GiB − 128 KiB; nothing is
     /// written and the database stays writable); [`Error::Io`] if the WAL
     /// write fails; [`Error::Background`] after an earlier background
     /// failure.
@@ -1211,4 +1213,18 @@ impl DbInner {
         self.failed.store(true, Ordering::Release);
         self.bg_cv.notify_all();
     }
+}
+
+/// Refuses the empty path, which names no directory (the file system
+/// would answer with an error naming nothing).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for an empty path.
+fn check_path(dir: &Path) -> Result<()> {
+    if dir.as_os_str().is_empty() {
+        return Err(Error::InvalidArgument(
+            "the database path is empty: name a directory (\".\" for the current one)".into(),
+        ));
+    }
+    Ok(())
 }

@@ -234,7 +234,7 @@ pub(crate) fn measure(
         let i = rng.below(ds.present.len());
         let (key, value) = &ds.present[i];
         match db.get(key)? {
-            Some(v) if &v == value => {}
+            Some(v) if v == value => {}
             Some(_) => return Err(wrong(&name, key, "present key returned a wrong value")),
             None => return Err(wrong(&name, key, "present key was not found")),
         }
