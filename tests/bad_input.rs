@@ -405,7 +405,8 @@ fn a_newer_table_footer_is_unsupported_version() {
     // Footer (DESIGN.md 12.7): version at 48..52, crc32(0..52) at 52..56.
     let mut bytes = fs::read(&sst).unwrap();
     let f = bytes.len() - 64;
-    bytes[f + 48..f + 52].copy_from_slice(&2u32.to_le_bytes());
+    // Version 3: newer than this build's newest (2, compressed tables).
+    bytes[f + 48..f + 52].copy_from_slice(&3u32.to_le_bytes());
     let crc = crc32(&bytes[f..f + 52]);
     bytes[f + 52..f + 56].copy_from_slice(&crc.to_le_bytes());
     fs::write(&sst, &bytes).unwrap();
@@ -418,13 +419,13 @@ fn a_newer_table_footer_is_unsupported_version() {
             supported,
         } => {
             assert_eq!(file, sst);
-            assert_eq!((found, supported), (2, 1));
+            assert_eq!((found, supported), (3, 2));
         }
         other => panic!("expected UnsupportedVersion, got {other:?}"),
     }
     assert!(matches!(
         siftdb::sstable::Table::open(&sst, 0),
-        Err(Error::UnsupportedVersion { found: 2, .. })
+        Err(Error::UnsupportedVersion { found: 3, .. })
     ));
 }
 
