@@ -405,6 +405,7 @@ fn a_newer_table_footer_is_unsupported_version() {
     // Footer (DESIGN.md 12.7): version at 48..52, crc32(0..52) at 52..56.
     let mut bytes = fs::read(&sst).unwrap();
     let f = bytes.len() - 64;
+    // Version 3: newer than this build's newest (2, compressed tables).
     bytes[f + 48..f + 52].copy_from_slice(&3u32.to_le_bytes());
     let crc = crc32(&bytes[f..f + 52]);
     bytes[f + 52..f + 56].copy_from_slice(&crc.to_le_bytes());

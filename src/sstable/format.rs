@@ -71,6 +71,9 @@
 //! 89 53 49 46 54 53 53 54                            magic
 //! ```
 //!
+//! At version 2 the same footer differs only in `02 00 00 00` and crc
+//! `6e 72 77 49` (`footer_golden_bytes_at_version_2`).
+//!
 //! # Data block
 //!
 //! A sequence of entries, then the restart array:
@@ -436,6 +439,26 @@ mod tests {
         assert_eq!(enc, want);
         assert_eq!(crc32(&enc[..52]), 0x5bc2_dd80);
         assert_eq!(Footer::decode(&enc, p()).unwrap(), example());
+    }
+
+    /// The example at version 2 (a table with compressed data blocks):
+    /// only the version and the CRC change.
+    #[test]
+    fn footer_golden_bytes_at_version_2() {
+        let f = Footer {
+            format_version: 2,
+            ..example()
+        };
+        let enc = f.encode();
+        assert_eq!(enc[..48], example().encode()[..48]);
+        assert_eq!(enc[48..52], [0x02, 0, 0, 0]);
+        assert_eq!(
+            u32::from_le_bytes(enc[52..56].try_into().unwrap()),
+            crc32(&enc[..52])
+        );
+        assert_eq!(enc[52..56], [0x6e, 0x72, 0x77, 0x49]);
+        assert_eq!(enc[56..], TABLE_MAGIC.to_le_bytes());
+        assert_eq!(Footer::decode(&enc, p()).unwrap(), f);
     }
 
     #[test]
