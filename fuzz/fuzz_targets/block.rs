@@ -15,7 +15,7 @@
 
 use arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
-use siftdb::sstable::BlockBuilder;
+use siftdb::inspect::sstable::BlockBuilder;
 use siftdb_fuzz::check::check_block;
 use siftdb_fuzz::{apply, model, mutations, split_mode, Mode};
 

@@ -22,7 +22,7 @@
 use arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
 use siftdb::fs::StdFs;
-use siftdb::log::LogWriter;
+use siftdb::inspect::log::LogWriter;
 use siftdb_fuzz::check::{check_edit, check_log, check_manifest};
 use siftdb_fuzz::{apply, fixup, model, mutations, single_byte_change, split_mode, Mode, Scratch};
 

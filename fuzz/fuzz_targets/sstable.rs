@@ -23,7 +23,7 @@ use std::path::Path;
 
 use arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
-use siftdb::sstable::TableBuilder;
+use siftdb::inspect::sstable::TableBuilder;
 use siftdb_fuzz::check::{check_table, check_table_exact};
 use siftdb_fuzz::{apply, fixup, model, mutations, single_byte_change, split_mode, Mode, Scratch};
 

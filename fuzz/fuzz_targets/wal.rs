@@ -23,7 +23,7 @@
 use arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
 use siftdb::fs::StdFs;
-use siftdb::log::LogWriter;
+use siftdb::inspect::log::LogWriter;
 use siftdb_fuzz::check::check_wal;
 use siftdb_fuzz::model::{self, encode_batch};
 use siftdb_fuzz::{apply, fixup, mutations, single_byte_change, split_mode, Mode, Scratch};

@@ -14,7 +14,7 @@
 
 use arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
-use siftdb::key::SequenceNumber;
+use siftdb::inspect::key::SequenceNumber;
 use siftdb_fuzz::check::check_batch;
 use siftdb_fuzz::model::{self, encode_batch};
 use siftdb_fuzz::{apply, mutations, split_mode, Mode};

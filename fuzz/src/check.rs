@@ -8,17 +8,17 @@ use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
 
-use siftdb::filename::{current_path, manifest_path, wal_path};
 use siftdb::filter::{bloom_stats, hash_key, BloomFilterPolicy, FilterPolicy, KeyHash};
-use siftdb::key::{
+use siftdb::inspect::filename::{current_path, manifest_path, wal_path};
+use siftdb::inspect::key::{
     compare_internal_keys, compare_to_seek, user_key_of, ParsedInternalKey, SequenceNumber,
     ValueType, MAX_KEY_LEN,
 };
-use siftdb::log::{LogReader, LogRecord};
-use siftdb::sstable::{Block, BlockBuilder, Table, TableGet};
-use siftdb::version::edit::VersionEdit;
-use siftdb::version::manifest::{read_current, replay};
-use siftdb::write_batch::decode_batch;
+use siftdb::inspect::log::{LogReader, LogRecord};
+use siftdb::inspect::sstable::{Block, BlockBuilder, Table, TableGet};
+use siftdb::inspect::version::edit::VersionEdit;
+use siftdb::inspect::version::manifest::{read_current, replay};
+use siftdb::inspect::write_batch::decode_batch;
 use siftdb::{Db, Options, WriteBatch};
 
 use crate::model::{encode_batch, Op};
@@ -29,11 +29,14 @@ pub type Kv = (Vec<u8>, Vec<u8>);
 
 /// Collects an iterator of results, requiring a documented error if one
 /// comes; `None` if one came.
-fn collect<I: Iterator<Item = siftdb::Result<Kv>>>(it: I, what: &str) -> Option<Vec<Kv>> {
+fn collect<K: Into<Vec<u8>>, V: Into<Vec<u8>>, I: Iterator<Item = siftdb::Result<(K, V)>>>(
+    it: I,
+    what: &str,
+) -> Option<Vec<Kv>> {
     let mut out = Vec::new();
     for r in it {
         match r {
-            Ok(kv) => out.push(kv),
+            Ok((k, v)) => out.push((k.into(), v.into())),
             Err(e) => {
                 assert_corruption(&e, what);
                 return None;
@@ -181,8 +184,8 @@ pub fn check_table(path: &Path, bytes: &[u8]) -> Option<Vec<Kv>> {
         let r = if from_back { it.next_back() } else { it.next() };
         match r {
             None => break true,
-            Some(Ok(kv)) if from_back => back.push(kv),
-            Some(Ok(kv)) => front.push(kv),
+            Some(Ok((k, v))) if from_back => back.push((k, v.into_vec())),
+            Some(Ok((k, v))) => front.push((k, v.into_vec())),
             Some(Err(e)) => {
                 assert_corruption(&e, "TableIter interleaved");
                 assert!(it.next().is_none() && it.next_back().is_none(), "not fused");
@@ -276,6 +279,7 @@ pub fn check_table_exact(path: &Path, bytes: &[u8], entries: &[Kv]) {
                         "get({probe:?}, {s}) skipped the table, expected {want:?}"
                     ),
                     TableGet::Searched { entry, .. } => {
+                        let entry = entry.map(|(s, vt, v)| (s, vt, v.into_vec()));
                         assert_eq!(entry, want, "get({probe:?}, {s})")
                     }
                 }
@@ -463,7 +467,11 @@ pub fn open_db(dir: &Path) -> Option<Vec<Kv>> {
     }
     for (k, v) in f.iter().take(64) {
         match db.get(k) {
-            Ok(got) => assert_eq!(got.as_ref(), Some(v), "get({k:?}) differs from the scan"),
+            Ok(got) => assert_eq!(
+                got.as_deref(),
+                Some(v.as_slice()),
+                "get({k:?}) differs from the scan"
+            ),
             Err(e) => assert_corruption(&e, "Db::get"),
         }
     }

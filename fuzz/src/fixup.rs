@@ -5,10 +5,10 @@
 
 use std::path::Path;
 
-use siftdb::sstable::format::{BlockHandle, BLOCK_TRAILER_LEN, FOOTER_LEN, TABLE_MAGIC};
-use siftdb::sstable::Block;
-use siftdb::util::coding::Decoder;
-use siftdb::util::crc::crc32;
+use siftdb::inspect::sstable::format::{BlockHandle, BLOCK_TRAILER_LEN, FOOTER_LEN, TABLE_MAGIC};
+use siftdb::inspect::sstable::Block;
+use siftdb::inspect::util::coding::Decoder;
+use siftdb::inspect::util::crc::crc32;
 
 /// Walks the records of a log (WAL or manifest, DESIGN.md 12.2) from offset
 /// 0 and makes each one valid: a length reaching past the end is cut to the

@@ -35,7 +35,7 @@ pub mod model;
 use std::path::{Path, PathBuf};
 
 use arbitrary::{Arbitrary, Unstructured};
-use siftdb::util::crc::crc32;
+use siftdb::inspect::util::crc::crc32;
 use siftdb::Error;
 
 /// How a target reads the bytes after the mode byte (see the crate docs).
@@ -201,7 +201,7 @@ pub fn single_byte_change(a: &[u8], b: &[u8]) -> Option<usize> {
 }
 
 /// Frames `payload` as one log record (DESIGN.md 12.2), as
-/// [`siftdb::log::LogWriter`] writes it.
+/// [`siftdb::inspect::log::LogWriter`] writes it.
 pub fn frame(payload: &[u8]) -> Vec<u8> {
     let len = (payload.len() as u32).to_le_bytes();
     let mut out = Vec::with_capacity(12 + payload.len());
