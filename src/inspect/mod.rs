@@ -79,64 +79,31 @@ pub use verify::{has_table_magic, verify_db, verify_file, Problem, VerifyReport}
 // The engine's own modules, re-exported for kvctl, the benchmarks and the
 // tests. Their items are not part of siftdb's stable API.
 
-/// **Unstable:** the engine's internal `escape` module, re-exported for
-/// tools and tests, with no semver promise. The TSV escaping kvctl's `import` and `export` use (DESIGN.md 12.11).
-pub mod escape {
-    pub use crate::escape::*;
+/// Re-exports each named engine module as `inspect::<name>`, documented
+/// as unstable.
+macro_rules! unstable_modules {
+    ($($name:ident: $what:literal,)*) => {$(
+        #[doc = concat!(
+            "**Unstable:** the engine's internal `", stringify!($name),
+            "` module, re-exported for tools and tests, with no semver promise. ", $what
+        )]
+        pub mod $name {
+            pub use crate::$name::*;
+        }
+    )*};
 }
 
-/// **Unstable:** the engine's internal `filename` module, re-exported for
-/// tools and tests, with no semver promise. Names of the files in a database directory (DESIGN.md 1).
-pub mod filename {
-    pub use crate::filename::*;
-}
-
-/// **Unstable:** the engine's internal `key` module, re-exported for
-/// tools and tests, with no semver promise. Internal keys: user key, sequence number and value type (DESIGN.md 12.1).
-pub mod key {
-    pub use crate::key::*;
-}
-
-/// **Unstable:** the engine's internal `log` module, re-exported for
-/// tools and tests, with no semver promise. The log format the WAL and the manifest share (DESIGN.md 12.2).
-pub mod log {
-    pub use crate::log::*;
-}
-
-/// **Unstable:** the engine's internal `memtable` module, re-exported for
-/// tools and tests, with no semver promise. The memtable: a crossbeam skiplist of internal keys (DESIGN.md 2).
-pub mod memtable {
-    pub use crate::memtable::*;
-}
-
-/// **Unstable:** the engine's internal `sketch` module, re-exported for
-/// tools and tests, with no semver promise. HyperLogLog, Count-Min and top-K sketches (DESIGN.md 3.4, 6.8).
-pub mod sketch {
-    pub use crate::sketch::*;
-}
-
-/// **Unstable:** the engine's internal `sstable` module, re-exported for
-/// tools and tests, with no semver promise. SSTables: blocks, footer, properties, tables and their builder (DESIGN.md 12.4–12.7).
-pub mod sstable {
-    pub use crate::sstable::*;
-}
-
-/// **Unstable:** the engine's internal `util` module, re-exported for
-/// tools and tests, with no semver promise. Varint coding, CRC-32, aligned buffers and file helpers.
-pub mod util {
-    pub use crate::util::*;
-}
-
-/// **Unstable:** the engine's internal `version` module, re-exported for
-/// tools and tests, with no semver promise. Versions, version edits and the manifest (DESIGN.md 12.8).
-pub mod version {
-    pub use crate::version::*;
-}
-
-/// **Unstable:** the engine's internal `write_batch` module, re-exported for
-/// tools and tests, with no semver promise. The write batch encoding of a WAL record's payload (DESIGN.md 12.3).
-pub mod write_batch {
-    pub use crate::write_batch::*;
+unstable_modules! {
+    escape: "The TSV escaping kvctl's `import` and `export` use (DESIGN.md 12.11).",
+    filename: "Names of the files in a database directory (DESIGN.md 1).",
+    key: "Internal keys: user key, sequence number and value type (DESIGN.md 12.1).",
+    log: "The log format the WAL and the manifest share (DESIGN.md 12.2).",
+    memtable: "The memtable: a crossbeam skiplist of internal keys (DESIGN.md 2).",
+    sketch: "HyperLogLog, Count-Min and top-K sketches (DESIGN.md 3.4, 6.8).",
+    sstable: "SSTables: blocks, footer, properties, tables and their builder (DESIGN.md 12.4–12.7).",
+    util: "Varint coding, CRC-32, aligned buffers and file helpers.",
+    version: "Versions, version edits and the manifest (DESIGN.md 12.8).",
+    write_batch: "The write batch encoding of a WAL record's payload (DESIGN.md 12.3).",
 }
 
 // ---------------------------------------------------------------- errors
