@@ -291,10 +291,11 @@ pub fn import_lines(
     let bad_line = |e: CliError, written: u64| stopped(e, written, "fix the line");
     // Writes `batch`, after which the first `keys` keys are in.
     let write = |batch: &mut WriteBatch, keys: u64, written: &mut u64| {
-        db.write(std::mem::take(batch))
+        // Counted under the interrupt handler's lock: Ctrl-C during the
+        // write reports the batch once it is in (crate::interrupt).
+        crate::interrupt::write_batch(keys, || db.write(std::mem::take(batch)))
             .map_err(|e| import_write_failed(e, *written))?;
         *written = keys;
-        crate::interrupt::imported(keys);
         progress.set_message(count(keys, "key"));
         Ok::<(), CliError>(())
     };
@@ -342,9 +343,8 @@ pub fn import_lines(
             write(&mut batch, sum.keys, &mut written)?;
         }
     }
-    db.write(batch)
+    crate::interrupt::write_batch(sum.keys, || db.write(batch))
         .map_err(|e| import_write_failed(e, written))?;
-    crate::interrupt::imported(sum.keys);
     sum.elapsed = start.elapsed();
     Ok(sum)
 }
