@@ -27,7 +27,9 @@ pub struct CompactArgs {
     #[arg(long, value_name = "K", value_parser = escaped_arg, requires = "from")]
     pub to: Option<Bytes>,
     /// Bloom filter bits per key for the SSTables compaction writes (0 = no
-    /// filters; default: the database's stored setting, else 10)
+    /// filters; default: the database's stored setting, else 10). Refused
+    /// when the database stores a --filters spec or a --filter-budget,
+    /// which take precedence: give --filters bloom:N then
     #[arg(long, value_name = "N", conflicts_with = "filters")]
     pub bits_per_key: Option<u32>,
     /// Filter of each level's rewritten SSTables, as `import --filters`
@@ -130,6 +132,7 @@ fn layout_changes(db: &siftdb::Db, options: &Options) -> Vec<String> {
 /// down to the deepest level holding data, and prints the levels before
 /// and after, plus a line saying so when no SSTable needed rewriting.
 pub fn run(args: &CompactArgs) -> Result<(), CliError> {
+    crate::data::refuse_bits_per_key_under_stored_filters(&args.db, args.bits_per_key)?;
     let builder = crate::data::with_filter_flags(
         siftdb::Db::builder(&args.db),
         args.bits_per_key,

@@ -1694,3 +1694,78 @@ fn a_damaged_options_file_is_reset_without_losing_data() {
     }
     assert!(!missing.exists());
 }
+
+/// Found by a new-user trial: `compact --bits-per-key N` on a database
+/// imported with `--filters` changed no filter (the stored spec takes
+/// precedence) yet stored N. It is now refused before the open, with the
+/// flag that does change the filters; so is `import --bits-per-key`, and
+/// both under a stored filter budget.
+#[test]
+fn bits_per_key_is_refused_where_a_stored_filter_spec_rules() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("in.tsv");
+    let lines: String = (0..200).map(|i| format!("k{i:04}\tv\n")).collect();
+    std::fs::write(&input, lines).unwrap();
+    let db = tmp.path().join("db");
+    ok(kvctl(&[
+        "import",
+        p(&db),
+        p(&input),
+        "-q",
+        "--filters",
+        "blocked-bloom:10,ribbon:1%",
+    ]));
+    let options_before = std::fs::read(db.join("OPTIONS")).unwrap();
+    for cmd in [
+        &["compact", p(&db), "--bits-per-key", "6"][..],
+        &["import", p(&db), p(&input), "--bits-per-key", "6"],
+    ] {
+        let o = kvctl(cmd);
+        assert_eq!(code(&o), 2, "{cmd:?}: {}", stderr(&o));
+        assert_eq!(
+            stderr(&o),
+            "kvctl: --bits-per-key 6 would change no filter: the database stores the per-level \
+             filter spec `blocked-bloom:10,ribbon:1%` (set by --filters), which takes \
+             precedence\n\
+             hint: give --filters instead, e.g. --filters bloom:6 for a classic Bloom filter at \
+             6 bits per key on every level (`kvctl options DB` shows the stored settings)\n"
+        );
+        // Nothing stored, nothing changed.
+        assert_eq!(std::fs::read(db.join("OPTIONS")).unwrap(), options_before);
+    }
+    let listed = stdout(&ok(kvctl(&["options", p(&db)])));
+    assert!(listed.contains("\n  bits_per_key 10\n"), "{listed}");
+    // The flag the hint names works.
+    ok(kvctl(&["compact", p(&db), "--filters", "bloom:6", "-q"]));
+    let listed = stdout(&ok(kvctl(&["options", p(&db)])));
+    assert!(listed.contains("\n  filters bloom:6\n"), "{listed}");
+    let f = stdout(&ok(kvctl(&["filters", p(&db)])));
+    assert!(f.contains(" bloom ") && !f.contains("ribbon"), "{f}");
+
+    // Under a stored budget, likewise.
+    let budget = tmp.path().join("budget");
+    ok(kvctl(&[
+        "import",
+        p(&budget),
+        p(&input),
+        "-q",
+        "--filter-budget",
+        "8",
+    ]));
+    let o = kvctl(&["compact", p(&budget), "--bits-per-key", "0"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with(
+            "kvctl: --bits-per-key 0 would change no filter: the database stores the filter \
+             budget `8` (set by --filter-budget)"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    // Without a stored spec the flag applies, as before.
+    let plain = tmp.path().join("plain");
+    ok(kvctl(&["import", p(&plain), p(&input), "-q"]));
+    ok(kvctl(&["compact", p(&plain), "--bits-per-key", "6", "-q"]));
+    let listed = stdout(&ok(kvctl(&["options", p(&plain)])));
+    assert!(listed.contains("\n  bits_per_key 6\n"), "{listed}");
+}
