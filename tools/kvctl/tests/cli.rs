@@ -1499,13 +1499,23 @@ fn distinct_lists_the_compactions_predictions_from_the_manifest() {
 
     let text = stdout(&ok(kvctl(&["distinct", p(&db)])));
     assert!(
-        text.contains("last 1 compactions, predicted distinct keys against found"),
+        text.contains("last 1 compaction, predicted distinct keys against found"),
         "{text}"
     );
     assert!(
         text.contains(" <- 2 tables  4000 entries  predicted "),
         "{text}"
     );
+    // Found by a new-user trial: the time was raw Unix seconds. It is UTC
+    // ISO 8601 now, the same second the JSON gives.
+    let secs = c["finished_at_unix_secs"].as_u64().unwrap();
+    let line = text.lines().find(|l| l.contains(" <- 2 tables")).unwrap();
+    let at = line.rsplit("  at ").next().unwrap();
+    assert_eq!(at.len(), "2026-12-03T10:50:19Z".len(), "{line}");
+    assert!(at.ends_with('Z') && at.as_bytes()[10] == b'T', "{line}");
+    let (h, m, s) = (secs % 86_400 / 3600, secs % 3600 / 60, secs % 60);
+    assert!(at.ends_with(&format!("T{h:02}:{m:02}:{s:02}Z")), "{line} {secs}");
+    assert!(at.starts_with("20"), "{line}");
     let dump = stdout(&ok(kvctl(&["manifest", "dump", p(&db), "--json"])));
     assert!(dump.contains("\"key_prediction\""), "{dump}");
 }
