@@ -1789,3 +1789,59 @@ fn bits_per_key_is_refused_where_a_stored_filter_spec_rules() {
     let listed = stdout(&ok(kvctl(&["options", p(&plain)])));
     assert!(listed.contains("\n  bits_per_key 6\n"), "{listed}");
 }
+
+/// Found by a new-user trial: `compact --to` included its end key while
+/// `scan --to` and `export --to` exclude it. All three exclude it now: a
+/// level-0 table starting at exactly --to is left alone, the one before
+/// it is compacted.
+#[test]
+fn compact_to_excludes_its_end_key_as_scan_and_export_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    {
+        let mut o = siftdb::Options::default();
+        o.level0_compaction_trigger = 8;
+        o.level0_slowdown_trigger = 8;
+        o.level0_stop_trigger = 8;
+        let d = siftdb::Db::open_with(&db, o).unwrap();
+        for keys in [["a", "b", "m"], ["n", "p", "z"]] {
+            for k in keys {
+                d.put(k, "v").unwrap();
+            }
+            d.flush().unwrap();
+        }
+        d.close().unwrap();
+    }
+    let tables = |db: &std::path::Path| -> Vec<(usize, String)> {
+        let d = siftdb::Db::open_read_only(db, siftdb::Options::default()).unwrap();
+        let mut v: Vec<(usize, String)> = d
+            .live_files()
+            .iter()
+            .map(|f| {
+                (
+                    f.level,
+                    String::from_utf8(f.properties.smallest_user_key.clone()).unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(tables(&db), [(0, "a".into()), (0, "n".into())]);
+    // scan and export stop before "n".
+    assert_eq!(
+        stdout(&ok(kvctl(&["scan", p(&db), "--from", "a", "--to", "n", "--keys-only"]))),
+        "a\nb\nm\n"
+    );
+    ok(kvctl(&["compact", p(&db), "--from", "a", "--to", "n", "-q"]));
+    // Only the table of a..m went down; the one starting at "n" stays.
+    assert_eq!(tables(&db), [(0, "n".into()), (1, "a".into())]);
+    // An empty range is a usage error.
+    let o = kvctl(&["compact", p(&db), "--from", "n", "--to", "n"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("--from must sort before --to"), "{}", stderr(&o));
+    // Including "n" takes the next key after it.
+    ok(kvctl(&["compact", p(&db), "--from", "a", "--to", "n\\x00", "-q"]));
+    assert_eq!(tables(&db), [(1, "a".into()), (1, "n".into())]);
+    assert_eq!(stdout(&ok(kvctl(&["scan", p(&db), "--count"]))), "6\n");
+}
