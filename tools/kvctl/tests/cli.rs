@@ -956,10 +956,7 @@ fn bench_filters_usage_errors_exit_2() {
     }
     assert_eq!(std::fs::read(&file).unwrap(), b"x");
     let h = stdout(&ok(kvctl(&["bench", "filters", "--help"])));
-    assert!(
-        h.contains("Example:\n  kvctl bench filters"),
-        "{h}"
-    );
+    assert!(h.contains("Example:\n  kvctl bench filters"), "{h}");
     for flag in [
         "--keys",
         "--bits-per-key",
@@ -1514,7 +1511,10 @@ fn distinct_lists_the_compactions_predictions_from_the_manifest() {
     assert_eq!(at.len(), "2026-12-03T10:50:19Z".len(), "{line}");
     assert!(at.ends_with('Z') && at.as_bytes()[10] == b'T', "{line}");
     let (h, m, s) = (secs % 86_400 / 3600, secs % 3600 / 60, secs % 60);
-    assert!(at.ends_with(&format!("T{h:02}:{m:02}:{s:02}Z")), "{line} {secs}");
+    assert!(
+        at.ends_with(&format!("T{h:02}:{m:02}:{s:02}Z")),
+        "{line} {secs}"
+    );
     assert!(at.starts_with("20"), "{line}");
     let dump = stdout(&ok(kvctl(&["manifest", "dump", p(&db), "--json"])));
     assert!(dump.contains("\"key_prediction\""), "{dump}");
@@ -1830,18 +1830,46 @@ fn compact_to_excludes_its_end_key_as_scan_and_export_do() {
     assert_eq!(tables(&db), [(0, "a".into()), (0, "n".into())]);
     // scan and export stop before "n".
     assert_eq!(
-        stdout(&ok(kvctl(&["scan", p(&db), "--from", "a", "--to", "n", "--keys-only"]))),
+        stdout(&ok(kvctl(&[
+            "scan",
+            p(&db),
+            "--from",
+            "a",
+            "--to",
+            "n",
+            "--keys-only"
+        ]))),
         "a\nb\nm\n"
     );
-    ok(kvctl(&["compact", p(&db), "--from", "a", "--to", "n", "-q"]));
+    ok(kvctl(&[
+        "compact",
+        p(&db),
+        "--from",
+        "a",
+        "--to",
+        "n",
+        "-q",
+    ]));
     // Only the table of a..m went down; the one starting at "n" stays.
     assert_eq!(tables(&db), [(0, "n".into()), (1, "a".into())]);
     // An empty range is a usage error.
     let o = kvctl(&["compact", p(&db), "--from", "n", "--to", "n"]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(stderr(&o).contains("--from must sort before --to"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--from must sort before --to"),
+        "{}",
+        stderr(&o)
+    );
     // Including "n" takes the next key after it.
-    ok(kvctl(&["compact", p(&db), "--from", "a", "--to", "n\\x00", "-q"]));
+    ok(kvctl(&[
+        "compact",
+        p(&db),
+        "--from",
+        "a",
+        "--to",
+        "n\\x00",
+        "-q",
+    ]));
     assert_eq!(tables(&db), [(1, "a".into()), (1, "n".into())]);
     assert_eq!(stdout(&ok(kvctl(&["scan", p(&db), "--count"]))), "6\n");
 }
