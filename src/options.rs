@@ -185,7 +185,9 @@ pub struct Options {
     /// [`StdFs`].
     pub file_system: Arc<dyn FileSystem>,
     /// Count every point lookup ([`crate::Db::get`],
-    /// [`crate::Snapshot::get`]) in a Count-Min sketch of found and absent
+    /// [`crate::Snapshot::get`], and the read of the old value inside
+    /// [`crate::Db::update`], so a read-modify-write counts once) in a
+    /// Count-Min sketch of found and absent
     /// lookups with a top-K of the heaviest keys, read with
     /// [`crate::Db::hot_keys`] and saved to the `HOTKEYS` file on close
     /// (`kvctl hot`; DESIGN.md 3.4). Defaults to `None`: no sketch, no

@@ -136,7 +136,8 @@ impl StoredOptions {
     /// [`Error::UnsupportedVersion`] for a newer header.
     pub(crate) fn decode(bytes: &[u8], path: &Path) -> Result<StoredOptions> {
         let corrupt = |offset: usize, d: String| Error::corruption(path, offset as u64, d);
-        let text = std::str::from_utf8(bytes).map_err(|_| corrupt(0, "not UTF-8".into()))?;
+        let text =
+            std::str::from_utf8(bytes).map_err(|e| corrupt(e.valid_up_to(), "not UTF-8".into()))?;
         let Some(body_end) = text.trim_end_matches('\n').rfind('\n').map(|i| i + 1) else {
             return Err(corrupt(0, "no checksum line".into()));
         };

@@ -604,9 +604,17 @@ fn check_table(c: &mut Checker<'_>, table: &Table) -> Result<Option<Contents>> {
     c.advance(table.file_size().saturating_sub(done_bytes));
 
     // The key sketch decodes (its checksum included).
+    // A corruption error already names its offset: only its detail goes in
+    // the problem, whose own offset is printed once.
     if let Err(e) = table.key_sketch() {
         let at = p.key_sketch.map(|h| h.offset);
-        if c.problem(path, "key sketch block", at, e.to_string()) {
+        let stop = match e {
+            Error::Corruption { offset, detail, .. } => {
+                c.problem(path, "key sketch block", Some(offset), detail)
+            }
+            e => c.problem(path, "key sketch block", at, e.to_string()),
+        };
+        if stop {
             return Ok(None);
         }
     }

@@ -49,7 +49,7 @@ pub enum BenchCommand {
 #[derive(Debug, Args)]
 #[command(
     after_help = "Loads --keys random keys into one leveled tree of four levels below level 0, then for each budget reopens it with uniform bits per key and with the Monkey budget, rebuilds the filters in place (Db::rebuild_filters: every point probes the same tables) and looks up every absent key (as many as --keys) and --present-lookups present ones, counting data-block reads. Then --drift-writes random overwrites with compaction running show how far the live tree drifts from the optimum. Prints the table and the targets, writes monkey.csv and monkey-reads-vs-memory.svg to --out, and exits 1 if a target is missed. About 4 minutes with the defaults in a release build.\n\n\
-Example:\n  cargo run --release -p kvctl -- bench monkey --keys 200000 --budgets 4,10,16"
+Example:\n  kvctl bench monkey --keys 200000 --budgets 4,10,16"
 )]
 pub struct MonkeyArgs {
     /// Present keys in the tree (as many absent keys are looked up)
@@ -138,7 +138,7 @@ time per key. Timings are medians of --rounds interleaved rounds. Writes filters
 filters-fpr-vs-bits-per-key.svg to --out, prints the table, and exits 1 if a rate \
 disagrees with its theory beyond 10% (or 0.002 where the theory is below 0.02). About a \
 minute with the defaults in a release build, using about 1.3 GB of memory.\n\n\
-Example:\n  cargo run --release -p kvctl -- bench filters --kinds bloom,ribbon --bits-per-key 8,10,12"
+Example:\n  kvctl bench filters --kinds bloom,ribbon --bits-per-key 8,10,12"
 )]
 pub struct FiltersArgs {
     /// Keys per filter: built, checked for false positives, and copied for

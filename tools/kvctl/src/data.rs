@@ -88,6 +88,58 @@ pub fn parse_compression(s: &str) -> Result<siftdb::CompressionPolicy, String> {
     s.parse()
 }
 
+/// Refuses `--bits-per-key N` (exit 2) for a database whose stored options
+/// (OPTIONS) have a per-level filter spec or a filter budget: either one
+/// takes precedence over `bits_per_key`, so N would change no filter yet
+/// be stored. Checked before the open, which would store N. A spec or
+/// budget given on the same command line is refused by clap already.
+///
+/// # Errors
+/// Exit 2 naming the stored setting and the flag that changes it; a
+/// damaged OPTIONS file as [`Db::stored_options`] reports it.
+pub fn refuse_bits_per_key_under_stored_filters(
+    path: &Path,
+    bits_per_key: Option<u32>,
+) -> Result<(), CliError> {
+    let Some(n) = bits_per_key else {
+        return Ok(());
+    };
+    if !siftdb::inspect::filename::current_path(path).exists() {
+        return Ok(());
+    }
+    let stored = Db::stored_options(path)?.unwrap_or_default();
+    let value = |name: &str| {
+        stored
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let spec = n.to_string();
+    let instead = if n == 0 { "none" } else { spec.as_str() };
+    if let Some(f) = value("filters").filter(|v| *v != "default") {
+        return Err(CliError::usage(format!(
+            "--bits-per-key {n} would change no filter: the database stores the per-level \
+             filter spec `{f}` (set by --filters), which takes precedence"
+        ))
+        .with_hint(format!(
+            "give --filters instead, e.g. --filters bloom:{instead} for a classic Bloom \
+             filter at {n} bits per key on every level (`kvctl options DB` shows the stored \
+             settings)",
+        )));
+    }
+    if let Some(b) = value("filter_budget").filter(|v| *v != "none") {
+        return Err(CliError::usage(format!(
+            "--bits-per-key {n} would change no filter: the database stores the filter budget \
+             `{b}` (set by --filter-budget), which sizes every filter"
+        ))
+        .with_hint(
+            "give --filter-budget BITS to change the budget (`kvctl options DB` shows the \
+             stored settings)",
+        ));
+    }
+    Ok(())
+}
+
 /// Says on stderr if the open dropped a torn WAL tail (a write cut short
 /// by a crash or a write error, or damage to a log's last record), which
 /// a writing open makes permanent; returns `db`.
@@ -173,7 +225,9 @@ pub struct ImportArgs {
     /// 1K). Stored in the database's OPTIONS file, so later opens keep it
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub target_file_size: Option<usize>,
-    /// Bloom filter bits per key for new SSTables (0 = no filters)
+    /// Bloom filter bits per key for new SSTables (0 = no filters).
+    /// Refused for a database that stores a --filters spec or a
+    /// --filter-budget, which take precedence: give --filters bloom:N then
     #[arg(long, value_name = "N", conflicts_with = "filters")]
     pub bits_per_key: Option<u32>,
     /// Filter of each level's SSTables, level 0 first, the last serving
@@ -301,10 +355,11 @@ pub fn import_lines(
     let bad_line = |e: CliError, written: u64| stopped(e, written, "fix the line");
     // Writes `batch`, after which the first `keys` keys are in.
     let write = |batch: &mut WriteBatch, keys: u64, written: &mut u64| {
-        db.write(std::mem::take(batch))
+        // Counted under the interrupt handler's lock: Ctrl-C during the
+        // write reports the batch once it is in (crate::interrupt).
+        crate::interrupt::write_batch(keys, || db.write(std::mem::take(batch)))
             .map_err(|e| import_write_failed(e, *written))?;
         *written = keys;
-        crate::interrupt::imported(keys);
         progress.set_message(count(keys, "key"));
         Ok::<(), CliError>(())
     };
@@ -352,9 +407,8 @@ pub fn import_lines(
             write(&mut batch, sum.keys, &mut written)?;
         }
     }
-    db.write(batch)
+    crate::interrupt::write_batch(sum.keys, || db.write(batch))
         .map_err(|e| import_write_failed(e, written))?;
-    crate::interrupt::imported(sum.keys);
     sum.elapsed = start.elapsed();
     Ok(sum)
 }
@@ -530,6 +584,7 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     if !stdin && is_gzip(&args.file)? {
         check_gzip(&args.file)?;
     }
+    refuse_bits_per_key_under_stored_filters(&args.db, args.bits_per_key)?;
     let progress = progress_bar(args.quiet, stdin);
     let input = open_input(&args.file, &progress)?;
     let new_database = !args.db.exists();

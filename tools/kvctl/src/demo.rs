@@ -35,7 +35,7 @@ const BITS_PER_KEY: u32 = 10;
 const MIN_TABLES: u64 = 8;
 
 #[derive(Debug, Args)]
-#[command(after_help = "Example:\n  cargo run --release -p kvctl -- demo\n\n\
+#[command(after_help = "Example:\n  kvctl demo\n\n\
 Builds two databases (Bloom filters with 10 bits per key, and none) from a\n\
 built-in dataset of Debian packages, reads every value back, looks up\n\
 103,485 English words that are not package names, and reports data-block\n\

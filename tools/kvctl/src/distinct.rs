@@ -248,9 +248,9 @@ pub fn run(args: &DistinctArgs) -> Result<(), CliError> {
                 n.count()
             };
             s.push_str(&format!(
-                "\nlast {} compactions, predicted distinct keys against found ({} within 1 \
+                "\nlast {}, predicted distinct keys against found ({} within 1 \
                  standard error, {} within 2%):\n",
-                history.len(),
+                crate::format::count(history.len() as u64, "compaction"),
                 within(|p| p.relative_std_error),
                 within(|_| 0.02),
             ));

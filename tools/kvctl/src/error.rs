@@ -27,6 +27,16 @@ pub const EXIT_IO: u8 = 4;
 pub const SALVAGE_ADVICE: &str = "`kvctl export --salvage DB FILE` writes out every entry that \
 can still be read, and lists what cannot";
 
+/// What to do about a damaged `OPTIONS` file, for hints: it holds
+/// settings only.
+pub const OPTIONS_ADVICE: &str = "the OPTIONS file holds settings only, no keys or values: \
+`kvctl options DB --reset` replaces it with the defaults";
+
+/// True if `file` is a database's `OPTIONS` file.
+pub fn is_options_file(file: &std::path::Path) -> bool {
+    file.file_name() == Some("OPTIONS".as_ref())
+}
+
 /// The hint for a damaged database: what not to do, how to see the
 /// damage, and [`SALVAGE_ADVICE`].
 pub fn corruption_hint() -> String {
@@ -108,14 +118,9 @@ impl From<siftdb::Error> for CliError {
     fn from(e: siftdb::Error) -> CliError {
         use siftdb::Error as E;
         let (code, hint) = match &e {
-            E::Corruption { file, .. } if file.file_name() == Some("OPTIONS".as_ref()) => (
-                EXIT_CORRUPTION,
-                Some(
-                    "the OPTIONS file holds settings only, no keys or values: `kvctl options DB \
-                     --reset` replaces it with the defaults"
-                        .to_string(),
-                ),
-            ),
+            E::Corruption { file, .. } if is_options_file(file) => {
+                (EXIT_CORRUPTION, Some(OPTIONS_ADVICE.to_string()))
+            }
             E::Corruption { .. } => (EXIT_CORRUPTION, Some(corruption_hint())),
             E::Locked(_) => (
                 EXIT_IO,

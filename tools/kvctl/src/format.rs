@@ -54,6 +54,35 @@ pub fn group(n: u64) -> String {
     out
 }
 
+/// Unix seconds as a UTC ISO-8601 time, `2026-12-03T10:50:19Z` (the
+/// proleptic Gregorian calendar; leap seconds, as Unix time, not counted).
+pub fn utc_iso8601(unix_secs: u64) -> String {
+    let (days, secs) = (unix_secs / 86_400, unix_secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+/// The date (year, month 1..=12, day 1..=31) `days` after 1970-01-01, by
+/// Howard Hinnant's `civil_from_days`: count in 400-year eras of 146,097
+/// days, with years starting on 1 March so that a leap day ends its year.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468; // days since 0000-03-01
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097); // day of era, 0..=146_096
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // 0..=399
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // day of year from 1 March
+    let mp = (5 * doy + 2) / 153; // month from March, 0..=11
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
 /// `1 SSTable`, `3 SSTables`, with the count grouped.
 pub fn count(n: u64, noun: &str) -> String {
     format!("{} {noun}{}", group(n), if n == 1 { "" } else { "s" })
@@ -158,6 +187,18 @@ impl Table {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn unix_seconds_print_as_utc_iso8601() {
+        assert_eq!(super::utc_iso8601(0), "1970-01-01T00:00:00Z");
+        assert_eq!(super::utc_iso8601(951_782_400), "2000-02-29T00:00:00Z"); // leap day
+        assert_eq!(super::utc_iso8601(1_709_251_199), "2024-02-29T23:59:59Z"); // leap day
+        assert_eq!(super::utc_iso8601(1_709_251_200), "2024-03-01T00:00:00Z");
+        assert_eq!(super::utc_iso8601(4_107_542_399), "2100-02-28T23:59:59Z");
+        assert_eq!(super::utc_iso8601(4_107_542_400), "2100-03-01T00:00:00Z"); // no leap day
+        assert_eq!(super::utc_iso8601(1_796_295_019), "2026-12-03T10:50:19Z");
+        assert_eq!(super::utc_iso8601(1_800_000_000), "2027-01-15T08:00:00Z");
+    }
+
     use super::*;
 
     #[test]

@@ -45,7 +45,8 @@ Exit codes: 0 ok, 1 key not found, 2 usage or bad input, 3 corruption, 4 I/O or 
 A file you name that cannot be used as given (missing, a directory, no permission, or a file of \
 another kind, such as a WAL given to `sst dump`) is bad input (2); a read or write that fails on \
 a usable file (a full disk, a device error) is I/O (4).\n\n\
-Example:\n  cargo run --release -p kvctl -- demo"
+Examples:\n  kvctl demo\n  kvctl import ./db data.tsv\n  kvctl get ./db mykey\n  \
+kvctl scan ./db --prefix user: --limit 10"
 )]
 struct Cli {
     #[command(subcommand)]

@@ -555,21 +555,31 @@ fn locked_database_is_exit_4_for_writes_and_salvage_but_readable() {
 
 #[test]
 fn help_carries_examples() {
+    // Found by a new-user trial: the examples used `cargo run`; an
+    // installed kvctl shows `kvctl ...`.
     let top = stdout(&ok(kvctl(&["--help"])));
-    assert!(top.contains("Example:") && top.contains("demo"), "{top}");
+    assert!(
+        top.contains("Examples:\n  kvctl demo\n  kvctl import ./db data.tsv\n"),
+        "{top}"
+    );
+    assert!(!top.contains("cargo run"), "{top}");
     for cmd in [
-        "import",
-        "export",
-        "get",
-        "put",
-        "delete",
-        "scan",
-        "stats",
-        "demo",
-        "completions",
+        &["import"][..],
+        &["export"],
+        &["get"],
+        &["put"],
+        &["delete"],
+        &["scan"],
+        &["stats"],
+        &["demo"],
+        &["completions"],
+        &["bench", "readamp"],
+        &["bench", "filters"],
+        &["bench", "monkey"],
     ] {
-        let h = stdout(&ok(kvctl(&[cmd, "--help"])));
-        assert!(h.contains("Example:\n  "), "{cmd}: {h}");
+        let h = stdout(&ok(kvctl(&[cmd, &["--help"]].concat())));
+        assert!(h.contains("Example:\n  kvctl "), "{cmd:?}: {h}");
+        assert!(!h.contains("cargo run"), "{cmd:?}: {h}");
     }
 }
 
@@ -946,10 +956,7 @@ fn bench_filters_usage_errors_exit_2() {
     }
     assert_eq!(std::fs::read(&file).unwrap(), b"x");
     let h = stdout(&ok(kvctl(&["bench", "filters", "--help"])));
-    assert!(
-        h.contains("Example:\n  cargo run --release -p kvctl -- bench filters"),
-        "{h}"
-    );
+    assert!(h.contains("Example:\n  kvctl bench filters"), "{h}");
     for flag in [
         "--keys",
         "--bits-per-key",
@@ -1489,13 +1496,26 @@ fn distinct_lists_the_compactions_predictions_from_the_manifest() {
 
     let text = stdout(&ok(kvctl(&["distinct", p(&db)])));
     assert!(
-        text.contains("last 1 compactions, predicted distinct keys against found"),
+        text.contains("last 1 compaction, predicted distinct keys against found"),
         "{text}"
     );
     assert!(
         text.contains(" <- 2 tables  4000 entries  predicted "),
         "{text}"
     );
+    // Found by a new-user trial: the time was raw Unix seconds. It is UTC
+    // ISO 8601 now, the same second the JSON gives.
+    let secs = c["finished_at_unix_secs"].as_u64().unwrap();
+    let line = text.lines().find(|l| l.contains(" <- 2 tables")).unwrap();
+    let at = line.rsplit("  at ").next().unwrap();
+    assert_eq!(at.len(), "2026-12-03T10:50:19Z".len(), "{line}");
+    assert!(at.ends_with('Z') && at.as_bytes()[10] == b'T', "{line}");
+    let (h, m, s) = (secs % 86_400 / 3600, secs % 3600 / 60, secs % 60);
+    assert!(
+        at.ends_with(&format!("T{h:02}:{m:02}:{s:02}Z")),
+        "{line} {secs}"
+    );
+    assert!(at.starts_with("20"), "{line}");
     let dump = stdout(&ok(kvctl(&["manifest", "dump", p(&db), "--json"])));
     assert!(dump.contains("\"key_prediction\""), "{dump}");
 }
@@ -1693,4 +1713,163 @@ fn a_damaged_options_file_is_reset_without_losing_data() {
         assert!(stderr(&o).contains("holds no database"), "{}", stderr(&o));
     }
     assert!(!missing.exists());
+}
+
+/// Found by a new-user trial: `compact --bits-per-key N` on a database
+/// imported with `--filters` changed no filter (the stored spec takes
+/// precedence) yet stored N. It is now refused before the open, with the
+/// flag that does change the filters; so is `import --bits-per-key`, and
+/// both under a stored filter budget.
+#[test]
+fn bits_per_key_is_refused_where_a_stored_filter_spec_rules() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("in.tsv");
+    let lines: String = (0..200).map(|i| format!("k{i:04}\tv\n")).collect();
+    std::fs::write(&input, lines).unwrap();
+    let db = tmp.path().join("db");
+    ok(kvctl(&[
+        "import",
+        p(&db),
+        p(&input),
+        "-q",
+        "--filters",
+        "blocked-bloom:10,ribbon:1%",
+    ]));
+    let options_before = std::fs::read(db.join("OPTIONS")).unwrap();
+    for cmd in [
+        &["compact", p(&db), "--bits-per-key", "6"][..],
+        &["import", p(&db), p(&input), "--bits-per-key", "6"],
+    ] {
+        let o = kvctl(cmd);
+        assert_eq!(code(&o), 2, "{cmd:?}: {}", stderr(&o));
+        assert_eq!(
+            stderr(&o),
+            "kvctl: --bits-per-key 6 would change no filter: the database stores the per-level \
+             filter spec `blocked-bloom:10,ribbon:1%` (set by --filters), which takes \
+             precedence\n\
+             hint: give --filters instead, e.g. --filters bloom:6 for a classic Bloom filter at \
+             6 bits per key on every level (`kvctl options DB` shows the stored settings)\n"
+        );
+        // Nothing stored, nothing changed.
+        assert_eq!(std::fs::read(db.join("OPTIONS")).unwrap(), options_before);
+    }
+    let listed = stdout(&ok(kvctl(&["options", p(&db)])));
+    assert!(listed.contains("\n  bits_per_key 10\n"), "{listed}");
+    // The flag the hint names works.
+    ok(kvctl(&["compact", p(&db), "--filters", "bloom:6", "-q"]));
+    let listed = stdout(&ok(kvctl(&["options", p(&db)])));
+    assert!(listed.contains("\n  filters bloom:6\n"), "{listed}");
+    let f = stdout(&ok(kvctl(&["filters", p(&db)])));
+    assert!(f.contains(" bloom ") && !f.contains("ribbon"), "{f}");
+
+    // Under a stored budget, likewise.
+    let budget = tmp.path().join("budget");
+    ok(kvctl(&[
+        "import",
+        p(&budget),
+        p(&input),
+        "-q",
+        "--filter-budget",
+        "8",
+    ]));
+    let o = kvctl(&["compact", p(&budget), "--bits-per-key", "0"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with(
+            "kvctl: --bits-per-key 0 would change no filter: the database stores the filter \
+             budget `8` (set by --filter-budget)"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    // Without a stored spec the flag applies, as before.
+    let plain = tmp.path().join("plain");
+    ok(kvctl(&["import", p(&plain), p(&input), "-q"]));
+    ok(kvctl(&["compact", p(&plain), "--bits-per-key", "6", "-q"]));
+    let listed = stdout(&ok(kvctl(&["options", p(&plain)])));
+    assert!(listed.contains("\n  bits_per_key 6\n"), "{listed}");
+}
+
+/// Found by a new-user trial: `compact --to` included its end key while
+/// `scan --to` and `export --to` exclude it. All three exclude it now: a
+/// level-0 table starting at exactly --to is left alone, the one before
+/// it is compacted.
+#[test]
+fn compact_to_excludes_its_end_key_as_scan_and_export_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    {
+        let mut o = siftdb::Options::default();
+        o.level0_compaction_trigger = 8;
+        o.level0_slowdown_trigger = 8;
+        o.level0_stop_trigger = 8;
+        let d = siftdb::Db::open_with(&db, o).unwrap();
+        for keys in [["a", "b", "m"], ["n", "p", "z"]] {
+            for k in keys {
+                d.put(k, "v").unwrap();
+            }
+            d.flush().unwrap();
+        }
+        d.close().unwrap();
+    }
+    let tables = |db: &std::path::Path| -> Vec<(usize, String)> {
+        let d = siftdb::Db::open_read_only(db, siftdb::Options::default()).unwrap();
+        let mut v: Vec<(usize, String)> = d
+            .live_files()
+            .iter()
+            .map(|f| {
+                (
+                    f.level,
+                    String::from_utf8(f.properties.smallest_user_key.clone()).unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(tables(&db), [(0, "a".into()), (0, "n".into())]);
+    // scan and export stop before "n".
+    assert_eq!(
+        stdout(&ok(kvctl(&[
+            "scan",
+            p(&db),
+            "--from",
+            "a",
+            "--to",
+            "n",
+            "--keys-only"
+        ]))),
+        "a\nb\nm\n"
+    );
+    ok(kvctl(&[
+        "compact",
+        p(&db),
+        "--from",
+        "a",
+        "--to",
+        "n",
+        "-q",
+    ]));
+    // Only the table of a..m went down; the one starting at "n" stays.
+    assert_eq!(tables(&db), [(0, "n".into()), (1, "a".into())]);
+    // An empty range is a usage error.
+    let o = kvctl(&["compact", p(&db), "--from", "n", "--to", "n"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--from must sort before --to"),
+        "{}",
+        stderr(&o)
+    );
+    // Including "n" takes the next key after it.
+    ok(kvctl(&[
+        "compact",
+        p(&db),
+        "--from",
+        "a",
+        "--to",
+        "n\\x00",
+        "-q",
+    ]));
+    assert_eq!(tables(&db), [(1, "a".into()), (1, "n".into())]);
+    assert_eq!(stdout(&ok(kvctl(&["scan", p(&db), "--count"]))), "6\n");
 }

@@ -1083,3 +1083,73 @@ fn inspection_usage_errors() {
         stderr(&o)
     );
 }
+
+/// Found by a new-user trial: verify's hint for a damaged OPTIONS file
+/// pointed at salvage, though the file holds no data, and said "at offset
+/// 0" for a bad byte at offset 20; a damaged key sketch said "at offset X"
+/// twice.
+#[test]
+fn verify_reports_options_and_key_sketch_damage_once_at_the_real_offset() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    for i in 0..50 {
+        ok(kvctl(&["put", p(&db), &format!("k{i:03}"), "v"]));
+    }
+    ok(kvctl(&["compact", p(&db), "-q"]));
+    let clean = tmp.path().join("clean");
+    std::fs::create_dir(&clean).unwrap();
+    for f in std::fs::read_dir(&db).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, clean.join(f.file_name().unwrap())).unwrap();
+    }
+
+    let options = db.join("OPTIONS");
+    let mut bytes = std::fs::read(&options).unwrap();
+    bytes[20] = 0xff;
+    std::fs::write(&options, &bytes).unwrap();
+    let o = kvctl(&["verify", p(&db), "-q"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "kvctl: verify: {}: OPTIONS file at offset 20: not UTF-8\n\
+             hint: run `kvctl verify --all` to check everything and list every problem; the \
+             OPTIONS file holds settings only, no keys or values: `kvctl options DB --reset` \
+             replaces it with the defaults\n",
+            options.display()
+        )
+    );
+    let o = kvctl(&["verify", p(&db), "-q", "--all"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(
+        stderr(&o).ends_with(
+            "hint: the OPTIONS file holds settings only, no keys or values: `kvctl options DB \
+             --reset` replaces it with the defaults\n"
+        ),
+        "{}",
+        stderr(&o)
+    );
+
+    // A flipped byte in the clean copy's key sketch.
+    let f = &siftdb::Db::open_read_only(&clean, siftdb::Options::default())
+        .unwrap()
+        .live_files()[0];
+    let handle = f.properties.key_sketch.expect("a sketch");
+    let mut bytes = std::fs::read(&f.path).unwrap();
+    bytes[(handle.offset + handle.size / 2) as usize] ^= 0x40;
+    std::fs::write(&f.path, &bytes).unwrap();
+    let o = kvctl(&["verify", p(&clean), "-q"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let e = stderr(&o);
+    let first = e.lines().next().unwrap();
+    assert!(
+        first.starts_with(&format!(
+            "kvctl: verify: {}: key sketch block at offset {}: ",
+            f.path.display(),
+            handle.offset
+        )),
+        "{e}"
+    );
+    assert_eq!(first.matches("at offset").count(), 1, "{e}");
+    assert!(e.contains("export --salvage"), "{e}");
+}

@@ -124,7 +124,7 @@ fn edit_fields(e: &VersionEdit, show: Show) -> Vec<(u64, &'static str, Value, St
 pub fn key_prediction_json(p: &KeyPrediction) -> Value {
     json!({
         "output_level": p.output_level,
-        "input_tables": p.input_tables,
+        "input_tables": p.input_tables as u64,
         "input_entries": p.input_entries,
         "summed_distinct_keys": p.summed_distinct_keys,
         "predicted_distinct_keys": p.predicted_distinct_keys,
@@ -138,19 +138,19 @@ pub fn key_prediction_json(p: &KeyPrediction) -> Value {
 
 /// One line: output level, inputs, the prediction with its standard error,
 /// the distinct keys found with the relative error, the keys written, and
-/// the finish time in Unix seconds.
+/// the finish time in UTC (ISO 8601; the JSON keeps Unix seconds).
 pub fn key_prediction_text(p: &KeyPrediction) -> String {
     format!(
-        "L{} <- {} tables  {} entries  predicted {:.0} (±{:.1}%)  found {} ({:+.2}%)  wrote {}  at {}",
+        "L{} <- {}  {} entries  predicted {:.0} (±{:.1}%)  found {} ({:+.2}%)  wrote {}  at {}",
         p.output_level,
-        p.input_tables,
+        crate::format::count(p.input_tables as u64, "table"),
         p.input_entries,
         p.predicted_distinct_keys,
         100.0 * p.relative_std_error,
         p.distinct_input_keys,
         100.0 * p.relative_error(),
         p.distinct_output_keys,
-        p.finished_at_unix_secs
+        crate::format::utc_iso8601(p.finished_at_unix_secs)
     )
 }
 
@@ -465,7 +465,7 @@ mod tests {
         assert_eq!(
             text[8],
             "L2 <- 3 tables  5000 entries  predicted 4020 (±1.6%)  found 4000 (+0.51%)  wrote 3990  \
-             at 1800000000"
+             at 2027-01-15T08:00:00Z"
         );
     }
 }

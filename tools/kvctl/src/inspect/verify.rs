@@ -10,7 +10,7 @@ use siftdb::inspect::{verify_db, verify_file, VerifyReport};
 
 use super::kind::{self, FileKind};
 use super::{emit, emit_json, entries_text};
-use crate::error::{CliError, EXIT_CORRUPTION, SALVAGE_ADVICE};
+use crate::error::{is_options_file, CliError, EXIT_CORRUPTION, OPTIONS_ADVICE, SALVAGE_ADVICE};
 use crate::format::{count, human_bytes};
 
 #[derive(Debug, Args)]
@@ -148,12 +148,25 @@ pub fn run(args: &VerifyArgs) -> Result<(), CliError> {
         }
         emit(&out)?;
     }
+    // Damage to OPTIONS costs no data: its hint is the reset, not salvage.
+    let advice = |problems: &[siftdb::inspect::Problem]| {
+        let options = problems.iter().any(|p| is_options_file(&p.file));
+        let data = problems.iter().any(|p| !is_options_file(&p.file));
+        match (data, options) {
+            (true, true) => format!(
+                "keep a copy of the directory and do not write to it; {SALVAGE_ADVICE}; \
+                 {OPTIONS_ADVICE}"
+            ),
+            (false, true) => OPTIONS_ADVICE.to_string(),
+            _ => format!("keep a copy of the directory and do not write to it; {SALVAGE_ADVICE}"),
+        }
+    };
     match r.problems.first() {
         None => Ok(()),
         Some(first) if !args.all => Err(CliError::new(EXIT_CORRUPTION, format!("verify: {first}"))
             .with_hint(format!(
-                "run `kvctl verify --all` to check everything and list every problem; \
-                 keep a copy of the directory and do not write to it; {SALVAGE_ADVICE}"
+                "run `kvctl verify --all` to check everything and list every problem; {}",
+                advice(std::slice::from_ref(first))
             ))),
         Some(_) => Err(CliError::new(
             EXIT_CORRUPTION,
@@ -162,9 +175,7 @@ pub fn run(args: &VerifyArgs) -> Result<(), CliError> {
                 count(r.problems.len() as u64, "problem")
             ),
         )
-        .with_hint(format!(
-            "keep a copy of the directory and do not write to it; {SALVAGE_ADVICE}"
-        ))),
+        .with_hint(advice(&r.problems))),
     }
 }
 
