@@ -76,7 +76,8 @@ pub enum TableGet {
         /// any: its sequence number, type and value (empty for a
         /// [`ValueType::Deletion`]).
         /// A value of at least [`Slice::SHARE_MIN`] bytes shares the
-        /// table's map or the cached block instead of being copied.
+        /// table's map, or the cached or decompressed block, instead of
+        /// being copied.
         entry: Option<(SequenceNumber, ValueType, Slice)>,
     },
 }
@@ -435,19 +436,13 @@ impl Table {
             });
         };
         let handle = entry.handle;
-        // The buffer a long value is shared from: the cached block, a
-        // decompressed block, or (`None`) the map.
-        let (contents, owned) = match cache {
-            Some(cache) => {
-                let cached = self.cached_block(cache, handle)?;
-                (BlockContents::Owned(Arc::clone(&cached)), Some(cached))
-            }
-            None => {
-                let contents = self.read_data_block(i)?;
-                let owned = contents.owned().cloned();
-                (contents, owned)
-            }
+        let contents = match cache {
+            Some(cache) => BlockContents::Owned(self.cached_block(cache, handle)?),
+            None => self.read_data_block(i)?,
         };
+        // The buffer a long value is shared from: the cached or
+        // decompressed block, or (`None`) the map.
+        let owned = contents.owned();
         let block = Block::new(&contents, &self.path, handle.offset)?;
         let found = match block.seek(user_key, seq)? {
             Some((key, value)) if user_key_of(&key) == user_key => {
@@ -458,11 +453,7 @@ impl Table {
                         "data block holds a malformed internal key",
                     )
                 })?;
-                Some((
-                    parsed.seq,
-                    parsed.value_type,
-                    self.share(owned.as_ref(), value),
-                ))
+                Some((parsed.seq, parsed.value_type, self.share(owned, value)))
             }
             _ => None,
         };
@@ -1155,7 +1146,8 @@ fn decode_index(block: &Block<'_>, data_limit: u64, path: &Path) -> Result<Vec<I
 
 /// A double-ended iterator over a table's entries within user-key bounds,
 /// from [`Table::iter`]. Yields `(encoded internal key, value)`; a value
-/// of at least [`Slice::SHARE_MIN`] bytes shares the table's map.
+/// of at least [`Slice::SHARE_MIN`] bytes shares the table's map (or, from
+/// a compressed block, the decompressed block).
 ///
 /// Blocks not yet opened form a middle range of block indexes. `next`
 /// takes blocks from the front of that range and decodes them one entry
