@@ -18,11 +18,16 @@
 //!    output is the bottommost data for that key): the tombstone hides
 //!    nothing any more, and every reader would see "absent" without it.
 //!
+//! 3. a range tombstone of the version over its key has a sequence number
+//!    above the entry's and `<= S`: every reader sees the range deletion,
+//!    which hides the entry (DESIGN.md 3.7).
+//!
 //! Everything else is kept, so a snapshot taken before a delete keeps
 //! reading the old value, and a tombstone is never dropped while an older
 //! value sits in a deeper level (it would come back). This is LevelDB's rule
 //! (`db/db_impl.cc`, `DoCompactionWork`).
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -30,6 +35,7 @@ use crate::fs::FileSystem;
 use crate::iter::{EntrySource, MergingIterator};
 use crate::key::{ParsedInternalKey, SequenceNumber, ValueType};
 use crate::options::{CompactionPriority, CompactionStyle, Options};
+use crate::range_tombstone::FragmentedRangeTombstones;
 use crate::sketch::hyperloglog::HyperLogLog;
 use crate::sstable::format::format_version_for;
 use crate::sstable::Compression;
@@ -65,6 +71,8 @@ pub(crate) struct CompactionCounts {
     pub bytes_written: u64,
     pub tombstones_dropped: u64,
     pub versions_dropped: u64,
+    /// Entries dropped because a range tombstone hides them (rule 3).
+    pub range_deleted_dropped: u64,
     /// Distinct user keys among the inputs' entries.
     pub distinct_input_keys: u64,
 }
@@ -327,6 +335,15 @@ pub(crate) fn pick_manual_bottommost(
     debug_assert!(level >= 1, "level 0 is never compacted into itself");
     let files = manual_inputs(v, level, range);
     let skip = |f: &Arc<TableFile>| {
+        // A table that may hold versions a range tombstone hides is
+        // rewritten to drop them (and let the tombstone go).
+        let hides = v
+            .range_tombstones
+            .iter()
+            .any(|t| t.pending.contains(&f.meta.number));
+        if hides {
+            return false;
+        }
         let last_block_offset = f.table.index().last().map_or(0, |e| e.handle.offset);
         rewriting_changes_nothing(
             f.table.properties(),
@@ -436,6 +453,9 @@ pub(crate) fn pick(v: &Version, o: &Options, pointer: &mut [Vec<u8>]) -> Option<
 pub(crate) struct Output {
     pub meta: FileMetaData,
     pub table: Arc<Table>,
+    /// Sequence numbers of the merge's range tombstones that hide an
+    /// entry this output kept (for a snapshot, or a filter rebuild).
+    pub range_tombstones_kept: BTreeSet<SequenceNumber>,
 }
 
 /// Where compaction gets what it needs from the database.
@@ -447,6 +467,8 @@ pub(crate) struct MergeContext<'a> {
     pub target_file_size: u64,
     /// Oldest sequence number a reader may use (`S` in the module docs).
     pub smallest_snapshot: SequenceNumber,
+    /// The version's range tombstones when the merge started (rule 3).
+    pub range_tombstones: Arc<FragmentedRangeTombstones>,
     /// Allocates a new file number.
     pub new_file_number: &'a dyn Fn() -> u64,
 }
@@ -486,6 +508,8 @@ pub(crate) fn merge(
     let mut merged = MergingIterator::new(sources);
     let mut outputs: Vec<Output> = Vec::new();
     let mut builder: Option<(u64, TableBuilder)> = None;
+    // Range tombstones hiding an entry the current output kept.
+    let mut kept = BTreeSet::new();
     let result = (|| -> Result<()> {
         let mut current_key: Option<Vec<u8>> = None;
         // Sequence of the previous entry of the current user key, or MAX.
@@ -515,6 +539,13 @@ pub(crate) fn merge(
             {
                 counts.tombstones_dropped += 1;
                 true
+            } else if ctx
+                .range_tombstones
+                .max_covering(p.user_key, ctx.smallest_snapshot)
+                > p.seq
+            {
+                counts.range_deleted_dropped += 1;
+                true
             } else {
                 false
             };
@@ -522,12 +553,16 @@ pub(crate) fn merge(
             if drop {
                 continue;
             }
+            let hiding = ctx.range_tombstones.covering(p.user_key);
+            let hiding = hiding.iter().take_while(|&&s| s > p.seq).copied();
             // Cut a full output only at a user-key boundary.
             if new_key {
                 if let Some((_, b)) = &builder {
                     if b.estimated_size() >= ctx.target_file_size {
                         let (number, b) = builder.take().expect("checked above");
-                        outputs.push(finish_output(ctx.dir, number, b)?);
+                        let mut o = finish_output(ctx.dir, number, b)?;
+                        o.range_tombstones_kept = std::mem::take(&mut kept);
+                        outputs.push(o);
                     }
                 }
             }
@@ -541,9 +576,12 @@ pub(crate) fn merge(
             if let Some((_, b)) = builder.as_mut() {
                 b.add(&ik, &value)?;
             }
+            kept.extend(hiding);
         }
         if let Some((number, b)) = builder.take() {
-            outputs.push(finish_output(ctx.dir, number, b)?);
+            let mut o = finish_output(ctx.dir, number, b)?;
+            o.range_tombstones_kept = std::mem::take(&mut kept);
+            outputs.push(o);
         }
         Ok(())
     })();
@@ -574,6 +612,7 @@ pub(crate) fn finish_output(dir: &Path, number: u64, b: TableBuilder) -> Result<
             num_tombstones: summary.properties.num_tombstones,
         },
         table,
+        range_tombstones_kept: BTreeSet::new(),
     })
 }
 

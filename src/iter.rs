@@ -9,7 +9,10 @@
 //! key, so interleaved `next` and `next_back` never yield a key twice and
 //! never split the versions of one key between the two ends.
 
+use std::sync::Arc;
+
 use crate::key::{compare_internal_keys, ParsedInternalKey, SequenceNumber, ValueType};
+use crate::range_tombstone::FragmentedRangeTombstones;
 use crate::{Error, Result, Slice};
 
 /// One entry: encoded internal key and value (which may share a table's
@@ -140,7 +143,8 @@ fn parse(ik: &[u8]) -> Result<ParsedInternalKey<'_>> {
 
 /// Iterator over live user key/value pairs in key order, as of one sequence
 /// number: the newest version of each key with sequence `<=` that number
-/// wins, and keys whose winning version is a tombstone are skipped.
+/// wins, and keys whose winning version is a tombstone, or is older than a
+/// range deletion over the key, are skipped.
 ///
 /// Items are `Result<(key, value)>`; after an error the iterator ends.
 /// Double-ended: `.rev()` walks backwards, and `next`/`next_back` may be
@@ -170,6 +174,9 @@ pub struct DbIterator {
     /// Last user key the back end settled.
     back_key: Option<Slice>,
     done: bool,
+    /// The range tombstones this view applies, if any: a version older
+    /// than the newest one over its key (and visible at `seq`) is deleted.
+    range_tombstones: Option<Arc<FragmentedRangeTombstones>>,
     /// Keeps memtables and tables alive for the iterator's lifetime.
     _pin: Box<dyn std::any::Any + Send + Sync>,
 }
@@ -186,8 +193,26 @@ impl DbIterator {
             front_key: None,
             back_key: None,
             done: false,
+            range_tombstones: None,
             _pin: pin,
         }
+    }
+
+    /// Applies `tombstones` (range deletions) to this view.
+    pub(crate) fn with_range_tombstones(
+        mut self,
+        tombstones: Option<Arc<FragmentedRangeTombstones>>,
+    ) -> Self {
+        self.range_tombstones = tombstones;
+        self
+    }
+
+    /// True if a range tombstone this view sees deletes the version of
+    /// `user_key` written at `version_seq`.
+    fn range_deleted(&self, user_key: &[u8], version_seq: SequenceNumber) -> bool {
+        self.range_tombstones
+            .as_ref()
+            .is_some_and(|t| t.max_covering(user_key, self.seq) > version_seq)
     }
 
     fn step_front(&mut self) -> Result<Option<(Slice, Slice)>> {
@@ -204,8 +229,9 @@ impl DbIterator {
             }
             let user_key = Slice::copy_from_slice(p.user_key);
             let vt = p.value_type;
+            let deleted = self.range_deleted(p.user_key, p.seq);
             self.front_key = Some(user_key.clone());
-            if vt == ValueType::Value {
+            if vt == ValueType::Value && !deleted {
                 return Ok(Some((user_key, value)));
             }
         }
@@ -223,7 +249,7 @@ impl DbIterator {
             let user_key = Slice::copy_from_slice(p.user_key);
             // Going backwards, versions arrive oldest first: keep the newest
             // one this view may see.
-            let mut winner = (p.seq <= self.seq).then_some((p.value_type, value));
+            let mut winner = (p.seq <= self.seq).then_some((p.seq, p.value_type, value));
             loop {
                 let same_key = match self.merge.peek_back()? {
                     Some((next, _)) => parse(next)?.user_key == &user_key[..],
@@ -237,12 +263,14 @@ impl DbIterator {
                 };
                 let p = parse(&ik)?;
                 if p.seq <= self.seq {
-                    winner = Some((p.value_type, value));
+                    winner = Some((p.seq, p.value_type, value));
                 }
             }
             self.back_key = Some(user_key.clone());
-            if let Some((ValueType::Value, value)) = winner {
-                return Ok(Some((user_key, value)));
+            if let Some((seq, ValueType::Value, value)) = winner {
+                if !self.range_deleted(&user_key, seq) {
+                    return Ok(Some((user_key, value)));
+                }
             }
         }
     }

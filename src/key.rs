@@ -60,6 +60,11 @@ pub enum ValueType {
     Deletion = 0,
     /// A value was stored.
     Value = 1,
+    /// A range deletion, in a [`crate::WriteBatch`] only: its key is the
+    /// range's start and its value the range's exclusive end (empty: no
+    /// end). Never the type of an entry in a memtable's skiplist or an
+    /// SSTable, whose parsers reject it (DESIGN.md 3.7).
+    RangeDeletion = 2,
 }
 
 impl ValueType {
@@ -72,6 +77,7 @@ impl ValueType {
         match self {
             ValueType::Deletion => "delete",
             ValueType::Value => "put",
+            ValueType::RangeDeletion => "delete_range",
         }
     }
 }
@@ -83,6 +89,7 @@ impl TryFrom<u8> for ValueType {
         match b {
             0 => Ok(ValueType::Deletion),
             1 => Ok(ValueType::Value),
+            2 => Ok(ValueType::RangeDeletion),
             other => Err(other),
         }
     }
@@ -188,13 +195,16 @@ pub struct ParsedInternalKey<'a> {
 
 impl<'a> ParsedInternalKey<'a> {
     /// Decodes an encoded internal key; `None` if it is shorter than 8 bytes
-    /// or its type byte is unknown.
+    /// or its type byte is not that of an entry (a put or a point
+    /// deletion: [`ValueType::RangeDeletion`] only occurs in batches).
     pub fn parse(encoded: &'a [u8]) -> Option<Self> {
         if encoded.len() < TRAILER_LEN {
             return None;
         }
         let (user_key, trailer) = split_trailer(encoded);
-        let value_type = ValueType::try_from((trailer & 0xff) as u8).ok()?;
+        let value_type = ValueType::try_from((trailer & 0xff) as u8)
+            .ok()
+            .filter(|vt| *vt != ValueType::RangeDeletion)?;
         Some(ParsedInternalKey {
             user_key,
             seq: SequenceNumber(trailer >> 8),
@@ -343,7 +353,10 @@ mod tests {
         let mut bad = ik("x", 1, ValueType::Value).into_encoded();
         bad[1] = 7;
         assert!(ParsedInternalKey::parse(&bad).is_none());
-        assert!(InternalKey::from_encoded(bad).is_none());
-        assert_eq!(ValueType::try_from(2), Err(2));
+        assert!(InternalKey::from_encoded(bad.clone()).is_none());
+        assert_eq!(ValueType::try_from(3), Err(3));
+        // A range deletion is a batch operation, never an entry's type.
+        bad[1] = ValueType::RangeDeletion as u8;
+        assert!(ParsedInternalKey::parse(&bad).is_none());
     }
 }

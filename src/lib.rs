@@ -1,9 +1,10 @@
 //! siftdb: an embedded LSM-tree key-value store whose point reads skip
 //! SSTables by their Bloom filters.
 //!
-//! Open a [`Db`] on a directory, then `put`, `get`, `delete`, `write` a
-//! [`WriteBatch`], iterate with `range` and `prefix`, take a
-//! [`Snapshot`], and read the engine's counters with `stats`.
+//! Open a [`Db`] on a directory, then `put`, `get`, `delete`,
+//! `delete_range`, `write` a [`WriteBatch`], iterate with `range` and
+//! `prefix`, take a [`Snapshot`], and read the engine's counters with
+//! `stats`.
 //!
 //! - **Limits:** keys up to 65,535 bytes (the empty key is allowed), values
 //!   up to [`MAX_VALUE_LEN`] (4 GiB − 128 KiB), a [`WriteBatch`] up to
@@ -76,6 +77,7 @@ mod key_range;
 mod log;
 mod memtable;
 mod options;
+mod range_tombstone;
 mod sketch;
 mod slice;
 mod sstable;

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use crossbeam_skiplist::SkipMap;
 
 use crate::iter::Entry;
+use crate::range_tombstone::RangeTombstone;
 use crate::Slice;
 
 use crate::key::{
@@ -139,6 +140,13 @@ pub struct MemTable {
     user_bytes: AtomicU64,
     wal_number: u64,
     largest_seq: AtomicU64,
+    /// Range deletions, in the order inserted (so by sequence number).
+    /// Kept apart from the skiplist: a read needs every one covering its
+    /// key, not the entry nearest it. Flushes move them into the version.
+    range_tombstones: parking_lot::RwLock<Vec<RangeTombstone>>,
+    /// True once `range_tombstones` is non-empty: reads of a memtable
+    /// without any take no lock.
+    has_range_tombstones: std::sync::atomic::AtomicBool,
 }
 
 impl MemTable {
@@ -150,6 +158,8 @@ impl MemTable {
             user_bytes: AtomicU64::new(0),
             wal_number,
             largest_seq: AtomicU64::new(0),
+            range_tombstones: parking_lot::RwLock::new(Vec::new()),
+            has_range_tombstones: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -166,8 +176,25 @@ impl MemTable {
     }
 
     /// Inserts one version. Callers serialise inserts (the write lock) and
-    /// never insert the same `(key, seq)` twice.
+    /// never insert the same `(key, seq)` twice. A
+    /// [`ValueType::RangeDeletion`] is a batch's range deletion: `user_key`
+    /// is its start and `value` its end (empty: unbounded), and it goes to
+    /// the memtable's range tombstones, not the skiplist.
     pub fn insert(&self, user_key: &[u8], seq: SequenceNumber, vt: ValueType, value: &[u8]) {
+        if vt == ValueType::RangeDeletion {
+            self.approximate_size.fetch_add(
+                user_key.len() + value.len() + ENTRY_OVERHEAD,
+                Ordering::Relaxed,
+            );
+            self.largest_seq.fetch_max(seq.0, Ordering::Relaxed);
+            self.range_tombstones.write().push(RangeTombstone {
+                start: user_key.to_vec(),
+                end: (!value.is_empty()).then(|| value.to_vec()),
+                seq,
+            });
+            self.has_range_tombstones.store(true, Ordering::Release);
+            return;
+        }
         self.approximate_size.fetch_add(
             user_key.len() + TRAILER_LEN + value.len() + ENTRY_OVERHEAD,
             Ordering::Relaxed,
@@ -219,14 +246,51 @@ impl MemTable {
         self.user_bytes.load(Ordering::Relaxed)
     }
 
-    /// Number of entries (versions), tombstones included.
+    /// Number of entries (versions), tombstones included; range
+    /// deletions are not entries ([`MemTable::range_tombstones`]).
     pub fn len(&self) -> usize {
         self.map.len()
     }
 
-    /// True if nothing was inserted.
+    /// True if it holds an entry (a put or a point deletion); a memtable
+    /// holding only range deletions flushes to no table.
+    pub fn has_entries(&self) -> bool {
+        !self.map.is_empty()
+    }
+
+    /// True if nothing was inserted: no entry and no range deletion.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.map.is_empty() && !self.has_range_tombstones.load(Ordering::Acquire)
+    }
+
+    /// The largest sequence number `<= read_seq` of a range deletion in
+    /// this memtable covering `user_key`, or [`SequenceNumber::ZERO`].
+    /// Linear in the memtable's range deletions; free when it has none.
+    pub fn max_range_tombstone(&self, user_key: &[u8], read_seq: SequenceNumber) -> SequenceNumber {
+        if !self.has_range_tombstones.load(Ordering::Acquire) {
+            return SequenceNumber::ZERO;
+        }
+        self.range_tombstones
+            .read()
+            .iter()
+            .filter(|t| t.seq <= read_seq && t.covers(user_key))
+            .map(|t| t.seq)
+            .max()
+            .unwrap_or(SequenceNumber::ZERO)
+    }
+
+    /// The memtable's range deletions with sequence `<= read_seq`, in the
+    /// order inserted.
+    pub fn range_tombstones(&self, read_seq: SequenceNumber) -> Vec<RangeTombstone> {
+        if !self.has_range_tombstones.load(Ordering::Acquire) {
+            return Vec::new();
+        }
+        self.range_tombstones
+            .read()
+            .iter()
+            .filter(|t| t.seq <= read_seq)
+            .cloned()
+            .collect()
     }
 
     /// The largest sequence number inserted, 0 if none.

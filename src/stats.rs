@@ -76,6 +76,12 @@ pub struct Stats {
     pub tombstones_dropped: u64,
     /// Shadowed versions compaction removed.
     pub versions_dropped: u64,
+    /// Versions compaction removed because a range deletion hid them.
+    pub range_deleted_dropped: u64,
+    /// Range tombstones live now: in the memtables, and flushed ones still
+    /// waiting on a table that may hold a version they hide (DESIGN.md
+    /// 3.7). Each costs every point read a lookup, `O(log n)` once flushed.
+    pub range_tombstones: u64,
     /// Data blocks read by iterators (`iter`, `range`, `prefix`, and their
     /// snapshot forms); point lookups count theirs in `data_block_reads`.
     pub scan_block_reads: u64,
@@ -325,6 +331,7 @@ pub(crate) struct Counters {
     pub compaction_bytes_written: AtomicU64,
     pub tombstones_dropped: AtomicU64,
     pub versions_dropped: AtomicU64,
+    pub range_deleted_dropped: AtomicU64,
     pub manifest_rollovers: AtomicU64,
     pub filter_rebuilds: AtomicU64,
     pub filter_rebuild_bytes_written: AtomicU64,
@@ -394,6 +401,8 @@ impl Counters {
             compaction_bytes_written: l(&self.compaction_bytes_written),
             tombstones_dropped: l(&self.tombstones_dropped),
             versions_dropped: l(&self.versions_dropped),
+            range_deleted_dropped: l(&self.range_deleted_dropped),
+            range_tombstones: 0,
             manifest_rollovers: l(&self.manifest_rollovers),
             filter_rebuilds: l(&self.filter_rebuilds),
             filter_rebuild_bytes_written: l(&self.filter_rebuild_bytes_written),

@@ -8,12 +8,20 @@
 //! +-----------+------------+---------------------------------------------+
 //! record, put:    0x01 | varint key_len | key | varint value_len | value
 //! record, delete: 0x00 | varint key_len | key
+//! record, delete_range:
+//!                 0x02 | varint start_len | start | varint end_len | end
 //! ```
 //!
 //! `seq` is the sequence number of the first record; record `i` gets
-//! `seq + i`. The tag byte is the [`ValueType`] discriminant.
+//! `seq + i`. The tag byte is the [`ValueType`] discriminant. A range
+//! deletion covers `start <= key < end`; an empty `end` means no upper
+//! bound (a real end is never empty, since it must exceed `start`). Its
+//! start and end may be one byte longer than a key ([`MAX_KEY_LEN`] + 1),
+//! since the range `..=k` ends at `k` followed by a zero byte.
 
 use crate::key::{SequenceNumber, ValueType, MAX_KEY_LEN, MAX_VALUE_LEN};
+use crate::key_range::KeyRange;
+use crate::range_tombstone::half_open;
 use crate::util::coding::{put_length_prefixed, varint_len, Decoder};
 use crate::{Error, Result};
 
@@ -157,6 +165,63 @@ impl WriteBatch {
         Ok(())
     }
 
+    /// Adds a deletion of every key in `range` (a range tombstone): after
+    /// the batch, no key of the range has a value until it is written
+    /// again, later in this batch or after it. An empty range (`"b".."b"`)
+    /// adds nothing. Deleting a range costs one record whatever it holds;
+    /// compaction removes the covered data later (DESIGN.md 3.7).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if a bound is longer than [`MAX_KEY_LEN`]
+    /// bytes, the range is inverted (start after end), or the batch would
+    /// pass [`MAX_BATCH_LEN`] encoded bytes; the batch is left unchanged.
+    ///
+    /// # Example
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let db = siftdb::Db::open(dir.path())?;
+    /// for k in ["a", "b", "c", "d"] {
+    ///     db.put(k, "v")?;
+    /// }
+    /// let mut batch = siftdb::WriteBatch::new();
+    /// batch.delete_range("b"..="c")?;
+    /// batch.put("c", "again")?; // later in the batch: survives
+    /// db.write(batch)?;
+    /// let keys: Vec<siftdb::Slice> = db.iter().keys().collect::<Result<_, _>>()?;
+    /// assert_eq!(keys, ["a", "c", "d"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn delete_range(&mut self, range: impl KeyRange) -> Result<()> {
+        let (lo, hi) = range.into_bounds();
+        for b in [&lo, &hi] {
+            if let std::ops::Bound::Included(k) | std::ops::Bound::Excluded(k) = b {
+                check_lengths(k.len(), 0)?;
+            }
+        }
+        let inverted = match (&lo, &hi) {
+            (
+                std::ops::Bound::Included(a) | std::ops::Bound::Excluded(a),
+                std::ops::Bound::Included(b) | std::ops::Bound::Excluded(b),
+            ) => a > b,
+            _ => false,
+        };
+        if inverted {
+            return Err(Error::InvalidArgument(
+                "delete_range: the range starts after it ends".into(),
+            ));
+        }
+        let Some((start, end)) = half_open(lo, hi) else {
+            return Ok(()); // empty: nothing to delete
+        };
+        let end = end.unwrap_or_default();
+        check_batch_room(self.rep.len(), start.len(), Some(end.len() as u64))?;
+        self.rep.push(ValueType::RangeDeletion as u8);
+        put_length_prefixed(&mut self.rep, &start);
+        put_length_prefixed(&mut self.rep, &end);
+        self.count += 1;
+        Ok(())
+    }
+
     /// Number of updates in the batch.
     pub fn len(&self) -> usize {
         self.count as usize
@@ -201,11 +266,12 @@ impl WriteBatch {
 /// One update of a batch, borrowed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchOp<'a> {
-    /// Put or delete.
+    /// Put, delete or range deletion.
     pub value_type: ValueType,
-    /// The user key.
+    /// The user key; for a range deletion, the range's first key.
     pub key: &'a [u8],
-    /// The value; empty for a delete.
+    /// The value; empty for a delete; for a range deletion, the range's
+    /// exclusive end, empty if the range has none.
     pub value: &'a [u8],
 }
 
@@ -213,12 +279,26 @@ fn decode_op<'a>(d: &mut Decoder<'a>) -> std::result::Result<BatchOp<'a>, &'stat
     let tag = d.u8().map_err(|e| e.reason)?;
     let value_type = ValueType::try_from(tag).map_err(|_| "unknown record type")?;
     let key = d.length_prefixed().map_err(|e| e.reason)?;
-    if key.len() > MAX_KEY_LEN {
+    let key_limit = match value_type {
+        ValueType::RangeDeletion => MAX_KEY_LEN + 1,
+        _ => MAX_KEY_LEN,
+    };
+    if key.len() > key_limit {
         return Err("key longer than 65535 bytes");
     }
     let value = match value_type {
         ValueType::Value => d.length_prefixed().map_err(|e| e.reason)?,
         ValueType::Deletion => &[],
+        ValueType::RangeDeletion => {
+            let end = d.length_prefixed().map_err(|e| e.reason)?;
+            if end.len() > MAX_KEY_LEN + 1 {
+                return Err("range deletion end longer than 65536 bytes");
+            }
+            if !end.is_empty() && end <= key {
+                return Err("range deletion whose end does not follow its start");
+            }
+            end
+        }
     };
     Ok(BatchOp {
         value_type,
@@ -288,6 +368,62 @@ mod tests {
         assert_eq!(d.first_seq, SequenceNumber(5));
         assert_eq!(d.ops, b.iter().collect::<Vec<_>>());
         assert_eq!(d.ops[1].value_type, ValueType::Deletion);
+    }
+
+    #[test]
+    fn golden_encoding_of_range_deletions() {
+        let mut b = WriteBatch::new();
+        b.delete_range("a".."c").unwrap();
+        b.delete_range("x"..).unwrap();
+        b.delete_range("m"..="m").unwrap();
+        b.delete_range("q".."q").unwrap(); // empty: nothing
+        assert_eq!(b.len(), 3);
+        b.stamp(SequenceNumber(9));
+        let bytes = b.encoded().to_vec();
+        assert_eq!(
+            bytes,
+            [
+                9, 0, 0, 0, 0, 0, 0, 0, // seq
+                3, 0, 0, 0, // count
+                2, 1, b'a', 1, b'c', // [a, c)
+                2, 1, b'x', 0, // [x, no end)
+                2, 1, b'm', 2, b'm', 0, // [m, m\0): m alone
+            ]
+        );
+        let d = decode_batch(&bytes).unwrap();
+        assert_eq!(d.ops, b.iter().collect::<Vec<_>>());
+        assert_eq!(d.ops[1].value_type, ValueType::RangeDeletion);
+        assert_eq!((d.ops[1].key, d.ops[1].value), (&b"x"[..], &b""[..]));
+    }
+
+    #[test]
+    fn bad_range_deletions_are_refused() {
+        let mut b = WriteBatch::new();
+        assert!(matches!(
+            b.delete_range("c".."a"),
+            Err(Error::InvalidArgument(m)) if m.contains("starts after it ends")
+        ));
+        let long = vec![b'k'; MAX_KEY_LEN + 1];
+        assert!(matches!(
+            b.delete_range(&long[..]..),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(b.is_empty());
+        // The longest key's inclusive end is one byte longer, and decodes.
+        let longest = vec![b'k'; MAX_KEY_LEN];
+        b.delete_range(..=&longest[..]).unwrap();
+        b.stamp(SequenceNumber(1));
+        assert_eq!(
+            decode_batch(b.encoded()).unwrap().ops[0].value.len(),
+            MAX_KEY_LEN + 1
+        );
+        // A payload whose end does not follow its start is malformed.
+        let mut bad = vec![1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0];
+        bad.extend_from_slice(&[2, 1, b'c', 1, b'a']);
+        assert_eq!(
+            decode_batch(&bad).unwrap_err(),
+            "range deletion whose end does not follow its start"
+        );
     }
 
     #[test]

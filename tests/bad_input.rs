@@ -316,16 +316,33 @@ fn first_manifest_record_version(dir: &Path) -> Option<u32> {
 }
 
 #[test]
-fn a_version_1_manifest_opens_and_is_rewritten_at_version_2() {
+fn version_1_and_2_manifests_open_and_are_rewritten_at_version_3() {
+    for old in [1, 2] {
+        let dir = tempfile::tempdir().unwrap();
+        hand_written_db(dir.path(), old, &[]);
+        let db = open(dir.path(), &small_options());
+        db.put("a", "b").unwrap();
+        drop(db);
+        // A writable open writes a fresh manifest, at this build's version.
+        assert_eq!(first_manifest_record_version(dir.path()), Some(3));
+        let db = open(dir.path(), &small_options());
+        assert_eq!(db.get("a").unwrap().as_deref(), Some(&b"b"[..]));
+    }
+}
+
+#[test]
+fn a_range_tombstone_is_damage_in_a_version_2_manifest() {
+    // Tag 10: [a, c) at sequence 1, waiting on no table.
+    let field = [0x0a, 0x01, 0x01, b'a', 0x01, b'c', 0x00];
     let dir = tempfile::tempdir().unwrap();
-    hand_written_db(dir.path(), 1, &[]);
-    let db = open(dir.path(), &small_options());
-    db.put("a", "b").unwrap();
-    drop(db);
-    // A writable open writes a fresh manifest, at this build's version.
-    assert_eq!(first_manifest_record_version(dir.path()), Some(2));
-    let db = open(dir.path(), &small_options());
-    assert_eq!(db.get("a").unwrap().as_deref(), Some(&b"b"[..]));
+    hand_written_db(dir.path(), 2, &field);
+    match refused_without_changes(dir.path(), || Db::open(dir.path())) {
+        Error::Corruption { detail, .. } => assert!(detail.contains("tag 10"), "{detail}"),
+        other => panic!("expected Corruption, got {other:?}"),
+    }
+    let dir = tempfile::tempdir().unwrap();
+    hand_written_db(dir.path(), 3, &field);
+    open(dir.path(), &small_options());
 }
 
 #[test]
@@ -368,18 +385,18 @@ fn a_key_prediction_is_read_at_version_2_and_damage_at_version_1() {
 
 #[test]
 fn a_newer_manifest_format_is_unsupported_version() {
-    // Control: the same hand-written database at version 2 opens, so the
+    // Control: the same hand-written database at version 3 opens, so the
     // refusal below is about the version and nothing else.
     let ok = tempfile::tempdir().unwrap();
-    hand_written_db(ok.path(), 2, &[]);
+    hand_written_db(ok.path(), 3, &[]);
     let db = open(ok.path(), &small_options());
     db.put("a", "b").unwrap();
     drop(db);
 
-    for extra in [&[][..], &[0x0a, 0x01][..]] {
-        // Version 3, alone or with a tag this build does not know.
+    for extra in [&[][..], &[0x0c, 0x01][..]] {
+        // Version 4, alone or with a tag this build does not know.
         let dir = tempfile::tempdir().unwrap();
-        hand_written_db(dir.path(), 3, extra);
+        hand_written_db(dir.path(), 4, extra);
         let err = refused_without_changes(dir.path(), || Db::open(dir.path()));
         match err {
             Error::UnsupportedVersion {
@@ -388,7 +405,7 @@ fn a_newer_manifest_format_is_unsupported_version() {
                 supported,
             } => {
                 assert_eq!(file, dir.path().join("MANIFEST-000001"));
-                assert_eq!((found, supported), (3, 2));
+                assert_eq!((found, supported), (4, 3));
             }
             other => panic!("expected UnsupportedVersion, got {other:?}"),
         }

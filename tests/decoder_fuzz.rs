@@ -23,6 +23,7 @@ use common::log_record;
 use siftdb::filter::{hash_key, BloomFilterPolicy};
 use siftdb::inspect::key::{InternalKey, SequenceNumber, ValueType};
 use siftdb::inspect::log::{read_log, LogReader};
+use siftdb::inspect::range_tombstone::RangeTombstone;
 use siftdb::inspect::sstable::{Block, BlockBuilder, Table, TableBuilder, TableOptions};
 use siftdb::inspect::version::edit::{FileMetaData, VersionEdit};
 use siftdb::inspect::version::manifest::replay;
@@ -228,9 +229,11 @@ fn version_edit() -> impl Strategy<Value = VersionEdit> {
         prop::collection::vec((0..7u32, any::<u64>()), 0..3),
         prop::collection::vec(file, 0..3),
         prop::collection::vec(key_prediction(), 0..2),
+        prop::collection::vec(range_tombstone(), 0..2),
+        prop::collection::vec((1..=SequenceNumber::MAX.0, any::<u64>()), 0..2),
     )
         .prop_map(
-            |(fv, log, next, last, deleted, new, predictions)| VersionEdit {
+            |(fv, log, next, last, deleted, new, predictions, tombstones, waits)| VersionEdit {
                 format_version: fv,
                 log_number: log,
                 next_file_number: next,
@@ -240,8 +243,41 @@ fn version_edit() -> impl Strategy<Value = VersionEdit> {
                 user_bytes_flushed: next.map(|n| n / 2),
                 table_bytes_written: log,
                 key_predictions: predictions,
+                new_range_tombstones: tombstones,
+                range_tombstone_files: waits
+                    .into_iter()
+                    .map(|(s, n)| (SequenceNumber(s), n))
+                    .collect(),
             },
         )
+}
+
+fn range_tombstone() -> impl Strategy<Value = (RangeTombstone, Vec<u64>)> {
+    (
+        prop::collection::vec(any::<u8>(), 0..6),
+        prop::option::of(prop::collection::vec(any::<u8>(), 1..6)),
+        1..=SequenceNumber::MAX.0,
+        prop::collection::vec(any::<u64>(), 0..3),
+    )
+        .prop_map(|(start, end, seq, files)| {
+            // An end must sort after the start: extend the start if not.
+            let end = end.map(|e| {
+                if e > start {
+                    e
+                } else {
+                    [start.clone(), e].concat()
+                }
+            });
+            let end = end.filter(|e| e > &start);
+            (
+                RangeTombstone {
+                    start,
+                    end,
+                    seq: SequenceNumber(seq),
+                },
+                files,
+            )
+        })
 }
 
 fn key_prediction() -> impl Strategy<Value = KeyPrediction> {
@@ -440,7 +476,7 @@ fn valid_manifest(edits: &[VersionEdit]) -> Vec<u8> {
     for (i, e) in edits.iter().enumerate() {
         let mut e = e.clone();
         if i == 0 {
-            e.format_version = Some(2);
+            e.format_version = Some(3);
         } else {
             e.format_version = None;
         }

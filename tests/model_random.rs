@@ -1,6 +1,6 @@
 //! Randomized model test: the database against a `BTreeMap`, through puts,
-//! deletes, batches, flushes, compactions (every style), snapshots,
-//! reopens, point reads and range scans in both directions. Seeds are
+//! deletes, range deletes, batches, flushes, compactions (every style),
+//! snapshots, reopens, point reads and range scans in both directions. Seeds are
 //! fixed; set SIFTDB_MODEL_OPS (operations per seed, default 10,000) for
 //! longer runs.
 
@@ -43,6 +43,28 @@ fn valid_range(lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
         }
         (Bound::Excluded(a), Bound::Excluded(b)) => a < b,
         _ => true,
+    }
+}
+
+/// True if `delete_range` refuses the bounds: both are keys, in the wrong
+/// order (an empty range such as `a..a` is accepted and deletes nothing).
+fn inverted(lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
+    match (lo, hi) {
+        (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => a > b,
+        _ => false,
+    }
+}
+
+/// Applies a range deletion to the model.
+fn delete_range_in(model: &mut Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) {
+    if valid_range(lo, hi) {
+        let doomed: Vec<Vec<u8>> = model
+            .range((lo.clone(), hi.clone()))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in doomed {
+            model.remove(&k);
+        }
     }
 }
 
@@ -131,16 +153,33 @@ fn run(seed: u64, style: CompactionStyle, ops: usize) {
                 db.put(&k, &v).unwrap();
                 model.insert(k, v);
             }
-            38..=51 => {
+            38..=49 => {
                 let k = key(&mut rng);
                 db.delete(&k).unwrap();
                 model.remove(&k);
+            }
+            50..=51 => {
+                let (lo, hi) = (bound(&mut rng), bound(&mut rng));
+                let r = db.delete_range((lo.clone(), hi.clone()));
+                if inverted(&lo, &hi) {
+                    assert!(matches!(r, Err(siftdb::Error::InvalidArgument(_))));
+                } else {
+                    r.unwrap();
+                    delete_range_in(&mut model, &lo, &hi);
+                }
             }
             52..=58 => {
                 let mut b = WriteBatch::new();
                 for _ in 0..rng.below(8) {
                     let k = key(&mut rng);
-                    if rng.below(3) == 0 {
+                    if rng.below(10) == 0 {
+                        let hi = Bound::Included(key(&mut rng));
+                        let lo = Bound::Included(k);
+                        if !inverted(&lo, &hi) {
+                            b.delete_range((lo.clone(), hi.clone())).unwrap();
+                            delete_range_in(&mut model, &lo, &hi);
+                        }
+                    } else if rng.below(3) == 0 {
                         b.delete(&k).unwrap();
                         model.remove(&k);
                     } else {
@@ -201,6 +240,12 @@ fn run(seed: u64, style: CompactionStyle, ops: usize) {
     let all: Pairs = db.range(..).map(common::owned).collect();
     let expected: Pairs = model.into_iter().collect();
     assert_eq!(all, expected, "seed {seed} final scan");
+    // With no snapshot left, a full compaction drops everything the range
+    // tombstones hide, and with it every tombstone.
+    db.compact().unwrap();
+    assert_eq!(db.stats().range_tombstones, 0, "seed {seed}");
+    let all: Pairs = db.range(..).map(common::owned).collect();
+    assert_eq!(all, expected, "seed {seed} scan after compact");
 }
 
 fn ops() -> usize {

@@ -635,3 +635,31 @@ fn a_database_open_for_writing_is_not_salvaged() {
     let tmp = scratch_dir();
     assert_eq!(Db::held_by_a_writer(tmp.path()), None);
 }
+
+#[test]
+fn range_deletions_from_the_manifest_and_the_wal_stay_deleted() {
+    let tmp = scratch_dir();
+    let dir = tmp.path().join("db");
+    let mut o = Options::default();
+    o.compaction_style = CompactionStyle::None;
+    let db = open(&dir, &o);
+    let mut model = BTreeMap::new();
+    for i in 0..100 {
+        db.put(key(i), format!("a-{i}")).unwrap();
+        model.insert(key(i), format!("a-{i}"));
+    }
+    db.flush().unwrap();
+    db.delete_range(key(10)..key(20)).unwrap(); // flushed: in the manifest
+    db.put(key(15), "again").unwrap(); // newer: survives
+    db.flush().unwrap();
+    db.delete_range(key(50)..=key(59)).unwrap(); // only in the WAL
+    drop(db);
+    for i in (10..20).chain(50..60) {
+        model.remove(&key(i));
+    }
+    model.insert(key(15), "again".into());
+    let (entries, report) = salvage(&dir);
+    assert_eq!(as_map(&entries), model);
+    assert_eq!(report.keys, 81);
+    assert_eq!(report.possibly_stale, 0);
+}

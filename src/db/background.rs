@@ -12,6 +12,7 @@ use crate::fs::FileSystem;
 use crate::key::SequenceNumber;
 use crate::log::LogWriter;
 use crate::memtable::MemTable;
+use crate::range_tombstone::RangeTombstone;
 use crate::sstable::{Table, TableBuilder, TableOptions};
 use crate::stats::KeyPrediction;
 use crate::sync_point::{self, SyncPoint};
@@ -98,41 +99,125 @@ impl DbInner {
     /// memtable's WAL.
     fn flush_memtable(&self, imm: &Arc<MemTable>) -> Result<()> {
         sync_point::reach(&self.options.sync_points, SyncPoint::FlushStart);
-        let number = self.next_file_number.fetch_add(1, Ordering::SeqCst);
-        let table_options = {
-            let version = Arc::clone(&self.current.read().version);
-            let keys = imm.len() as u64;
-            filter_budget::table_options(&self.options, &version, NewTable::Flush { keys }, false)
+        // A memtable holding only range deletions writes no table.
+        let table = if !imm.has_entries() {
+            None
+        } else {
+            let number = self.next_file_number.fetch_add(1, Ordering::SeqCst);
+            let table_options = {
+                let version = Arc::clone(&self.current.read().version);
+                let keys = imm.len() as u64;
+                filter_budget::table_options(
+                    &self.options,
+                    &version,
+                    NewTable::Flush { keys },
+                    false,
+                )
+            };
+            Some(write_table(
+                self.fs(),
+                &self.dir,
+                number,
+                table_options,
+                imm,
+            )?)
         };
-        let (meta, table) = write_table(self.fs(), &self.dir, number, table_options, imm)?;
         let mut vs = self.versions.lock();
         // WALs older than the next-oldest unflushed memtable are obsolete.
-        let log_number = {
+        let (log_number, new_range_tombstones) = {
             let cur = self.current.read();
-            match cur.imms.len() {
+            let log_number = match cur.imms.len() {
                 0 | 1 => cur.mem.wal_number(),
                 n => cur.imms[n - 2].wal_number(),
-            }
+            };
+            let meta = table.as_ref().map(|(m, _)| m);
+            (
+                log_number,
+                flushed_range_tombstones(imm, &cur.version, meta),
+            )
         };
         vs.last_seq = vs.last_seq.max(imm.largest_seq().0);
+        let file_size = table.as_ref().map_or(0, |(m, _)| m.file_size);
         let edit = VersionEdit {
             log_number: Some(log_number),
             next_file_number: Some(self.next_file_number.load(Ordering::SeqCst)),
             last_sequence: Some(SequenceNumber(vs.last_seq)),
-            new_files: vec![(0, meta.clone())],
+            new_files: table.iter().map(|(m, _)| (0, m.clone())).collect(),
             user_bytes_flushed: Some(vs.user_bytes_flushed + imm.user_bytes()),
-            table_bytes_written: Some(vs.table_bytes_written + meta.file_size),
+            table_bytes_written: Some(vs.table_bytes_written + file_size),
+            new_range_tombstones,
             ..Default::default()
         };
-        let opened = BTreeMap::from([(number, table)]);
+        let opened = table
+            .map(|(m, t)| BTreeMap::from([(m.number, t)]))
+            .unwrap_or_default();
         self.log_and_install(&mut vs, &edit, opened, Some(imm))?;
         drop(vs);
         self.counters.flushes.fetch_add(1, Ordering::Relaxed);
         self.counters
             .table_bytes_written
-            .fetch_add(meta.file_size, Ordering::Relaxed);
+            .fetch_add(file_size, Ordering::Relaxed);
         remove_obsolete_wals(&**self.fs(), &self.dir, log_number)
     }
+}
+
+/// The `(tombstone, table)` pairs a compaction's edit records: the outputs
+/// that may hold a version a range tombstone of `version` (the current
+/// one, under the versions lock) hides. For a tombstone the merge applied
+/// (`known`), the outputs that kept such a version; for one flushed while
+/// the merge ran, every output overlapping it, if an input was one of its
+/// tables (the merge could not drop what it hides).
+pub(super) fn range_tombstone_files(
+    c: &Compaction,
+    outputs: &[compaction::Output],
+    version: &Version,
+    known: &[SequenceNumber],
+) -> Vec<(SequenceNumber, u64)> {
+    let mut files = Vec::new();
+    for t in version.range_tombstones.iter() {
+        let seq = t.tombstone.seq;
+        let hidden_in = |o: &compaction::Output| {
+            if known.contains(&seq) {
+                o.range_tombstones_kept.contains(&seq)
+            } else {
+                c.inputs
+                    .iter()
+                    .any(|(_, f)| t.pending.contains(&f.meta.number))
+                    && t.tombstone
+                        .overlaps(o.meta.smallest.user_key(), o.meta.largest.user_key())
+            }
+        };
+        files.extend(
+            outputs
+                .iter()
+                .filter(|o| hidden_in(o))
+                .map(|o| (seq, o.meta.number)),
+        );
+    }
+    files
+}
+
+/// The range tombstones of the memtable `mem` being flushed, for its
+/// flush's edit: each with the tables that may hold a version it hides,
+/// which are the tables of `version` overlapping its range and the flushed
+/// table (`flushed`) if it does (every older write is in one of them by
+/// now; DESIGN.md 3.7).
+pub(super) fn flushed_range_tombstones(
+    mem: &MemTable,
+    version: &Version,
+    flushed: Option<&FileMetaData>,
+) -> Vec<(RangeTombstone, Vec<u64>)> {
+    mem.range_tombstones(SequenceNumber::MAX)
+        .into_iter()
+        .map(|t| {
+            let metas = version.files().map(|(_, f)| &f.meta).chain(flushed);
+            let pending = metas
+                .filter(|m| t.overlaps(m.smallest.user_key(), m.largest.user_key()))
+                .map(|m| m.number)
+                .collect();
+            (t, pending)
+        })
+        .collect()
 }
 
 impl DbInner {
@@ -287,6 +372,8 @@ impl DbInner {
         } else {
             compaction::predict_distinct_keys(c)
         };
+        // The range tombstones the merge applies (none for a move).
+        let mut known_tombstones: Vec<SequenceNumber> = Vec::new();
         let (outputs, counts) = if c.trivial_move {
             (Vec::new(), compaction::CompactionCounts::default())
         } else {
@@ -305,6 +392,12 @@ impl DbInner {
                 NewTable::Compaction(c),
                 last_level,
             );
+            let range_tombstones = Arc::clone(version.range_tombstones.index());
+            known_tombstones = version
+                .range_tombstones
+                .iter()
+                .map(|t| t.tombstone.seq)
+                .collect();
             drop(version);
             let ctx = MergeContext {
                 dir: &self.dir,
@@ -319,6 +412,7 @@ impl DbInner {
                     self.options.target_file_size
                 },
                 smallest_snapshot: self.smallest_snapshot(),
+                range_tombstones,
                 new_file_number: &next,
             };
             compaction::merge(c, &ctx)?
@@ -356,6 +450,10 @@ impl DbInner {
         edit.next_file_number = Some(self.next_file_number.load(Ordering::SeqCst));
         edit.last_sequence = Some(SequenceNumber(vs.last_seq));
         edit.table_bytes_written = Some(vs.table_bytes_written + counts.bytes_written);
+        edit.range_tombstone_files = {
+            let cur = self.current.read();
+            range_tombstone_files(c, &outputs, &cur.version, &known_tombstones)
+        };
         // If this fails, whether the edit is durable is unknown (a failed
         // sync may follow a complete write): the outputs may be live on the
         // next open, so they stay, and so do the inputs. If the edit did
@@ -381,6 +479,8 @@ impl DbInner {
         k.table_bytes_written.fetch_add(counts.bytes_written, r);
         k.tombstones_dropped.fetch_add(counts.tombstones_dropped, r);
         k.versions_dropped.fetch_add(counts.versions_dropped, r);
+        k.range_deleted_dropped
+            .fetch_add(counts.range_deleted_dropped, r);
         Ok(())
     }
 

@@ -164,6 +164,7 @@ impl VersionState {
                 .map(|(level, f)| (level as u32, f.meta.clone()))
                 .collect(),
             key_predictions: self.key_predictions.iter().copied().collect(),
+            new_range_tombstones: version.range_tombstones.as_new_tombstones(),
             ..Default::default()
         }
     }
@@ -451,6 +452,37 @@ impl Db {
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete(key)?;
+        self.write(b)
+    }
+
+    /// Deletes every key in `range` with one range tombstone, whatever the
+    /// range holds: `get`, iterators and snapshots taken afterwards see
+    /// none of its keys until they are written again. The covered data is
+    /// removed from disk by later compactions (`compact` or `compact_range`
+    /// over the range removes it at once, unless a snapshot still needs
+    /// it), and the tombstone itself once no table holds what it hides
+    /// (DESIGN.md 3.7). An empty range writes nothing.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if a bound is longer than 65,535 bytes or
+    /// the range is inverted; otherwise as [`Db::put`].
+    ///
+    /// # Example
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let db = siftdb::Db::open(dir.path())?;
+    /// for i in 0..100u32 {
+    ///     db.put(format!("user/{i:03}"), "profile")?;
+    /// }
+    /// db.put("zebra", "stays")?;
+    /// db.delete_range("user/".."user0")?; // every key starting "user/"
+    /// assert_eq!(db.get("user/042")?, None);
+    /// assert_eq!(db.iter().count(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn delete_range(&self, range: impl KeyRange) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range(range)?;
         self.write(b)
     }
 
@@ -842,9 +874,16 @@ impl Db {
         let predictions = vs.key_predictions.iter().copied().collect();
         drop(vs);
         let memory = memory_usage(&sv, self.inner.block_cache.as_deref());
-        self.inner
+        let mut stats = self
+            .inner
             .counters
-            .snapshot(levels, filters, totals, memory, predictions)
+            .snapshot(levels, filters, totals, memory, predictions);
+        let in_mems: usize = std::iter::once(&sv.mem)
+            .chain(sv.imms.iter())
+            .map(|m| m.range_tombstones(SequenceNumber::MAX).len())
+            .sum();
+        stats.range_tombstones = (in_mems + sv.version.range_tombstones.len()) as u64;
+        stats
     }
 
     /// The estimated number of distinct user keys in the database: the

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::filter::{hash_key, KeyHash, PrefixExtractor};
 use crate::iter::{DbIterator, EntrySource};
 use crate::key::{SequenceNumber, ValueType};
+use crate::range_tombstone::{FragmentedRangeTombstones, RangeTombstone};
 use crate::sstable::block_cache::BlockCache;
 use crate::sstable::TableGet;
 use crate::stats::{Counters, GetCounts};
@@ -28,16 +29,23 @@ pub(super) fn get_from(
     cache: Option<&BlockCache>,
     c: &mut GetCounts,
 ) -> Result<Option<Slice>> {
+    // The newest range deletion over the key that this read sees: any
+    // version older than it is deleted (DESIGN.md 3.7). Range tombstones
+    // live in memtables and the version, never behind a table's filter.
+    let deleted_below = max_range_tombstone(sv, key, seq);
+    let visible = |found: SequenceNumber, vt: ValueType, value: Slice| {
+        (vt == ValueType::Value && found >= deleted_below).then_some(value)
+    };
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-        if let Some((_, vt, value)) = mem.get(key, seq) {
+        if let Some((found, vt, value)) = mem.get(key, seq) {
             c.memtable_hit = true;
-            return Ok((vt == ValueType::Value).then_some(value));
+            return Ok(visible(found, vt, value));
         }
     }
     let hash = hash.unwrap_or_else(|| hash_key(key));
     for f in &sv.version.levels[0] {
-        if let Some(answer) = probe(f, key, seq, hash, cache, c)? {
-            return Ok(answer);
+        if let Some((found, vt, v)) = probe(f, key, seq, hash, cache, c)? {
+            return Ok(visible(found, vt, v));
         }
     }
     for files in &sv.version.levels[1..] {
@@ -46,8 +54,8 @@ pub(super) fn get_from(
         let i = files.partition_point(|f| f.largest_user_key() < key);
         match files.get(i) {
             Some(f) => {
-                if let Some(answer) = probe(f, key, seq, hash, cache, c)? {
-                    return Ok(answer);
+                if let Some((found, vt, v)) = probe(f, key, seq, hash, cache, c)? {
+                    return Ok(visible(found, vt, v));
                 }
             }
             // Past the level's last key: skipped by key range.
@@ -58,7 +66,23 @@ pub(super) fn get_from(
     Ok(None)
 }
 
-/// Looks `key` up in one table: `Some(answer)` ends the search.
+/// The largest sequence number `<= seq` of a range tombstone over `key`
+/// in `sv` (its memtables and its version), or 0 if there is none.
+pub(super) fn max_range_tombstone(
+    sv: &SuperVersion,
+    key: &[u8],
+    seq: SequenceNumber,
+) -> SequenceNumber {
+    let mems = std::iter::once(&sv.mem)
+        .chain(sv.imms.iter())
+        .map(|m| m.max_range_tombstone(key, seq));
+    let flushed = sv.version.range_tombstones.index().max_covering(key, seq);
+    mems.fold(flushed, SequenceNumber::max)
+}
+
+/// Looks `key` up in one table: `Some(version)` (the newest version of
+/// the key with sequence `<= seq`: sequence, type, value) ends the search;
+/// `None` means the table holds none, and the search goes on.
 fn probe(
     f: &TableFile,
     key: &[u8],
@@ -66,7 +90,7 @@ fn probe(
     hash: KeyHash,
     cache: Option<&BlockCache>,
     c: &mut GetCounts,
-) -> Result<Option<Option<Slice>>> {
+) -> Result<Option<(SequenceNumber, ValueType, Slice)>> {
     let has_filter = f.table.has_filter();
     match f.table.get_cached(key, seq, hash, cache)? {
         TableGet::OutOfRange => {
@@ -85,16 +109,10 @@ fn probe(
             if block.is_some() {
                 c.data_block_reads += 1;
             }
-            match entry {
-                Some((_, ValueType::Value, v)) => Ok(Some(Some(v))),
-                Some((_, ValueType::Deletion, _)) => Ok(Some(None)),
-                None => {
-                    if has_filter {
-                        c.filter_false_positives += 1;
-                    }
-                    Ok(None)
-                }
+            if entry.is_none() && has_filter {
+                c.filter_false_positives += 1;
             }
+            Ok(entry)
         }
     }
 }
@@ -205,7 +223,29 @@ pub(super) fn iterate(
             it.count_block_reads(Arc::clone(&counters.scan_block_reads)),
         ));
     }
-    DbIterator::new(sources, seq, Box::new(sv))
+    let tombstones = range_tombstones_for_scan(&sv, seq);
+    DbIterator::new(sources, seq, Box::new(sv)).with_range_tombstones(tombstones)
+}
+
+/// Every range tombstone a scan at `seq` in `sv` must apply, fragmented;
+/// `None` if there is none (the usual case). Reuses the version's index
+/// when the memtables hold none.
+fn range_tombstones_for_scan(
+    sv: &SuperVersion,
+    seq: SequenceNumber,
+) -> Option<Arc<FragmentedRangeTombstones>> {
+    let in_mems: Vec<RangeTombstone> = std::iter::once(&sv.mem)
+        .chain(sv.imms.iter())
+        .flat_map(|m| m.range_tombstones(seq))
+        .collect();
+    let flushed = &sv.version.range_tombstones;
+    match (in_mems.is_empty(), flushed.is_empty()) {
+        (true, true) => None,
+        (true, false) => Some(Arc::clone(flushed.index())),
+        _ => Some(Arc::new(FragmentedRangeTombstones::new(
+            in_mems.iter().chain(flushed.iter().map(|t| &t.tombstone)),
+        ))),
+    }
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use crate::version::set::{ReplayedState, Version};
 use crate::write_batch::decode_batch;
 use crate::{Error, Options, Result};
 
-use super::background::{background_main, write_table};
+use super::background::{background_main, flushed_range_tombstones, write_table};
 use super::filter_budget::{self, NewTable};
 use super::{BgState, Db, DbInner, SuperVersion, VersionState, WriteState};
 
@@ -576,19 +576,30 @@ pub(super) fn recover(
         if mem.is_empty() {
             return Ok(());
         }
-        let number = *next_file;
-        *next_file += 1;
-        let keys = mem.len() as u64;
-        let table_options =
-            filter_budget::table_options(&options, version, NewTable::Flush { keys }, false);
-        let (meta, table) = write_table(&fs, &dir, number, table_options, mem)?;
+        // A memtable holding only range deletions writes no table.
+        let table = if !mem.has_entries() {
+            None
+        } else {
+            let number = *next_file;
+            *next_file += 1;
+            let keys = mem.len() as u64;
+            let table_options =
+                filter_budget::table_options(&options, version, NewTable::Flush { keys }, false);
+            Some(write_table(&fs, &dir, number, table_options, mem)?)
+        };
         totals.0 += mem.user_bytes();
-        totals.1 += meta.file_size;
+        totals.1 += table.as_ref().map_or(0, |(m, _)| m.file_size);
+        let new_range_tombstones =
+            flushed_range_tombstones(mem, version, table.as_ref().map(|(m, _)| m));
         let edit = VersionEdit {
-            new_files: vec![(0, meta)],
+            new_files: table.iter().map(|(m, _)| (0, m.clone())).collect(),
+            new_range_tombstones,
             ..Default::default()
         };
-        *version = version.apply(&edit, &mut BTreeMap::from([(number, table)]))?;
+        let mut opened = table
+            .map(|(m, t)| BTreeMap::from([(m.number, t)]))
+            .unwrap_or_default();
+        *version = version.apply(&edit, &mut opened)?;
         *mem = MemTable::new(0);
         Ok(())
     };

@@ -108,6 +108,12 @@ pub enum Verdict {
     Tombstone,
     /// No source holds the key: `get` returns `None`.
     Absent,
+    /// A range deletion written at `seq` covers the key and is newer than
+    /// the version found (if any): `get` returns `None` (DESIGN.md 3.7).
+    RangeDeleted {
+        /// The range deletion's sequence number.
+        seq: SequenceNumber,
+    },
 }
 
 impl Verdict {
@@ -149,13 +155,31 @@ pub fn explain(snap: &DbSnapshot, key: &[u8]) -> Result<Explain> {
     check_lengths(key.len(), 0)?;
     let seq = snap.last_sequence;
     let mut steps = Vec::new();
+    // The newest range deletion over the key, as `Db::get` applies it.
+    let range_deleted = snap
+        .wals
+        .iter()
+        .map(|w| w.mem.max_range_tombstone(key, seq))
+        .fold(
+            snap.version.range_tombstones.index().max_covering(key, seq),
+            SequenceNumber::max,
+        );
     let finish = |steps: Vec<ExplainStep>| {
-        let verdict = match steps.last().map(|s| &s.outcome) {
-            Some(ExplainOutcome::Found { entry, .. }) => match entry.value_type {
+        let found = match steps.last().map(|s| &s.outcome) {
+            Some(ExplainOutcome::Found { entry, .. }) => Some(entry),
+            _ => None,
+        };
+        let verdict = match found {
+            _ if found.is_none_or(|e| e.seq < range_deleted)
+                && range_deleted > SequenceNumber::ZERO =>
+            {
+                Verdict::RangeDeleted { seq: range_deleted }
+            }
+            Some(entry) => match entry.value_type {
                 ValueType::Value => Verdict::Value(entry.value.clone()),
-                ValueType::Deletion => Verdict::Tombstone,
+                ValueType::Deletion | ValueType::RangeDeletion => Verdict::Tombstone,
             },
-            _ => Verdict::Absent,
+            None => Verdict::Absent,
         };
         Explain {
             key: key.to_vec(),

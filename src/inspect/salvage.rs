@@ -59,6 +59,7 @@ use crate::key::{
     compare_internal_keys, user_key_of, InternalKey, ParsedInternalKey, SequenceNumber, ValueType,
 };
 use crate::log::TornTail;
+use crate::range_tombstone::{FragmentedRangeTombstones, RangeTombstone};
 use crate::sstable::format::{BLOCK_TRAILER_LEN, FOOTER_LEN};
 use crate::sstable::table::checked_data_entries;
 use crate::sstable::{BlockHandle, TableBlocks};
@@ -440,6 +441,10 @@ pub struct Salvage {
     pending: Vec<Lost>,
     /// Lost ranges the merge is inside of (or may still reach).
     active: Vec<Lost>,
+    /// The range deletions read (the manifest's and the WALs').
+    range_tombstones: Vec<RangeTombstone>,
+    /// `range_tombstones`, fragmented once every source is read.
+    range_index: FragmentedRangeTombstones,
 }
 
 impl Salvage {
@@ -501,6 +506,11 @@ impl Salvage {
             heap: BinaryHeap::new(),
             pending: Vec::new(),
             active: Vec::new(),
+            range_tombstones: live
+                .as_ref()
+                .map(|l| l.range_tombstones.clone())
+                .unwrap_or_default(),
+            range_index: FragmentedRangeTombstones::default(),
         };
         let (tables, wals) = match &live {
             Some(live) => {
@@ -561,6 +571,7 @@ impl Salvage {
             }
         };
         salvage.read_wals(dir, &wals);
+        salvage.range_index = FragmentedRangeTombstones::new(&salvage.range_tombstones);
         for (level, number, meta) in tables {
             salvage.open_table(dir, level, number, meta);
         }
@@ -610,6 +621,14 @@ impl Salvage {
                     w.torn_tail = contents.torn_tail;
                     w.damage = contents.corruption.map(|e| damage_of(e, contents.size));
                     for op in contents.records.into_iter().flat_map(|r| r.ops) {
+                        if op.value_type == ValueType::RangeDeletion {
+                            self.range_tombstones.push(RangeTombstone {
+                                end: (!op.value.is_empty()).then(|| op.value.to_vec()),
+                                start: op.key.clone(),
+                                seq: op.seq,
+                            });
+                            continue;
+                        }
                         let key = InternalKey::new(&op.key, op.seq, op.value_type);
                         entries.push((key.into_encoded(), op.value));
                     }
@@ -867,7 +886,12 @@ impl Iterator for Salvage {
             let Some(p) = ParsedInternalKey::parse(&newest.key) else {
                 continue; // Not reached: sources check every key.
             };
-            if p.value_type == ValueType::Deletion {
+            if p.value_type == ValueType::Deletion
+                || self
+                    .range_index
+                    .max_covering(p.user_key, SequenceNumber::MAX)
+                    > p.seq
+            {
                 self.report.deleted += 1;
                 continue;
             }
@@ -973,6 +997,8 @@ struct LiveSet {
     /// `(level, metadata)` of each live table, level by level.
     tables: Vec<(usize, FileMetaData)>,
     log_number: u64,
+    /// The flushed range deletions the manifest lists.
+    range_tombstones: Vec<RangeTombstone>,
 }
 
 /// The WALs in `listing` numbered at least `log_number`, in order.
@@ -1051,6 +1077,11 @@ fn choose_files(dir: &Path, listing: &[FileType]) -> Result<(FileSet, Option<Liv
         Some(LiveSet {
             tables,
             log_number: state.log_number,
+            range_tombstones: state
+                .range_tombstones
+                .iter()
+                .map(|t| t.tombstone.clone())
+                .collect(),
         }),
     ))
 }

@@ -22,6 +22,12 @@
 //! | 7 | `user_bytes_flushed` | varint: total key + value bytes flushed from memtables since the database was created | at most once |
 //! | 8 | `table_bytes_written` | varint: total bytes of SSTables written by flushes and compactions since creation | at most once |
 //! | 9 | key prediction (format version 2) | varint output level (< 64), varint input tables, varint input entries, varint summed distinct keys, u64 LE bits of the predicted distinct keys (an `f64`), u64 LE bits of the relative standard error (an `f64`), varint distinct input keys, varint distinct output keys, varint finish time in Unix seconds | any number |
+//! | 10 | new range tombstone | varint sequence number (1 to 2^56 − 1), length-prefixed start key, length-prefixed end key (empty: no end; else it sorts after the start; each at most 65,536 bytes), varint count of tables, then that many varint file numbers: the tables that may hold a version it hides | any number |
+//! | 11 | range tombstone table | varint sequence number of a tombstone, varint file number: one more table that may hold a version it hides | any number |
+//!
+//! Tags 10 and 11 came with range deletions: a build without them refuses
+//! a manifest holding one ("unknown tag 10") rather than resurrect the keys
+//! it deleted.
 //!
 //! Tags are frozen on disk: a retired tag is never reused, and a new field
 //! gets the next unused number. A reader rejects an unknown tag, so a newer
@@ -56,7 +62,8 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::key::{InternalKey, SequenceNumber};
+use crate::key::{InternalKey, SequenceNumber, MAX_KEY_LEN};
+use crate::range_tombstone::RangeTombstone;
 use crate::stats::KeyPrediction;
 use crate::util::coding::{put_length_prefixed, put_u64, put_varint, DecodeError, Decoder};
 
@@ -74,6 +81,8 @@ const TAG_NEW_FILE: u64 = 6;
 const TAG_USER_BYTES_FLUSHED: u64 = 7;
 const TAG_TABLE_BYTES_WRITTEN: u64 = 8;
 const TAG_KEY_PREDICTION: u64 = 9;
+const TAG_NEW_RANGE_TOMBSTONE: u64 = 10;
+const TAG_RANGE_TOMBSTONE_FILE: u64 = 11;
 
 /// What the manifest records about one SSTable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,6 +134,13 @@ pub struct VersionEdit {
     /// carries its own, a manifest's first record the last
     /// [`crate::KEY_PREDICTIONS_KEPT`] before it, oldest first.
     pub key_predictions: Vec<KeyPrediction>,
+    /// Range tombstones a flush moves out of its memtable (tag 10), each
+    /// with the file numbers of the tables that may hold a version it
+    /// hides; a manifest's first record lists every live one.
+    pub new_range_tombstones: Vec<(RangeTombstone, Vec<u64>)>,
+    /// `(tombstone sequence, file number)` (tag 11): a table this edit adds
+    /// that may hold a version the tombstone hides.
+    pub range_tombstone_files: Vec<(SequenceNumber, u64)>,
 }
 
 impl VersionEdit {
@@ -191,6 +207,21 @@ impl VersionEdit {
             put_varint(&mut out, p.distinct_output_keys);
             put_varint(&mut out, p.finished_at_unix_secs);
         }
+        for (t, files) in &self.new_range_tombstones {
+            put_varint(&mut out, TAG_NEW_RANGE_TOMBSTONE);
+            put_varint(&mut out, t.seq.get());
+            put_length_prefixed(&mut out, &t.start);
+            put_length_prefixed(&mut out, t.end.as_deref().unwrap_or_default());
+            put_varint(&mut out, files.len() as u64);
+            for &n in files {
+                put_varint(&mut out, n);
+            }
+        }
+        for &(seq, n) in &self.range_tombstone_files {
+            put_varint(&mut out, TAG_RANGE_TOMBSTONE_FILE);
+            put_varint(&mut out, seq.get());
+            put_varint(&mut out, n);
+        }
         out
     }
 
@@ -219,6 +250,12 @@ impl VersionEdit {
         }
         for p in &self.key_predictions {
             check_prediction(p)?;
+        }
+        for (t, _) in &self.new_range_tombstones {
+            check_range_tombstone(t)?;
+        }
+        for &(seq, _) in &self.range_tombstone_files {
+            check_tombstone_seq(seq)?;
         }
         Ok(())
     }
@@ -349,6 +386,31 @@ fn decode_fields(bytes: &[u8]) -> std::result::Result<VersionEdit, EditError> {
                 check_prediction(&p).map_err(fail)?;
                 edit.key_predictions.push(p);
             }
+            TAG_NEW_RANGE_TOMBSTONE => {
+                let seq = SequenceNumber(d.varint()?);
+                let start = d.length_prefixed()?.to_vec();
+                let end = d.length_prefixed()?;
+                let t = RangeTombstone {
+                    start,
+                    end: (!end.is_empty()).then(|| end.to_vec()),
+                    seq,
+                };
+                check_range_tombstone(&t).map_err(fail)?;
+                let n = d.varint()?;
+                // Each number takes at least a byte: a huge count fails
+                // below without a huge allocation.
+                let mut files = Vec::with_capacity((n as usize).min(d.remaining()));
+                for _ in 0..n {
+                    files.push(d.varint()?);
+                }
+                edit.new_range_tombstones.push((t, files));
+            }
+            TAG_RANGE_TOMBSTONE_FILE => {
+                let seq = SequenceNumber(d.varint()?);
+                check_tombstone_seq(seq).map_err(fail)?;
+                let n = d.varint()?;
+                edit.range_tombstone_files.push((seq, n));
+            }
             other => return Err(fail(format!("unknown tag {other}"))),
         }
     }
@@ -402,6 +464,34 @@ fn check_prediction(p: &KeyPrediction) -> std::result::Result<(), String> {
     Ok(())
 }
 
+fn check_tombstone_seq(s: SequenceNumber) -> std::result::Result<(), String> {
+    if s == SequenceNumber::ZERO || s > SequenceNumber::MAX {
+        return Err(format!(
+            "range tombstone sequence {s} is not in 1..={}",
+            SequenceNumber::MAX
+        ));
+    }
+    Ok(())
+}
+
+fn check_range_tombstone(t: &RangeTombstone) -> std::result::Result<(), String> {
+    check_tombstone_seq(t.seq)?;
+    let longest = MAX_KEY_LEN + 1;
+    if t.start.len() > longest || t.end.as_ref().is_some_and(|e| e.len() > longest) {
+        return Err(format!(
+            "range tombstone {}: a bound is longer than {longest} bytes",
+            t.seq
+        ));
+    }
+    if t.end.as_ref().is_some_and(|e| e <= &t.start) {
+        return Err(format!(
+            "range tombstone {}: its end does not sort after its start",
+            t.seq
+        ));
+    }
+    Ok(())
+}
+
 fn check_file(f: &FileMetaData) -> std::result::Result<(), String> {
     if f.smallest > f.largest {
         return Err(format!(
@@ -449,6 +539,8 @@ mod tests {
             user_bytes_flushed: None,
             table_bytes_written: None,
             key_predictions: Vec::new(),
+            new_range_tombstones: Vec::new(),
+            range_tombstone_files: Vec::new(),
         }
     }
 
@@ -514,6 +606,49 @@ mod tests {
         for cut in 1..b.len() {
             assert!(dec(&b[..cut]).is_err(), "cut {cut}");
         }
+    }
+
+    #[test]
+    fn range_tombstone_golden_bytes() {
+        let e = VersionEdit {
+            new_range_tombstones: vec![
+                (
+                    RangeTombstone {
+                        start: b"a".to_vec(),
+                        end: Some(b"c".to_vec()),
+                        seq: SequenceNumber(300),
+                    },
+                    vec![4, 6],
+                ),
+                (
+                    RangeTombstone {
+                        start: Vec::new(),
+                        end: None,
+                        seq: SequenceNumber(301),
+                    },
+                    vec![],
+                ),
+            ],
+            range_tombstone_files: vec![(SequenceNumber(300), 9)],
+            ..VersionEdit::default()
+        };
+        #[rustfmt::skip]
+        let bytes = [
+            0x0a, 0xac, 0x02, 0x01, b'a', 0x01, b'c', 0x02, 0x04, 0x06, // [a, c) @300: tables 4, 6
+            0x0a, 0xad, 0x02, 0x00, 0x00, 0x00,                          // everything @301: none
+            0x0b, 0xac, 0x02, 0x09,                                      // @300 also waits on 9
+        ];
+        assert_eq!(e.encode(), bytes);
+        assert_eq!(dec(&bytes).unwrap(), e);
+        for cut in 1..bytes.len() {
+            if cut != 10 && cut != 16 {
+                assert!(dec(&bytes[..cut]).is_err(), "cut {cut}");
+            }
+        }
+        // An end that does not follow the start, and sequence 0.
+        let inverted = [0x0a, 0x01, 0x01, b'c', 0x01, b'a', 0x00];
+        assert!(detail(dec(&inverted).unwrap_err()).contains("does not sort after"));
+        assert!(detail(dec(&[0x0b, 0x00, 0x01]).unwrap_err()).contains("not in 1.."));
     }
 
     #[test]
@@ -636,6 +771,15 @@ mod tests {
                 distinct_output_keys: 0,
                 finished_at_unix_secs: u64::MAX,
             }],
+            new_range_tombstones: vec![(
+                RangeTombstone {
+                    start: vec![0xff; MAX_KEY_LEN + 1],
+                    end: None,
+                    seq: SequenceNumber::MAX,
+                },
+                vec![u64::MAX, 0],
+            )],
+            range_tombstone_files: vec![(SequenceNumber::MAX, u64::MAX)],
         };
         e.validate().unwrap();
         assert_eq!(dec(&e.encode()).unwrap(), e);
@@ -643,8 +787,8 @@ mod tests {
 
     #[test]
     fn unknown_and_reserved_tags_are_rejected() {
-        let d = detail(dec(&[0x02, 0x05, 0x0a, 0x01]).unwrap_err());
-        assert_eq!(d, "version edit, byte 2: unknown tag 10");
+        let d = detail(dec(&[0x02, 0x05, 0x0c, 0x01]).unwrap_err());
+        assert_eq!(d, "version edit, byte 2: unknown tag 12");
         let d = detail(dec(&[0x00]).unwrap_err());
         assert_eq!(d, "version edit, byte 0: unknown tag 0");
     }
@@ -798,20 +942,59 @@ mod tests {
             proptest::option::of(any::<u64>()),
             proptest::option::of(any::<u64>()),
             proptest::collection::vec(arb_prediction(), 0..3),
+            proptest::collection::vec(arb_range_tombstone(), 0..3),
+            proptest::collection::vec(
+                (
+                    (1..=SequenceNumber::MAX.0).prop_map(SequenceNumber),
+                    any::<u64>(),
+                ),
+                0..3,
+            ),
         )
             .prop_map(
-                |(fv, log, next, seq, del, new, flushed, written, predictions)| VersionEdit {
-                    format_version: fv,
-                    log_number: log,
-                    next_file_number: next,
-                    last_sequence: seq,
-                    deleted_files: del,
-                    new_files: new,
-                    user_bytes_flushed: flushed,
-                    table_bytes_written: written,
-                    key_predictions: predictions,
+                |(fv, log, next, seq, del, new, flushed, written, predictions, tombs, waits)| {
+                    VersionEdit {
+                        format_version: fv,
+                        log_number: log,
+                        next_file_number: next,
+                        last_sequence: seq,
+                        deleted_files: del,
+                        new_files: new,
+                        user_bytes_flushed: flushed,
+                        table_bytes_written: written,
+                        key_predictions: predictions,
+                        new_range_tombstones: tombs,
+                        range_tombstone_files: waits,
+                    }
                 },
             )
+    }
+
+    fn arb_range_tombstone() -> impl Strategy<Value = (RangeTombstone, Vec<u64>)> {
+        (
+            proptest::collection::vec(any::<u8>(), 0..8),
+            proptest::option::of(proptest::collection::vec(any::<u8>(), 1..8)),
+            1..=SequenceNumber::MAX.0,
+            proptest::collection::vec(any::<u64>(), 0..4),
+        )
+            .prop_map(|(start, end, seq, files)| {
+                // An end must follow the start: append to the start if not.
+                let end = end.map(|e| {
+                    if e > start {
+                        e
+                    } else {
+                        [start.clone(), e].concat()
+                    }
+                });
+                (
+                    RangeTombstone {
+                        start,
+                        end,
+                        seq: SequenceNumber(seq),
+                    },
+                    files,
+                )
+            })
     }
 
     fn arb_prediction() -> impl Strategy<Value = KeyPrediction> {

@@ -15,13 +15,18 @@
 //! version-1 manifest is still read, and a tag 9 in it is corruption;
 //! since every writable open writes a fresh manifest, opening a version-1
 //! database writable upgrades it (a read-only open leaves it at 1).
+//! Format version 3 added tags 10 and 11 (range tombstones), with the same
+//! rules: in a version-1 or -2 manifest they are corruption, a writable
+//! open upgrades such a manifest, and a build that reads at most version 2
+//! refuses a version-3 one with `UnsupportedVersion` instead of opening it
+//! without the range deletions (which would bring deleted keys back).
 //!
 //! Worked example (pinned by the `golden_manifest_bytes` test): a manifest
-//! whose snapshot is `{ format_version: 2, log_number: 5, next_file_number:
+//! whose snapshot is `{ format_version: 3, log_number: 5, next_file_number:
 //! 7 }` is the 18 bytes
 //!
 //! ```text
-//! 06 00 00 00   c0 80 2f 04   66 ed d5 19   01 02 02 05 03 07
+//! 06 00 00 00   c0 80 2f 04   d6 c4 b5 24   01 03 02 05 03 07
 //! len = 6       crc32(len)    crc32(payload) payload: tags 1, 2, 3
 //! ```
 //!
@@ -68,7 +73,7 @@ use crate::version::set::ReplayedState;
 pub use crate::log::sync_dir;
 
 /// The on-disk format version this build writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// Longest `CURRENT` this build accepts: `MANIFEST-` plus 20 digits (the
 /// digits of `u64::MAX`) plus the newline.
@@ -319,6 +324,19 @@ pub fn read_manifest(path: &Path) -> Result<ManifestContents> {
                 path,
                 record.offset,
                 "a key prediction (tag 9) in a format-version-1 manifest",
+            ));
+        }
+        // Tags 10 and 11 came with format version 3 (range deletions).
+        let has_range_tombstones =
+            !edit.new_range_tombstones.is_empty() || !edit.range_tombstone_files.is_empty();
+        if version < Some(3) && has_range_tombstones {
+            return Err(Error::corruption(
+                path,
+                record.offset,
+                format!(
+                    "a range tombstone (tag 10 or 11) in a format-version-{} manifest",
+                    version.unwrap_or(0)
+                ),
             ));
         }
         records.push(ManifestRecord {
@@ -601,8 +619,8 @@ mod tests {
         let expected: &[u8] = &[
             0x06, 0x00, 0x00, 0x00, // len
             0xc0, 0x80, 0x2f, 0x04, // crc32(len)
-            0x66, 0xed, 0xd5, 0x19, // crc32(payload)
-            0x01, 0x02, 0x02, 0x05, 0x03, 0x07,
+            0xd6, 0xc4, 0xb5, 0x24, // crc32(payload)
+            0x01, 0x03, 0x02, 0x05, 0x03, 0x07,
         ];
         assert_eq!(
             std::fs::read(dir.path().join("MANIFEST-000001")).unwrap(),
@@ -681,11 +699,36 @@ mod tests {
         let path = dir.path().join("MANIFEST-000003");
         let mut w = LogWriter::create(&StdFs, &path).unwrap();
         w.append(&snapshot().encode()).unwrap();
-        let at = w.append(&[0x0a, 0x01]).unwrap();
+        let at = w.append(&[0x0c, 0x01]).unwrap();
         w.sync().unwrap();
         let (_, offset, detail) = corruption(replay(dir.path(), 3).unwrap_err());
         assert_eq!(offset, at);
-        assert!(detail.contains("unknown tag 10"), "{detail}");
+        assert!(detail.contains("unknown tag 12"), "{detail}");
+    }
+
+    #[test]
+    fn a_field_older_than_the_manifest_format_is_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("MANIFEST-000006");
+        // Version 2: a tag 9 is fine, a tag 11 (range tombstones came with
+        // version 3) is damage.
+        let mut w = LogWriter::create(&StdFs, &path).unwrap();
+        w.append(&[0x01, 0x02, 0x02, 0x05]).unwrap();
+        let at = w.append(&[0x0b, 0x07, 0x04]).unwrap();
+        w.sync().unwrap();
+        let (_, offset, detail) = corruption(replay(dir.path(), 6).unwrap_err());
+        assert_eq!(offset, at);
+        assert!(detail.contains("format-version-2 manifest"), "{detail}");
+        // The same record in a version-3 manifest reads; it fails only to
+        // apply, as it names a tombstone the state lacks.
+        let path = dir.path().join("MANIFEST-000007");
+        let mut w = LogWriter::create(&StdFs, &path).unwrap();
+        w.append(&[0x01, 0x03, 0x02, 0x05]).unwrap();
+        w.append(&[0x0b, 0x07, 0x04]).unwrap();
+        w.sync().unwrap();
+        let contents = replay(dir.path(), 7).unwrap();
+        let detail = contents.replay().map(|_| ()).unwrap_err().to_string();
+        assert!(detail.contains("tombstone 7, which is absent"), "{detail}");
     }
 
     #[test]
@@ -693,8 +736,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("MANIFEST-000004");
         let mut w = LogWriter::create(&StdFs, &path).unwrap();
-        // Format 3 with a tag this build does not know.
-        w.append(&[0x01, 0x03, 0x63, 0x00]).unwrap();
+        // Format 4 with a tag this build does not know.
+        w.append(&[0x01, 0x04, 0x63, 0x00]).unwrap();
         w.sync().unwrap();
         match replay(dir.path(), 4).unwrap_err() {
             Error::UnsupportedVersion {
@@ -703,13 +746,13 @@ mod tests {
                 supported,
             } => {
                 assert_eq!(file, path);
-                assert_eq!((found, supported), (3, 2));
+                assert_eq!((found, supported), (4, 3));
             }
             other => panic!("{other:?}"),
         }
         // And writing one is refused.
         let mut s = snapshot();
-        s.format_version = Some(3);
+        s.format_version = Some(4);
         assert!(matches!(
             Manifest::create(&StdFs, dir.path(), 5, &s),
             Err(Error::InvalidArgument(_))
@@ -785,7 +828,7 @@ mod tests {
             Err(Error::InvalidArgument(_))
         ));
         let bad_version = VersionEdit {
-            format_version: Some(3),
+            format_version: Some(4),
             ..VersionEdit::default()
         };
         assert!(matches!(

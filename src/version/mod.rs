@@ -8,10 +8,13 @@
 //! - [`filter_memory`]: [`filter_memory::FilterMemory`], what a version's
 //!   filters cost and buy per level, against the same memory spread
 //!   uniformly or optimally.
+//! - [`range_tombstones`]: [`range_tombstones::RangeTombstoneSet`], the
+//!   range deletions a version holds and the tables each still waits on.
 //! - [`set`]: [`set::Version`], the files of the tree at one moment, and
 //!   how replaying edits rebuilds it.
 
 pub mod edit;
 pub mod filter_memory;
 pub mod manifest;
+pub mod range_tombstones;
 pub mod set;

@@ -16,6 +16,7 @@ use crate::key::SequenceNumber;
 use crate::sstable::{MappedTable, Table};
 use crate::stats::KeyPrediction;
 use crate::version::edit::{FileMetaData, VersionEdit};
+use crate::version::range_tombstones::RangeTombstoneSet;
 use crate::{Error, Result};
 
 /// Number of levels in the tree (level 0 plus six sorted levels).
@@ -84,6 +85,9 @@ impl TableFile {
 pub struct Version {
     /// `levels[i]` is level `i`; always `NUM_LEVELS` long.
     pub levels: Vec<Vec<Arc<TableFile>>>,
+    /// The range deletions flushed so far that may still hide a version
+    /// in one of these tables (DESIGN.md 3.7).
+    pub range_tombstones: RangeTombstoneSet,
 }
 
 impl Version {
@@ -91,6 +95,7 @@ impl Version {
     pub fn empty() -> Self {
         Version {
             levels: vec![Vec::new(); NUM_LEVELS],
+            range_tombstones: RangeTombstoneSet::default(),
         }
     }
 
@@ -107,8 +112,9 @@ impl Version {
     ///
     /// # Errors
     /// [`Error::Corruption`] if the edit deletes a file the version lacks,
-    /// adds a file twice, names a level beyond [`NUM_LEVELS`], or lacks an
-    /// opened table for a new file.
+    /// adds a file twice, names a level beyond [`NUM_LEVELS`], lacks an
+    /// opened table for a new file, or breaks a rule of
+    /// [`RangeTombstoneSet::apply`].
     pub fn apply(
         &self,
         edit: &VersionEdit,
@@ -156,7 +162,16 @@ impl Version {
                 .ok_or_else(|| bad_edit(format!("level {level} out of range")))?
                 .push(moved.unwrap_or_else(|| Arc::new(TableFile::new(meta.clone(), table))));
         }
-        let mut v = Version { levels };
+        let live: std::collections::HashSet<u64> =
+            levels.iter().flatten().map(|f| f.meta.number).collect();
+        let range_tombstones = self
+            .range_tombstones
+            .apply(edit, |n| live.contains(&n))
+            .map_err(bad_edit)?;
+        let mut v = Version {
+            levels,
+            range_tombstones,
+        };
         v.sort();
         Ok(v)
     }
@@ -196,6 +211,7 @@ impl Version {
             opened.insert(meta.number, Arc::new(table));
             all.new_files.push((level, meta.clone()));
         }
+        all.new_range_tombstones = state.range_tombstones.as_new_tombstones();
         let version = Version::empty()
             .apply(&all, &mut opened)
             .map_err(|e| (dir.to_path_buf(), e))?;
@@ -238,6 +254,8 @@ pub struct ReplayedState {
     /// The last [`crate::KEY_PREDICTIONS_KEPT`] key predictions (tag 9),
     /// oldest first.
     pub key_predictions: VecDeque<KeyPrediction>,
+    /// The live range tombstones.
+    pub range_tombstones: RangeTombstoneSet,
 }
 
 impl Default for ReplayedState {
@@ -257,6 +275,7 @@ impl ReplayedState {
             user_bytes_flushed: 0,
             table_bytes_written: 0,
             key_predictions: VecDeque::new(),
+            range_tombstones: RangeTombstoneSet::default(),
         }
     }
 
@@ -304,6 +323,11 @@ impl ReplayedState {
         for p in &e.key_predictions {
             KeyPrediction::keep(&mut self.key_predictions, *p);
         }
+        let files = &self.files;
+        self.range_tombstones = self
+            .range_tombstones
+            .apply(e, |n| files.iter().any(|l| l.contains_key(&n)))
+            .map_err(|d| format!("version edit {d}"))?;
         Ok(())
     }
 }

@@ -65,6 +65,8 @@ enum Command {
     Put(point::PutArgs),
     /// Delete a key
     Delete(point::DeleteArgs),
+    /// Delete every key of a range (--prefix, --from, --to, or --all) with one range tombstone
+    DeleteRange(point::DeleteRangeArgs),
     /// Print KEY<TAB>VALUE lines in key order (or keys, a count, JSON)
     Scan(scan::ScanArgs),
     /// Show SSTables per level: files, bytes, entries, tombstones, filter bits
@@ -125,6 +127,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Get(a) => point::get(a),
         Command::Put(a) => point::put(a),
         Command::Delete(a) => point::delete(a),
+        Command::DeleteRange(a) => point::delete_range(a),
         Command::Scan(a) => scan::scan(a),
         Command::Stats(a) => stats::run(a),
         Command::Distinct(a) => distinct::run(a),

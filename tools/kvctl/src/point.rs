@@ -1,4 +1,5 @@
-//! One key at a time: `kvctl get`, `put` and `delete`.
+//! One key at a time: `kvctl get`, `put` and `delete`; and one range at a
+//! time: `kvctl delete-range`.
 
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
@@ -167,6 +168,52 @@ pub struct DeleteArgs {
 pub fn delete(args: &DeleteArgs) -> Result<(), CliError> {
     let db = open_existing_waiting(&args.db, siftdb::Db::builder(&args.db), args.wait.wait)?;
     db.delete(&args.key)?;
+    Ok(db.close()?)
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example:\n  kvctl delete-range ./db --prefix 'session:'\n  \
+kvctl delete-range ./db --from 2024-01 --to 2024-07\n  kvctl delete-range ./db --all\n\n\
+Writes one range tombstone, whatever the range holds: the keys disappear at once, and \
+compactions reclaim their space later (`kvctl compact` does it now). --from is inclusive and \
+--to exclusive, as in scan; --prefix narrows both. Deleting every key needs --all."
+)]
+pub struct DeleteRangeArgs {
+    /// Database directory
+    pub db: PathBuf,
+    /// Only keys starting with P
+    #[arg(long, value_name = "P", value_parser = escaped_arg)]
+    pub prefix: Option<Bytes>,
+    /// First key deleted, inclusive
+    #[arg(long, value_name = "K", value_parser = escaped_arg)]
+    pub from: Option<Bytes>,
+    /// First key kept past the range, exclusive
+    #[arg(long, value_name = "K", value_parser = escaped_arg)]
+    pub to: Option<Bytes>,
+    /// Delete every key (required when no --prefix, --from or --to is given)
+    #[arg(long, conflicts_with_all = ["prefix", "from", "to"])]
+    pub all: bool,
+    #[command(flatten)]
+    pub wait: WaitArg,
+}
+
+pub fn delete_range(args: &DeleteRangeArgs) -> Result<(), CliError> {
+    if !args.all && args.prefix.is_none() && args.from.is_none() && args.to.is_none() {
+        return Err(CliError::usage(
+            "delete-range needs --prefix, --from or --to (or --all to delete every key)",
+        ));
+    }
+    let range = crate::scan::key_range(
+        args.prefix.as_deref(),
+        args.from.as_deref(),
+        args.to.as_deref(),
+        false,
+    );
+    let db = open_existing_waiting(&args.db, siftdb::Db::builder(&args.db), args.wait.wait)?;
+    if let Some(range) = range {
+        db.delete_range(range)?;
+    }
     Ok(db.close()?)
 }
 

@@ -184,3 +184,31 @@ fn completions_for_bash_zsh_and_fish() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("kvctl"));
     assert_eq!(code(&kvctl(&["completions", "tcsh"])), 2);
 }
+
+#[test]
+fn delete_range_deletes_a_range_and_explain_names_the_tombstone() {
+    let (_tmp, db) = letters_db();
+    ok(kvctl(&["delete-range", p(&db), "--from", "b", "--to", "d"]));
+    let keys = stdout(&ok(kvctl(&["scan", p(&db), "--keys-only"])));
+    assert_eq!(keys, "a\nd\ne\nf\n");
+    let o = kvctl(&["get", p(&db), "c"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    // explain agrees with get, and says why.
+    let e = json_of(&ok(kvctl(&["explain", p(&db), "c", "--json"])));
+    assert_eq!(e["verdict"], "range_deleted");
+    assert!(e["range_deletion_seq"].as_u64().unwrap() > 0);
+    let text = stdout(&ok(kvctl(&["explain", p(&db), "b\\xff"])));
+    assert!(text.contains("deleted by the range deletion"), "{text}");
+    // The manifest shows it once flushed (compaction may drop it later).
+    ok(kvctl(&["delete-range", p(&db), "--prefix", "e"]));
+    assert_eq!(
+        stdout(&ok(kvctl(&["scan", p(&db), "--keys-only"]))),
+        "a\nd\nf\n"
+    );
+    // No bounds is a usage error; --all deletes everything.
+    let o = kvctl(&["delete-range", p(&db)]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("--all"), "{}", stderr(&o));
+    ok(kvctl(&["delete-range", p(&db), "--all"]));
+    assert_eq!(stdout(&ok(kvctl(&["scan", p(&db), "--count"]))), "0\n");
+}

@@ -138,6 +138,7 @@ pub fn explain_json(e: &Explain, show: Show) -> Value {
         Verdict::Value(v) => ("value", json!(show.bytes(v))),
         Verdict::Tombstone => ("tombstone", Value::Null),
         Verdict::Absent => ("absent", Value::Null),
+        Verdict::RangeDeleted { .. } => ("range_deleted", Value::Null),
     };
     let t = tally(e);
     json!({
@@ -148,7 +149,19 @@ pub fn explain_json(e: &Explain, show: Show) -> Value {
         "value": value,
         "answered_by": match e.verdict {
             Verdict::Absent => Value::Null,
+            Verdict::RangeDeleted { .. }
+                if !e
+                    .steps
+                    .iter()
+                    .any(|s| matches!(s.outcome, ExplainOutcome::Found { .. })) =>
+            {
+                Value::Null
+            }
             _ => json!(e.steps.len()),
+        },
+        "range_deletion_seq": match e.verdict {
+            Verdict::RangeDeleted { seq } => json!(seq.0),
+            _ => Value::Null,
         },
         "range_skips": t.range_skips,
         "filter_negatives": t.filter_negatives,
@@ -273,6 +286,10 @@ pub fn explain_text(e: &Explain, show: Show) -> String {
             format!("deleted (tombstone at step {step}, {from}): get returns nothing")
         }
         Verdict::Absent => "absent: no source holds the key".into(),
+        Verdict::RangeDeleted { seq } => format!(
+            "deleted by the range deletion at sequence {seq}, newer than any version found: \
+             get returns nothing"
+        ),
     };
     out.push_str(&format!("answer: {answer}\n"));
     let c = tally(e);

@@ -32,7 +32,8 @@ pub enum ManifestCommand {
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  kvctl manifest dump ./db --json\n\n\
 Fields are shown in the order siftdb writes them: tags 1-4, 7 and 8, then \
-deleted files (tag 5), then new files (tag 6).")]
+deleted files (tag 5), new files (tag 6), key predictions (tag 9), range \
+tombstones (tag 10) and the tables they wait on (tag 11).")]
 pub struct ManifestDumpArgs {
     /// Database directory (dumps the manifest CURRENT names) or a MANIFEST-NNNNNN file
     pub path: PathBuf,
@@ -114,6 +115,42 @@ fn edit_fields(e: &VersionEdit, show: Show) -> Vec<(u64, &'static str, Value, St
             "key_prediction",
             key_prediction_json(p),
             key_prediction_text(p),
+        ));
+    }
+    for (t, files) in &e.new_range_tombstones {
+        let end_text = t
+            .end
+            .as_deref()
+            .map_or("(no end)".to_string(), |e| show.bytes(e));
+        let tables: Vec<String> = files.iter().map(|&n| table_name(n)).collect();
+        v.push((
+            10,
+            "new_range_tombstone",
+            json!({
+                "seq": t.seq.0,
+                "start": show.bytes(&t.start),
+                "end": t.end.as_deref().map(|e| show.bytes(e)),
+                "tables": files,
+            }),
+            format!(
+                "[{} .. {}) @{}  waits on {}",
+                show.bytes(&t.start),
+                end_text,
+                t.seq,
+                if tables.is_empty() {
+                    "no table".to_string()
+                } else {
+                    tables.join(", ")
+                }
+            ),
+        ));
+    }
+    for &(seq, number) in &e.range_tombstone_files {
+        v.push((
+            11,
+            "range_tombstone_file",
+            json!({ "seq": seq.0, "number": number }),
+            format!("@{seq} waits on {}", table_name(number)),
         ));
     }
     v
@@ -452,10 +489,19 @@ mod tests {
                 distinct_output_keys: 3990,
                 finished_at_unix_secs: 1_800_000_000,
             }],
+            new_range_tombstones: vec![(
+                siftdb::inspect::range_tombstone::RangeTombstone {
+                    start: b"a".to_vec(),
+                    end: None,
+                    seq: SequenceNumber(9),
+                },
+                vec![6],
+            )],
+            range_tombstone_files: vec![(SequenceNumber(9), 10)],
         };
         let show = Show { hex: false };
         let tags: Vec<u64> = edit_fields(&e, show).iter().map(|f| f.0).collect();
-        assert_eq!(tags, [1, 2, 3, 4, 7, 8, 5, 6, 9]);
+        assert_eq!(tags, [1, 2, 3, 4, 7, 8, 5, 6, 9, 10, 11]);
         let text: Vec<String> = edit_fields(&e, show).into_iter().map(|f| f.3).collect();
         assert_eq!(text[6], "L1 000005.sst");
         assert_eq!(
@@ -467,5 +513,7 @@ mod tests {
             "L2 <- 3 tables  5000 entries  predicted 4020 (±1.6%)  found 4000 (+0.51%)  wrote 3990  \
              at 2027-01-15T08:00:00Z"
         );
+        assert_eq!(text[9], "[a .. (no end)) @9  waits on 000006.sst");
+        assert_eq!(text[10], "@9 waits on 000010.sst");
     }
 }

@@ -1,0 +1,301 @@
+//! Range tombstones: [`RangeTombstone`], what `delete_range` writes, and
+//! [`FragmentedRangeTombstones`], the index reads consult.
+//!
+//! A range tombstone `[start, end) @ seq` hides every version of every
+//! user key in `start <= key < end` whose sequence number is below `seq`,
+//! from every reader whose sequence number is at least `seq`. It lives in
+//! the memtable that took it until that memtable is flushed, then in the
+//! [`crate::inspect::version::Version`] (recorded in the manifest), never
+//! in an SSTable: a table's point filter can therefore never hide one
+//! (DESIGN.md 3.7 explains the choice).
+//!
+//! A read asks one question of them: the newest tombstone covering `key`
+//! that a reader at sequence `s` sees, [`FragmentedRangeTombstones::max_covering`].
+//! To answer it in `O(log n)` the tombstones are *fragmented* (as Pebble's
+//! `keyspan` fragmenter does): cut at every start and end into disjoint
+//! pieces, each listing the sequence numbers of the tombstones over it.
+
+use std::cmp::Ordering;
+use std::ops::Bound;
+
+use crate::key::SequenceNumber;
+
+/// One range deletion: every user key `k` with `start <= k < end` (`end`
+/// `None`: no upper bound) is deleted at sequence `seq`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeTombstone {
+    /// First key deleted (inclusive).
+    pub start: Vec<u8>,
+    /// First key past the range (exclusive); `None` deletes every key from
+    /// `start` on. Always greater than `start` when present.
+    pub end: Option<Vec<u8>>,
+    /// The sequence number of the deletion.
+    pub seq: SequenceNumber,
+}
+
+impl RangeTombstone {
+    /// True if `key` lies in `[start, end)`.
+    pub fn covers(&self, key: &[u8]) -> bool {
+        key >= self.start.as_slice() && self.end.as_deref().is_none_or(|e| key < e)
+    }
+
+    /// True if some key in `[smallest, largest]` (user keys, both
+    /// inclusive: a table's key range) lies in the tombstone's range.
+    pub fn overlaps(&self, smallest: &[u8], largest: &[u8]) -> bool {
+        largest >= self.start.as_slice() && self.end.as_deref().is_none_or(|e| smallest < e)
+    }
+}
+
+/// The half-open range `[start, end)` (`end` `None`: unbounded) holding
+/// exactly the keys within `(lo, hi)`, or `None` if no key does. The
+/// smallest key greater than `k` is `k` followed by a zero byte.
+pub fn half_open(lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
+    let successor = |mut k: Vec<u8>| {
+        k.push(0);
+        k
+    };
+    let start = match lo {
+        Bound::Included(k) => k,
+        Bound::Excluded(k) => successor(k),
+        Bound::Unbounded => Vec::new(),
+    };
+    let end = match hi {
+        Bound::Included(k) => Some(successor(k)),
+        Bound::Excluded(k) => Some(k),
+        Bound::Unbounded => None,
+    };
+    match &end {
+        Some(e) if e <= &start => None,
+        _ => Some((start, end)),
+    }
+}
+
+/// One disjoint piece of the fragmented tombstones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Fragment {
+    start: Vec<u8>,
+    end: Option<Vec<u8>>,
+    /// Sequence numbers of the tombstones over the piece, newest first.
+    seqs: Vec<SequenceNumber>,
+}
+
+/// Range tombstones cut into disjoint, sorted fragments, for lookups in
+/// `O(log fragments)`. `n` tombstones make at most `2n − 1` fragments; a
+/// fragment lists every tombstone over it, so nested tombstones cost
+/// `O(n²)` sequence numbers in the worst case (siftdb expects few, wide
+/// range deletions: a tenant, a time window).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FragmentedRangeTombstones {
+    fragments: Vec<Fragment>,
+}
+
+/// Orders range ends, `None` (unbounded) last.
+fn cmp_end(a: &Option<Vec<u8>>, b: &Option<Vec<u8>>) -> Ordering {
+    match (a, b) {
+        (None, None) => Ordering::Equal,
+        (None, Some(_)) => Ordering::Greater,
+        (Some(_), None) => Ordering::Less,
+        (Some(x), Some(y)) => x.cmp(y),
+    }
+}
+
+impl FragmentedRangeTombstones {
+    /// Fragments `tombstones` (any order, overlaps allowed).
+    pub fn new<'a>(tombstones: impl IntoIterator<Item = &'a RangeTombstone>) -> Self {
+        let tombstones: Vec<&RangeTombstone> = tombstones.into_iter().collect();
+        if tombstones.is_empty() {
+            return FragmentedRangeTombstones::default();
+        }
+        // Every start and end cuts; between two neighbouring cuts, the
+        // covering set does not change.
+        let mut cuts: Vec<Option<Vec<u8>>> = Vec::with_capacity(2 * tombstones.len());
+        for t in &tombstones {
+            cuts.push(Some(t.start.clone()));
+            cuts.push(t.end.clone());
+        }
+        cuts.sort_by(cmp_end);
+        cuts.dedup();
+        // Sweep the cuts left to right, keeping the tombstones that cover
+        // the current piece (those started at or before it, not yet ended).
+        let mut by_start = tombstones;
+        by_start.sort_by(|a, b| a.start.cmp(&b.start));
+        let mut next = 0;
+        let mut active: Vec<&RangeTombstone> = Vec::new();
+        let mut fragments: Vec<Fragment> = Vec::new();
+        for pair in cuts.windows(2) {
+            let Some(start) = &pair[0] else { break };
+            let end = &pair[1];
+            while next < by_start.len() && by_start[next].start.as_slice() <= start.as_slice() {
+                active.push(by_start[next]);
+                next += 1;
+            }
+            // A tombstone ending at or before this piece's start is done.
+            active.retain(|t| t.end.as_deref().is_none_or(|e| e > start.as_slice()));
+            if active.is_empty() {
+                continue; // a gap between tombstones
+            }
+            let mut seqs: Vec<SequenceNumber> = active.iter().map(|t| t.seq).collect();
+            seqs.sort_unstable_by(|a, b| b.cmp(a));
+            seqs.dedup();
+            fragments.push(Fragment {
+                start: start.clone(),
+                end: end.clone(),
+                seqs,
+            });
+        }
+        FragmentedRangeTombstones { fragments }
+    }
+
+    /// True if there is no tombstone: every lookup answers 0 at once.
+    pub fn is_empty(&self) -> bool {
+        self.fragments.is_empty()
+    }
+
+    /// The fragment holding `key`, if any.
+    fn fragment(&self, key: &[u8]) -> Option<&Fragment> {
+        let i = self
+            .fragments
+            .partition_point(|f| f.start.as_slice() <= key);
+        let f = self.fragments.get(i.checked_sub(1)?)?;
+        f.end.as_deref().is_none_or(|e| key < e).then_some(f)
+    }
+
+    /// The largest sequence number `<= read_seq` of a tombstone covering
+    /// `key`, or [`SequenceNumber::ZERO`] if none does: a version of `key`
+    /// with a smaller sequence number is deleted for a reader at
+    /// `read_seq`.
+    pub fn max_covering(&self, key: &[u8], read_seq: SequenceNumber) -> SequenceNumber {
+        if self.fragments.is_empty() {
+            return SequenceNumber::ZERO;
+        }
+        self.fragment(key)
+            .and_then(|f| f.seqs.iter().find(|&&s| s <= read_seq).copied())
+            .unwrap_or(SequenceNumber::ZERO)
+    }
+
+    /// The sequence numbers of every tombstone covering `key`, newest
+    /// first (empty if none).
+    pub fn covering(&self, key: &[u8]) -> &[SequenceNumber] {
+        self.fragment(key).map_or(&[], |f| &f.seqs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(start: &str, end: Option<&str>, seq: u64) -> RangeTombstone {
+        RangeTombstone {
+            start: start.as_bytes().to_vec(),
+            end: end.map(|e| e.as_bytes().to_vec()),
+            seq: SequenceNumber(seq),
+        }
+    }
+
+    /// The answer by brute force over the tombstones themselves.
+    fn brute(ts: &[RangeTombstone], key: &[u8], read: u64) -> u64 {
+        ts.iter()
+            .filter(|t| t.covers(key) && t.seq.0 <= read)
+            .map(|t| t.seq.0)
+            .max()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn overlapping_tombstones_answer_the_newest_visible_one() {
+        let ts = [t("b", Some("f"), 5), t("d", Some("h"), 9), t("x", None, 3)];
+        let f = FragmentedRangeTombstones::new(&ts);
+        let s = SequenceNumber;
+        assert_eq!(f.max_covering(b"a", s(100)), s(0));
+        assert_eq!(f.max_covering(b"b", s(100)), s(5));
+        assert_eq!(f.max_covering(b"d", s(100)), s(9));
+        assert_eq!(f.max_covering(b"d", s(8)), s(5), "a snapshot before seq 9");
+        assert_eq!(f.max_covering(b"d", s(4)), s(0));
+        assert_eq!(f.max_covering(b"f", s(100)), s(9), "f is past the first");
+        assert_eq!(f.max_covering(b"h", s(100)), s(0), "ends are exclusive");
+        assert_eq!(f.max_covering(b"w", s(100)), s(0));
+        assert_eq!(f.max_covering(b"zzzz", s(100)), s(3), "no upper bound");
+        assert_eq!(f.covering(b"e"), &[s(9), s(5)]);
+        assert!(f.covering(b"a").is_empty());
+    }
+
+    #[test]
+    fn fragments_agree_with_brute_force_on_random_tombstones() {
+        // A small deterministic generator: keys are one or two letters.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let key = |r: u64| {
+            let a = (b'a' + (r % 6) as u8) as char;
+            if r.is_multiple_of(3) {
+                a.to_string()
+            } else {
+                format!("{a}{}", (b'a' + ((r >> 8) % 4) as u8) as char)
+            }
+        };
+        for _ in 0..200 {
+            let n = (next() % 6) as usize;
+            let mut ts = Vec::new();
+            for i in 0..n {
+                let (a, b) = (key(next()), key(next()));
+                let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+                let end = if next() % 5 == 0 {
+                    None
+                } else {
+                    Some(hi.as_str())
+                };
+                if end.is_some_and(|e| e <= lo.as_str()) {
+                    continue;
+                }
+                ts.push(t(&lo, end, 1 + i as u64 * 2));
+            }
+            let f = FragmentedRangeTombstones::new(&ts);
+            for probe in 0..40u64 {
+                let k = key(next());
+                let read = probe % 13;
+                assert_eq!(
+                    f.max_covering(k.as_bytes(), SequenceNumber(read)).0,
+                    brute(&ts, k.as_bytes(), read),
+                    "key {k} at {read} over {ts:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn half_open_turns_bounds_into_start_and_end() {
+        let v = |s: &str| s.as_bytes().to_vec();
+        let inc = |s: &str| Bound::Included(v(s));
+        let exc = |s: &str| Bound::Excluded(v(s));
+        assert_eq!(half_open(inc("a"), exc("c")), Some((v("a"), Some(v("c")))));
+        assert_eq!(
+            half_open(exc("a"), inc("c")),
+            Some((b"a\0".to_vec(), Some(b"c\0".to_vec())))
+        );
+        assert_eq!(
+            half_open(Bound::Unbounded, Bound::Unbounded),
+            Some((Vec::new(), None))
+        );
+        assert_eq!(half_open(inc("c"), exc("c")), None, "empty");
+        assert_eq!(half_open(inc("d"), exc("c")), None, "inverted");
+        assert_eq!(half_open(exc("c"), inc("c")), None);
+        assert_eq!(
+            half_open(inc("c"), inc("c")),
+            Some((v("c"), Some(b"c\0".to_vec())))
+        );
+    }
+
+    #[test]
+    fn overlap_with_a_table_range() {
+        let r = t("c", Some("f"), 1);
+        assert!(r.overlaps(b"a", b"c"));
+        assert!(!r.overlaps(b"a", b"b"));
+        assert!(r.overlaps(b"e", b"z"));
+        assert!(!r.overlaps(b"f", b"z"), "the end is exclusive");
+        assert!(t("c", None, 1).overlaps(b"x", b"z"));
+    }
+}

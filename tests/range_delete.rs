@@ -1,0 +1,269 @@
+//! Range deletions (`Db::delete_range`, `WriteBatch::delete_range`):
+//! reads, snapshots, flushes, compactions, reopens, and the cases public
+//! bug reports on range tombstones describe. The randomized model test
+//! (tests/model_random.rs) mixes them into everything else.
+
+mod common;
+
+use common::{keys, small_options};
+use siftdb::{CompactionStyle, Db, Options, WriteBatch};
+
+fn key(i: u32) -> String {
+    format!("k{i:05}")
+}
+
+fn fill(db: &Db, n: u32, tag: &str) {
+    for i in 0..n {
+        db.put(key(i), format!("{tag}{i}")).unwrap();
+    }
+}
+
+fn leveled() -> Options {
+    let mut o = small_options();
+    o.compaction_style = CompactionStyle::Leveled;
+    o.target_file_size = 16 << 10;
+    o.max_bytes_for_level_base = 64 << 10;
+    o
+}
+
+#[test]
+fn a_range_deletion_hides_its_keys_from_gets_and_scans_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = common::open(dir.path(), &small_options());
+    fill(&db, 10, "v");
+    db.delete_range(key(3)..key(7)).unwrap();
+    for i in 0..10 {
+        let expected = (!(3..7).contains(&i)).then(|| format!("v{i}"));
+        assert_eq!(
+            db.get(key(i))
+                .unwrap()
+                .map(|v| v.to_string_lossy().into_owned()),
+            expected,
+            "key {i}"
+        );
+    }
+    let live = ["k00000", "k00001", "k00002", "k00007", "k00008", "k00009"];
+    assert_eq!(keys(db.iter()), live);
+    let mut back = keys(db.iter().rev());
+    back.reverse();
+    assert_eq!(back, live);
+    // Written again after the deletion: visible.
+    db.put(key(4), "again").unwrap();
+    assert_eq!(db.get(key(4)).unwrap().unwrap(), "again");
+    assert_eq!(keys(db.range(key(3)..key(6))), ["k00004"]);
+    assert_eq!(db.stats().range_tombstones, 1);
+}
+
+#[test]
+fn within_a_batch_order_decides() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = common::open(dir.path(), &small_options());
+    let mut b = WriteBatch::new();
+    b.put("a", "before").unwrap();
+    b.put("b", "before").unwrap();
+    b.delete_range("a"..="b").unwrap();
+    b.put("b", "after").unwrap();
+    db.write(b).unwrap();
+    assert_eq!(db.get("a").unwrap(), None);
+    assert_eq!(db.get("b").unwrap().unwrap(), "after");
+    db.flush().unwrap();
+    db.compact().unwrap();
+    assert_eq!(keys(db.iter()), ["b"]);
+}
+
+#[test]
+fn unbounded_and_inclusive_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = common::open(dir.path(), &small_options());
+    for k in ["", "a", "b", "b\0", "c", "\u{ff}"] {
+        db.put(k, "v").unwrap();
+    }
+    db.delete_range(..="a").unwrap(); // "" and "a"
+    assert_eq!(keys(db.iter()), ["b", "b\0", "c", "\u{ff}"]);
+    db.delete_range("b"..="b").unwrap(); // "b" alone, not "b\0"
+    assert_eq!(keys(db.iter()), ["b\0", "c", "\u{ff}"]);
+    db.delete_range("c"..).unwrap();
+    assert_eq!(keys(db.iter()), ["b\0"]);
+    db.delete_range(..).unwrap();
+    assert_eq!(db.iter().count(), 0);
+    assert!(matches!(
+        db.delete_range("z".."a"),
+        Err(siftdb::Error::InvalidArgument(_))
+    ));
+    db.delete_range("q".."q").unwrap(); // empty: nothing written
+    assert_eq!(db.stats().range_tombstones, 4);
+}
+
+#[test]
+fn a_snapshot_between_a_put_and_a_covering_range_deletion_keeps_the_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = common::open(dir.path(), &leveled());
+    fill(&db, 2000, "v");
+    let snap = db.snapshot();
+    db.delete_range(key(500)..key(1500)).unwrap();
+    // Through a flush and a full compaction: the snapshot's versions stay.
+    db.flush().unwrap();
+    db.compact().unwrap();
+    assert_eq!(db.get(key(700)).unwrap(), None);
+    assert_eq!(snap.get(key(700)).unwrap().unwrap(), "v700");
+    assert_eq!(snap.iter().count(), 2000);
+    assert_eq!(db.iter().count(), 1000);
+    assert_eq!(
+        db.stats().range_tombstones,
+        1,
+        "the tombstone waits on the tables the snapshot needs"
+    );
+    drop(snap);
+    db.compact().unwrap();
+    let s = db.stats();
+    assert_eq!(s.range_tombstones, 0, "nothing left to hide");
+    assert!(
+        s.range_deleted_dropped >= 1000,
+        "{}",
+        s.range_deleted_dropped
+    );
+    assert_eq!(db.iter().count(), 1000);
+    assert_eq!(db.get(key(1499)).unwrap(), None);
+    assert_eq!(db.get(key(1500)).unwrap().unwrap(), "v1500");
+}
+
+#[test]
+fn a_tombstone_over_deeper_data_wins_where_the_newer_table_filter_says_absent() {
+    // The value sits in the bottom level; the range deletion is newer, and
+    // a newer level-0 table holds other keys of the range, so its point
+    // filter says "absent" for the deleted key: the read must not fall
+    // through the filter to the old value.
+    let dir = tempfile::tempdir().unwrap();
+    let db = common::open(dir.path(), &leveled());
+    db.put("m", "old").unwrap();
+    fill(&db, 500, "v");
+    db.flush().unwrap();
+    db.compact().unwrap();
+    assert!(db.stats().levels.iter().skip(1).any(|l| l.files > 0));
+    db.delete_range("a".."z").unwrap();
+    db.put("b", "new").unwrap(); // a key in the range, in a newer table
+    db.flush().unwrap();
+    assert_eq!(db.get("m").unwrap(), None);
+    assert_eq!(db.get(key(3)).unwrap(), None);
+    assert_eq!(db.get("b").unwrap().unwrap(), "new");
+    assert_eq!(keys(db.iter()), ["b"]);
+    drop(db);
+    let db = common::open(dir.path(), &leveled());
+    assert_eq!(db.get("m").unwrap(), None);
+    assert_eq!(keys(db.iter()), ["b"]);
+}
+
+#[test]
+fn a_range_split_across_compaction_outputs_stays_deleted() {
+    // 16 KiB outputs: the deleted range spans many of them, and the
+    // compaction cuts outputs in the middle of it.
+    let dir = tempfile::tempdir().unwrap();
+    let db = common::open(dir.path(), &leveled());
+    fill(&db, 5000, "v");
+    db.flush().unwrap();
+    db.compact().unwrap();
+    let files_before = db.live_files().len();
+    assert!(files_before > 4, "{files_before} files");
+    db.delete_range(key(1000)..key(4000)).unwrap();
+    fill(&db, 50, "w"); // newer versions below the range survive
+    db.flush().unwrap();
+    for check in 0..2 {
+        for i in (0..5000).step_by(97) {
+            let got = db.get(key(i)).unwrap();
+            let expected = match i {
+                0..50 => Some(format!("w{i}")),
+                1000..4000 => None,
+                _ => Some(format!("v{i}")),
+            };
+            assert_eq!(
+                got.map(|v| v.to_string_lossy().into_owned()),
+                expected,
+                "key {i}, check {check}"
+            );
+        }
+        assert_eq!(db.iter().count(), 2000);
+        db.compact().unwrap();
+    }
+    assert_eq!(db.stats().range_tombstones, 0);
+    assert!(db.live_files().len() < files_before);
+}
+
+#[test]
+fn range_deletions_survive_reopens_from_the_wal_and_the_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = leveled();
+    o.max_manifest_file_size = 1024; // roll often: snapshots carry them
+                                     // No background compaction, which would drop the covered keys and the
+                                     // tombstone with them before the reopen under test.
+    o.compaction_style = CompactionStyle::None;
+    {
+        let db = common::open(dir.path(), &o);
+        fill(&db, 1000, "v");
+        db.flush().unwrap();
+        db.delete_range(key(100)..key(200)).unwrap(); // only in the WAL
+    }
+    {
+        let db = common::open(dir.path(), &o);
+        assert_eq!(db.iter().count(), 900);
+        db.flush().unwrap(); // now in the manifest
+        for i in 0..30 {
+            db.put(format!("x{i}"), "roll the manifest").unwrap();
+            db.flush().unwrap();
+        }
+        assert!(db.stats().manifest_rollovers > 0);
+        assert_eq!(db.stats().range_tombstones, 1);
+    }
+    let db = common::open(dir.path(), &o);
+    assert_eq!(db.get(key(150)).unwrap(), None);
+    assert_eq!(db.get(key(200)).unwrap().unwrap(), "v200");
+    assert_eq!(db.iter().count(), 930);
+    db.compact().unwrap();
+    assert_eq!(db.stats().range_tombstones, 0);
+    drop(db);
+    let db = common::open(dir.path(), &o);
+    assert_eq!(db.iter().count(), 930);
+}
+
+#[test]
+fn a_memtable_of_only_range_deletions_flushes_to_no_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = common::open(dir.path(), &leveled());
+    fill(&db, 100, "v");
+    db.flush().unwrap();
+    let tables = db.live_files().len();
+    db.delete_range(key(10)..key(20)).unwrap();
+    db.flush().unwrap();
+    assert_eq!(db.live_files().len(), tables);
+    assert_eq!(db.stats().range_tombstones, 1);
+    assert_eq!(db.iter().count(), 90);
+    // A deletion over keys no table holds has nothing to wait on.
+    db.delete_range("zz"..).unwrap();
+    db.flush().unwrap();
+    assert_eq!(db.stats().range_tombstones, 1);
+}
+
+#[test]
+fn every_compaction_style_drops_what_a_range_deletion_hides() {
+    for style in [
+        CompactionStyle::Leveled,
+        CompactionStyle::Tiered,
+        CompactionStyle::None,
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = leveled();
+        o.compaction_style = style;
+        let db = common::open(dir.path(), &o);
+        for round in 0..4 {
+            fill(&db, 800, &format!("r{round}-"));
+            db.flush().unwrap();
+        }
+        db.delete_range(..key(400)).unwrap();
+        db.wait_for_compactions().unwrap();
+        assert_eq!(db.iter().count(), 400, "{style:?}");
+        db.compact().unwrap();
+        assert_eq!(db.iter().count(), 400, "{style:?}");
+        assert_eq!(db.get(key(399)).unwrap(), None, "{style:?}");
+        assert_eq!(db.get(key(400)).unwrap().unwrap(), "r3-400", "{style:?}");
+        assert_eq!(db.stats().range_tombstones, 0, "{style:?}");
+    }
+}
