@@ -29,12 +29,12 @@ pub(super) fn get_from(
     cache: Option<&BlockCache>,
     c: &mut GetCounts,
 ) -> Result<Option<Slice>> {
-    // The newest range deletion over the key that this read sees: any
-    // version older than it is deleted (DESIGN.md 3.7). Range tombstones
-    // live in memtables and the version, never behind a table's filter.
-    let deleted_below = max_range_tombstone(sv, key, seq);
+    // A value found is deleted if a range deletion over the key that this
+    // read sees is newer (DESIGN.md 3.7). Range tombstones live in the
+    // memtables and the version, never behind a table's filter; they are
+    // consulted only once a value is found, so a miss costs nothing more.
     let visible = |found: SequenceNumber, vt: ValueType, value: Slice| {
-        (vt == ValueType::Value && found >= deleted_below).then_some(value)
+        (vt == ValueType::Value && max_range_tombstone(sv, key, seq) <= found).then_some(value)
     };
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
         if let Some((found, vt, value)) = mem.get(key, seq) {

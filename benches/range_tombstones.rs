@@ -1,0 +1,122 @@
+//! What live range tombstones cost a read: point lookups of present and
+//! absent keys, and a 1,000-key scan, in a database of 200,000 flushed
+//! keys holding 0, 10 or 1,000 flushed range tombstones (each over one
+//! absent key, so every one stays live: its range overlaps the tables),
+//! or 10 still in the memtable. The ratio to the database without any,
+//! in one run, is the figure; DESIGN.md 3.7 and 13 record it.
+//!
+//! `cargo bench --bench range_tombstones`.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use siftdb::{CompactionStyle, Db};
+
+const KEYS: u32 = 200_000;
+
+fn config() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(1))
+        .sample_size(20)
+}
+
+/// Key `i`; the database holds the even ones.
+fn key(i: u32) -> String {
+    format!("k{i:07}")
+}
+
+/// A step that visits keys in a scattered order.
+fn scatter(i: u32) -> u32 {
+    i.wrapping_mul(2_654_435_761) % KEYS
+}
+
+/// 200,000 keys, flushed; then `flushed` range tombstones moved into the
+/// version by a flush, then `in_memtable` left in the memtable. No
+/// compaction runs, so every tombstone stays live.
+fn load(dir: &std::path::Path, flushed: u32, in_memtable: u32) -> Db {
+    let db = Db::builder(dir)
+        .compaction_style(CompactionStyle::None)
+        .open()
+        .expect("open");
+    for i in (0..KEYS).step_by(2) {
+        db.put(key(i), "value of about thirty bytes....")
+            .expect("put");
+    }
+    db.flush().expect("flush");
+    let odd = |j: u32| (j * (KEYS / 2 / flushed.max(in_memtable).max(1))) * 2 + 1;
+    for j in 0..flushed {
+        db.delete_range(key(odd(j))..=key(odd(j)))
+            .expect("delete_range");
+    }
+    db.flush().expect("flush");
+    for j in 0..in_memtable {
+        db.delete_range(key(odd(j))..=key(odd(j)))
+            .expect("delete_range");
+    }
+    assert_eq!(
+        db.stats().range_tombstones,
+        u64::from(flushed + in_memtable)
+    );
+    db
+}
+
+fn reads(c: &mut Criterion) {
+    let cases = [
+        ("none", 0, 0),
+        ("flushed-10", 10, 0),
+        ("flushed-1000", 1000, 0),
+        ("memtable-10", 0, 10),
+    ];
+    let dbs: Vec<(&str, tempfile::TempDir, Db)> = cases
+        .iter()
+        .map(|&(name, flushed, mem)| {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let db = load(dir.path(), flushed, mem);
+            (name, dir, db)
+        })
+        .collect();
+    let mut g = c.benchmark_group("get_present");
+    for (name, _, db) in &dbs {
+        let mut i = 0u32;
+        g.bench_function(BenchmarkId::from_parameter(name), |b| {
+            b.iter(|| {
+                i = i.wrapping_add(1);
+                let k = key(scatter(i) & !1);
+                black_box(db.get(k).expect("get").expect("present"))
+            })
+        });
+    }
+    g.finish();
+    let mut g = c.benchmark_group("get_absent");
+    for (name, _, db) in &dbs {
+        let mut i = 0u32;
+        g.bench_function(BenchmarkId::from_parameter(name), |b| {
+            b.iter(|| {
+                i = i.wrapping_add(1);
+                black_box(db.get(key(scatter(i) | 1)).expect("get"))
+            })
+        });
+    }
+    g.finish();
+    let mut g = c.benchmark_group("scan_1000");
+    for (name, _, db) in &dbs {
+        let mut i = 0u32;
+        g.bench_function(BenchmarkId::from_parameter(name), |b| {
+            b.iter(|| {
+                i = i.wrapping_add(1);
+                let from = key(scatter(i) % (KEYS - 2_000));
+                black_box(db.range(from..).take(1000).count())
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = reads
+}
+criterion_main!(benches);
