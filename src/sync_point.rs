@@ -26,6 +26,11 @@ pub enum SyncPoint {
     /// inputs are read. The compaction lock is held: a callback that blocks
     /// here stops every other compaction, but not flushes.
     CompactionStart,
+    /// In every compaction, once its outputs are written and synced and
+    /// before it takes the versions lock to log and install its edit. The
+    /// compaction lock is held; flushes go on while a callback blocks
+    /// here (a range deletion flushed then is one the merge did not know).
+    CompactionBeforeInstall,
     /// In the background flush of a frozen memtable, before its table is
     /// written. No lock is held; the background thread does nothing else
     /// while a callback blocks here.

@@ -6,6 +6,7 @@
 mod common;
 
 use common::{keys, small_options};
+use siftdb::sync_point::SyncPoint;
 use siftdb::{CompactionStyle, Db, Options, WriteBatch};
 
 fn key(i: u32) -> String {
@@ -266,4 +267,74 @@ fn every_compaction_style_drops_what_a_range_deletion_hides() {
         assert_eq!(db.get(key(400)).unwrap().unwrap(), "r3-400", "{style:?}");
         assert_eq!(db.stats().range_tombstones, 0, "{style:?}");
     }
+}
+
+/// Runs `f` on a thread named `name` (pauses can select a thread by name).
+fn spawn_named<T: Send + 'static>(
+    name: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::thread::JoinHandle<T> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .unwrap()
+}
+
+/// A manual compaction held at `point` while a range deletion over its
+/// input's keys is written and flushed: at `CompactionStart` the merge
+/// then knows the tombstone and drops what it hides; at
+/// `CompactionBeforeInstall` it has merged without it, so its outputs must
+/// join the tombstone's tables, or the tombstone would be dropped with the
+/// hidden keys still in them (and they would come back).
+fn a_range_deletion_flushed_during_a_compaction(point: SyncPoint) {
+    let dir = tempfile::tempdir().unwrap();
+    let hold = common::pause::PauseOnce::for_thread(point, "manual");
+    let mut o = leveled();
+    o.compaction_style = CompactionStyle::None;
+    o.sync_points = Some(hold.sync_points());
+    let db = std::sync::Arc::new(common::open(dir.path(), &o));
+    // Level 1 holds older versions of the keys level 0 holds, so the held
+    // compaction is a merge, not a move of the level-0 table.
+    fill(&db, 1000, "old");
+    db.flush().unwrap();
+    db.compact().unwrap();
+    fill(&db, 1000, "v");
+    db.flush().unwrap();
+    hold.arm();
+    let manual = {
+        let db = std::sync::Arc::clone(&db);
+        spawn_named("manual", move || db.compact())
+    };
+    hold.wait_until_held();
+    db.delete_range(key(100)..key(900)).unwrap();
+    db.flush().unwrap();
+    assert_eq!(db.stats().range_tombstones, 1);
+    hold.release();
+    manual.join().unwrap().unwrap();
+    let check = |db: &Db, when: &str| {
+        assert_eq!(db.iter().count(), 200, "{point:?} {when}");
+        assert_eq!(db.get(key(500)).unwrap(), None, "{point:?} {when}");
+        assert_eq!(
+            db.get(key(900)).unwrap().unwrap(),
+            "v900",
+            "{point:?} {when}"
+        );
+    };
+    check(&db, "after the compaction");
+    drop(db);
+    let db = common::open(dir.path(), &o);
+    check(&db, "after a reopen");
+    db.compact().unwrap();
+    check(&db, "after a second compaction");
+    assert_eq!(db.stats().range_tombstones, 0, "{point:?}");
+}
+
+#[test]
+fn a_range_deletion_flushed_while_a_compaction_starts_is_applied_by_it() {
+    a_range_deletion_flushed_during_a_compaction(SyncPoint::CompactionStart);
+}
+
+#[test]
+fn a_range_deletion_flushed_while_a_compaction_installs_waits_on_its_outputs() {
+    a_range_deletion_flushed_during_a_compaction(SyncPoint::CompactionBeforeInstall);
 }

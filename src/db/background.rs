@@ -418,6 +418,10 @@ impl DbInner {
             compaction::merge(c, &ctx)?
         };
         manifest::sync_dir(&**self.fs(), &self.dir)?;
+        sync_point::reach(
+            &self.options.sync_points,
+            SyncPoint::CompactionBeforeInstall,
+        );
         let mut edit = compaction::edit_for(c, &outputs);
         if let Some((predicted, error)) = prediction {
             let props = || c.inputs.iter().map(|(_, f)| f.table.properties());
