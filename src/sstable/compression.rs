@@ -466,26 +466,28 @@ pub fn decode_data_block<'a>(
 /// thread (creating a context costs more than compressing a 4 KiB block).
 #[cfg(feature = "zstd")]
 mod zstd_codec {
-    use std::cell::RefCell;
+    use std::cell::Cell;
 
     use zstd::bulk::{Compressor, Decompressor};
 
     thread_local! {
-        static COMPRESSOR: RefCell<Option<Compressor<'static>>> = const { RefCell::new(None) };
-        static DECOMPRESSOR: RefCell<Option<Decompressor<'static>>> = const { RefCell::new(None) };
+        static COMPRESSOR: Cell<Option<Compressor<'static>>> = const { Cell::new(None) };
+        static DECOMPRESSOR: Cell<Option<Decompressor<'static>>> = const { Cell::new(None) };
     }
 
     /// Compresses `raw` into one frame at the start of `out` (at least
     /// `compress_bound(raw.len())` bytes), returning its length.
     pub fn compress(raw: &[u8], out: &mut [u8]) -> std::io::Result<usize> {
-        COMPRESSOR.with(|c| {
-            let mut slot = c.borrow_mut();
-            let c = match &mut *slot {
-                Some(c) => c,
-                empty => empty.insert(Compressor::new(super::ZSTD_LEVEL)?),
-            };
-            c.compress_to_buffer(raw, out)
-        })
+        // Taken out for the call and put back (a thread already tearing
+        // down its thread-locals makes one for the call).
+        let mut ctx = COMPRESSOR.try_with(|c| c.take()).ok().flatten();
+        let c = match &mut ctx {
+            Some(c) => c,
+            empty => empty.insert(Compressor::new(super::ZSTD_LEVEL)?),
+        };
+        let r = c.compress_to_buffer(raw, out);
+        let _ = COMPRESSOR.try_with(|c| c.replace(ctx));
+        r
     }
 
     /// Decompresses frame `body` into `out` (`raw_len` bytes), returning
@@ -501,14 +503,14 @@ mod zstd_codec {
             Ok(None) => return Err("the frame records no size".to_string()),
             Err(_) => return Err("no zstd frame header".to_string()),
         }
-        DECOMPRESSOR.with(|d| {
-            let mut slot = d.borrow_mut();
-            let d = match &mut *slot {
-                Some(d) => d,
-                empty => empty.insert(Decompressor::new().map_err(|e| e.to_string())?),
-            };
-            d.decompress_to_buffer(body, out).map_err(|e| e.to_string())
-        })
+        let mut ctx = DECOMPRESSOR.try_with(|d| d.take()).ok().flatten();
+        let d = match &mut ctx {
+            Some(d) => d,
+            empty => empty.insert(Decompressor::new().map_err(|e| e.to_string())?),
+        };
+        let r = d.decompress_to_buffer(body, out).map_err(|e| e.to_string());
+        let _ = DECOMPRESSOR.try_with(|d| d.replace(ctx));
+        r
     }
 }
 
