@@ -1,11 +1,12 @@
-//! What LZ4 data-block compression saves and costs (DESIGN.md 13): table
-//! bytes, and point lookups of present keys (readrandom) and absent keys
-//! (readmissing) and seeks (seekrandom: `range(k..)` and its first entry),
-//! in ops/s, without and with compression, through the maps and through a
-//! block cache.
+//! What LZ4 (and, with the `zstd` feature, zstd) data-block compression
+//! saves and costs (DESIGN.md 13): table bytes, and point lookups of
+//! present keys (readrandom) and absent keys (readmissing) and seeks
+//! (seekrandom: `range(k..)` and its first entry), in ops/s, without and
+//! with compression, through the maps and through a block cache.
 //!
 //! ```text
 //! cargo run --release --example compression_bench [-- KEYS OPS SAMPLES]
+//! cargo run --release --example compression_bench --features zstd [-- KEYS OPS SAMPLES]
 //! ```
 //!
 //! Two datasets: the 63,681 Debian package records of
@@ -14,15 +15,19 @@
 //! 1,000,000; 16 bytes, `key` and 13 digits of a shuffled index) with
 //! 100-byte compressible values (words from a 64-word vocabulary),
 //! absent keys between them. Each database is loaded in random order,
-//! compacted to one level and reopened; both variants (none, lz4 on every
-//! level) are open side by side, and each sample runs `OPS` operations of
-//! each kind on both in turn, so the ratio compares figures measured in
-//! the same run. Prints the median of `SAMPLES` (default 5) samples, with
-//! the ratio lz4 / none.
+//! compacted to one level and reopened; the variants (none, lz4 on every
+//! level, and zstd on every level with the feature) are open side by side,
+//! and each sample runs `OPS` operations of each kind on each in turn, so
+//! the ratios compare figures measured in the same run. Prints the median
+//! of `SAMPLES` (default 5) samples, with the ratios to none (and zstd /
+//! lz4), and what reading one stored data block costs in each variant
+//! (`Table::data_block` over every block of the tables, 5 passes after a
+//! warm one: the CRC check, and the decompression of compressed blocks).
 
 use std::path::Path;
 use std::time::Instant;
 
+use siftdb::inspect::sstable::Table;
 use siftdb::{CompressionPolicy, Db, Options, TableReads};
 use siftdb_bench::readamp::Dataset;
 
@@ -118,6 +123,38 @@ fn load(dir: &Path, ds: &Dataset, compression: &str) -> siftdb::Result<(u64, u64
     Ok((bytes, raw, stored))
 }
 
+/// Microseconds per `Table::data_block` (CRC check and decompression)
+/// over every data block of the database in `dir` (5 passes after a warm
+/// one), and the blocks read per pass.
+fn block_read_cost(dir: &Path, compression: &str) -> siftdb::Result<(f64, usize)> {
+    let db = Db::open_with(dir, options(compression, false))?;
+    let tables: Vec<Table> = db
+        .live_files()
+        .iter()
+        .map(|f| Table::open(&f.path, f.number))
+        .collect::<siftdb::Result<_>>()?;
+    db.close()?;
+    let blocks: usize = tables.iter().map(|t| t.index().len()).sum();
+    let mut bytes = 0usize;
+    let mut t0 = Instant::now();
+    // A first pass, untimed, faults the maps in.
+    for pass in 0..6 {
+        if pass == 1 {
+            t0 = Instant::now();
+        }
+        for t in &tables {
+            for e in t.index() {
+                bytes += t.data_block(e.handle)?.len();
+            }
+        }
+    }
+    std::hint::black_box(bytes);
+    Ok((
+        t0.elapsed().as_secs_f64() * 1e6 / (5 * blocks) as f64,
+        blocks,
+    ))
+}
+
 /// Operations per second of `ops` calls of `op(i)`.
 fn rate(ops: usize, mut op: impl FnMut(usize)) -> f64 {
     let t = Instant::now();
@@ -134,26 +171,33 @@ fn median(v: &mut [f64]) -> f64 {
 
 fn run(name: &str, ds: &Dataset, ops: usize, samples: usize) -> siftdb::Result<()> {
     let root = tempfile::tempdir().map_err(|e| siftdb::Error::io("tempdir", e))?;
-    let variants = ["none", "lz4"];
+    let variants: &[&str] = if cfg!(feature = "zstd") {
+        &["none", "lz4", "zstd"]
+    } else {
+        &["none", "lz4"]
+    };
     let mut sizes = Vec::new();
     for v in variants {
         let t = Instant::now();
         sizes.push(load(&root.path().join(v), ds, v)?);
         eprintln!("{name}: loaded {v} in {:.1} s", t.elapsed().as_secs_f64());
     }
-    println!(
-        "\n{name}: {} keys; table bytes none {} / lz4 {} = {:.3}",
-        ds.present.len(),
-        sizes[0].0,
-        sizes[1].0,
-        sizes[1].0 as f64 / sizes[0].0 as f64
-    );
-    println!(
-        "  lz4 data blocks: {} raw bytes stored in {} ({:.2}x)",
-        sizes[1].1,
-        sizes[1].2,
-        sizes[1].1 as f64 / sizes[1].2 as f64
-    );
+    println!("\n{name}: {} keys", ds.present.len());
+    for (v, size) in variants.iter().zip(&sizes).skip(1) {
+        println!(
+            "  {v}: table bytes {} / none {} = {:.3}; data blocks {} raw bytes stored in {} ({:.2}x)",
+            size.0,
+            sizes[0].0,
+            size.0 as f64 / sizes[0].0 as f64,
+            size.1,
+            size.2,
+            size.1 as f64 / size.2 as f64
+        );
+    }
+    for v in variants {
+        let (us, blocks) = block_read_cost(&root.path().join(v), v)?;
+        println!("  {v}: {us:.2} µs per data block read ({blocks} blocks)");
+    }
     let mut rng = Rng(7);
     let present: Vec<&[u8]> = (0..ops)
         .map(|_| ds.present[rng.below(ds.present.len())].0.as_slice())
@@ -161,8 +205,21 @@ fn run(name: &str, ds: &Dataset, ops: usize, samples: usize) -> siftdb::Result<(
     let absent: Vec<&[u8]> = (0..ops)
         .map(|_| ds.absent[rng.below(ds.absent.len())].as_slice())
         .collect();
-    println!("  | reads | op | none ops/s | lz4 ops/s | lz4 / none |");
-    println!("  |---|---|---:|---:|---:|");
+    let mut head = String::from("  | reads | op |");
+    for v in variants {
+        head.push_str(&format!(" {v} ops/s |"));
+    }
+    for v in &variants[1..] {
+        head.push_str(&format!(" {v} / none |"));
+    }
+    if variants.len() == 3 {
+        head.push_str(" zstd / lz4 |");
+    }
+    println!("{head}");
+    println!(
+        "  |---|---|{}",
+        "---:|".repeat(2 * variants.len() - 1 + usize::from(variants.len() == 3))
+    );
     for cached in [false, true] {
         let dbs: Vec<Db> = variants
             .iter()
@@ -192,15 +249,21 @@ fn run(name: &str, ds: &Dataset, ops: usize, samples: usize) -> siftdb::Result<(
             }
         }
         for (k, kind) in kinds.iter().enumerate() {
-            let none = median(&mut figures[k][0]);
-            let lz4 = median(&mut figures[k][1]);
-            println!(
-                "  | {} | {kind} | {:.0} | {:.0} | {:.2} |",
-                if cached { "cache 256 MiB" } else { "mapped" },
-                none,
-                lz4,
-                lz4 / none
+            let m: Vec<f64> = figures[k].iter_mut().map(|f| median(f)).collect();
+            let mut row = format!(
+                "  | {} | {kind} |",
+                if cached { "cache 256 MiB" } else { "mapped" }
             );
+            for r in &m {
+                row.push_str(&format!(" {r:.0} |"));
+            }
+            for r in &m[1..] {
+                row.push_str(&format!(" {:.2} |", r / m[0]));
+            }
+            if m.len() == 3 {
+                row.push_str(&format!(" {:.2} |", m[2] / m[1]));
+            }
+            println!("{row}");
         }
     }
     Ok(())

@@ -15,12 +15,20 @@
 //!   atomic.
 //! - **Errors:** one [`Error`] enum; [`Error::Corruption`] names the file
 //!   and offset of bad bytes. Bad bytes never cause a panic.
-//! - **Not provided:** transactions across batches, column families,
-//!   zstd (data blocks compress with LZ4 only, per level:
-//!   [`Options::compression`]), a custom comparator (keys sort bytewise),
-//!   snapshots that survive a reopen.
+//! - **Not provided:** transactions across batches, column families, a
+//!   custom comparator (keys sort bytewise), snapshots that survive a
+//!   reopen.
 //!
 //! DESIGN.md describes the architecture and every on-disk format.
+//!
+//! # Cargo features
+//!
+//! - `zstd` (off by default): the zstd codec for data blocks
+//!   ([`Compression::Zstd`] in [`Options::compression`]), by the `zstd`
+//!   crate, which builds the C library. Without it LZ4 is the only codec,
+//!   and a policy or a database's stored options naming zstd is
+//!   [`Error::InvalidArgument`] ("this build has no zstd support; rebuild
+//!   with --features zstd").
 //!
 //! # Stability
 //!

@@ -116,6 +116,13 @@ pub struct Options {
     /// block cache, which holds it decompressed (DESIGN.md 3.5). Tables
     /// written with a codec are format 2, which builds before this one
     /// cannot read. Defaults to none on every level (format 1 tables).
+    ///
+    /// zstd ([`crate::Compression::Zstd`]: smaller tables than LZ4, slower
+    /// reads; DESIGN.md 13) needs siftdb's `zstd` cargo feature; without
+    /// it [`Options::validate`], and so every open, refuses a policy naming
+    /// zstd with [`crate::Error::InvalidArgument`] ("this build has no zstd
+    /// support; rebuild with --features zstd"), also when the policy comes
+    /// from a database's stored `OPTIONS`.
     pub compression: crate::sstable::CompressionPolicy,
     /// How point lookups read SSTable data blocks: through each table's
     /// memory map, or with `pread` into a bounded block cache (DESIGN.md
@@ -239,7 +246,8 @@ impl Options {
     /// Checks the fields for values the engine cannot run with.
     ///
     /// # Errors
-    /// [`crate::Error::InvalidArgument`] naming the field.
+    /// [`crate::Error::InvalidArgument`] naming the field (also for a
+    /// `compression` naming zstd in a build without the `zstd` feature).
     pub fn validate(&self) -> crate::Result<()> {
         let bad = |m: &str| Err(crate::Error::InvalidArgument(m.to_string()));
         if self.write_buffer_size < 1024 {
@@ -275,6 +283,9 @@ impl Options {
         if self.compression.levels().len() > crate::version::set::NUM_LEVELS {
             return bad("compression takes at most one entry per level (7)");
         }
+        self.compression
+            .check_available()
+            .map_err(crate::Error::InvalidArgument)?;
         if let Some(b) = &self.filter_budget {
             b.validate().map_err(crate::Error::InvalidArgument)?;
         }
@@ -371,7 +382,8 @@ impl HotKeyOptions {
     /// Checks the fields.
     ///
     /// # Errors
-    /// [`crate::Error::InvalidArgument`] naming the field.
+    /// [`crate::Error::InvalidArgument`] naming the field (also for a
+    /// `compression` naming zstd in a build without the `zstd` feature).
     pub fn validate(&self) -> crate::Result<()> {
         let bad = |m: &str| Err(crate::Error::InvalidArgument(m.to_string()));
         if crate::sketch::count_min::dimensions(self.epsilon, self.delta).is_none() {

@@ -4,7 +4,10 @@
 //! written before compression existed still reads; damage inside a
 //! compressed block is corruption, never a panic; and the database
 //! against a `BTreeMap` model with LZ4 below level 0, through flushes,
-//! compactions and reopens.
+//! compactions and reopens. With the `zstd` feature the same for zstd
+//! (alone and mixed with LZ4); without it, zstd options, a stored
+//! `OPTIONS` naming zstd and a zstd table (`tests/data/zstd-table.sst`)
+//! are clear errors.
 
 mod common;
 
@@ -101,14 +104,24 @@ fn codec_bytes(t: &Table) -> Vec<u8> {
 }
 
 #[test]
-fn a_table_mixing_compressed_and_plain_blocks_reads_back_through_every_path() {
+fn a_table_mixing_lz4_and_plain_blocks_reads_back_through_every_path() {
+    mixed_table_reads_back(Compression::Lz4);
+}
+
+#[cfg(feature = "zstd")]
+#[test]
+fn a_table_mixing_zstd_and_plain_blocks_reads_back_through_every_path() {
+    mixed_table_reads_back(Compression::Zstd);
+}
+
+fn mixed_table_reads_back(codec: Compression) {
     let dir = tempfile::tempdir().unwrap();
     let es = entries();
-    let path = build(dir.path(), "000001.sst", opts(Compression::Lz4, 1024), &es);
+    let path = build(dir.path(), "000001.sst", opts(codec, 1024), &es);
     let t = Arc::new(Table::open(&path, 1).unwrap());
     assert_eq!(t.footer().format_version, 2);
     let c = t.properties().compression.clone().unwrap();
-    assert_eq!(c.codec, "lz4");
+    assert_eq!(c.codec, codec.name());
     let blocks = t.index().len() as u64;
     assert_eq!(t.properties().num_data_blocks, blocks);
     assert!(
@@ -122,10 +135,10 @@ fn a_table_mixing_compressed_and_plain_blocks_reads_back_through_every_path() {
     );
     let codecs = codec_bytes(&t);
     assert_eq!(
-        codecs.iter().filter(|&&b| b == 1).count() as u64,
+        codecs.iter().filter(|&&b| b == codec.code()).count() as u64,
         c.compressed_blocks
     );
-    assert!(codecs.iter().all(|&b| b <= 1));
+    assert!(codecs.iter().all(|&b| b == 0 || b == codec.code()));
     // Every block's contents decode, and hold what the model says.
     for e in t.index() {
         let contents = t.data_block(e.handle).unwrap();
@@ -309,13 +322,32 @@ fn an_unknown_codec_byte_is_corruption_naming_it() {
     std::fs::write(&path, &bytes).unwrap();
     let t = Arc::new(Table::open(&path, 7).unwrap());
     let uk = user_key_of(&es[0].0);
+    // An LZ4 block marked zstd: without the feature the codec is missing,
+    // with it the payload is no zstd frame.
     let e = t.get(uk, SequenceNumber(9999), hash_key(uk)).unwrap_err();
     assert!(matches!(e, Error::Corruption { .. }), "{e}");
-    assert!(e.to_string().contains("codec byte 2 (zstd)"), "{e}");
+    assert!(e.to_string().contains("zstd data block"), "{e}");
+    if !cfg!(feature = "zstd") {
+        assert!(
+            e.to_string()
+                .contains("codec byte 2: this build has no zstd support"),
+            "{e}"
+        );
+    }
     let e = t
         .iter(Bound::Unbounded, Bound::Unbounded)
         .find_map(|r| r.err());
     assert!(e.unwrap().is_corruption());
+    // A byte no codec has.
+    set_codec_byte(&mut bytes, &t, 0, 9);
+    std::fs::write(&path, &bytes).unwrap();
+    let t = Table::open(&path, 7).unwrap();
+    let e = t.data_block(t.index()[0].handle).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("has codec byte 9, which no codec has"),
+        "{e}"
+    );
     // An uncompressed block marked LZ4 does not decompress: corruption.
     let t0 = Table::open(&path, 7).unwrap();
     let plain = codec_bytes(&t0).iter().position(|&b| b == 0).unwrap();
@@ -337,10 +369,13 @@ proptest! {
     fn damaged_compressed_tables_are_corruption_never_a_panic(
         flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6),
         fix_crc in any::<bool>(),
+        zstd in any::<bool>(),
     ) {
         let dir = tempfile::tempdir().unwrap();
         let es: Vec<_> = entries().into_iter().take(300).collect();
-        let path = build(dir.path(), "000008.sst", opts(Compression::Lz4, 512), &es);
+        // zstd in half the cases of a build with it.
+        let codec = if zstd && cfg!(feature = "zstd") { Compression::Zstd } else { Compression::Lz4 };
+        let path = build(dir.path(), "000008.sst", opts(codec, 512), &es);
         let t = Table::open(&path, 8).unwrap();
         let handles: Vec<_> = t.index().iter().map(|e| e.handle).collect();
         let data_end = (handles.last().unwrap().offset + handles.last().unwrap().size) as usize;
@@ -484,4 +519,98 @@ fn model_with_lz4_below_level_0_through_flushes_compactions_and_reopens() {
 #[test]
 fn model_with_lz4_everywhere() {
     run_model(3, "lz4", false);
+}
+
+#[cfg(feature = "zstd")]
+#[test]
+fn model_with_zstd_below_lz4_and_zstd_everywhere() {
+    run_model(4, "none,lz4,zstd", false);
+    run_model(5, "zstd", true);
+}
+
+/// `tests/data/zstd-table.sst`, written by `build` with zstd (256-byte
+/// blocks, 100 entries of [`entries`]): read back with the feature, a
+/// clear corruption naming the missing feature without it.
+#[test]
+fn a_zstd_table_reads_with_the_feature_and_names_it_without() {
+    let dir = tempfile::tempdir().unwrap();
+    let es: Vec<_> = entries().into_iter().take(100).collect();
+    let path = dir.path().join("000010.sst");
+    std::fs::write(&path, include_bytes!("data/zstd-table.sst")).unwrap();
+    let t = Arc::new(Table::open(&path, 10).unwrap());
+    assert_eq!(t.footer().format_version, 2);
+    assert_eq!(t.properties().compression.as_ref().unwrap().codec, "zstd");
+    let codecs = codec_bytes(&t);
+    assert!(codecs.contains(&2) && codecs.contains(&0), "{codecs:?}");
+    let got: Vec<_> = t.iter(Bound::Unbounded, Bound::Unbounded).collect();
+    if cfg!(feature = "zstd") {
+        let got: Vec<_> = got.into_iter().map(owned_entry).collect();
+        assert_eq!(got, es);
+    } else {
+        let e = got.into_iter().find_map(|r| r.err()).unwrap();
+        assert!(matches!(e, Error::Corruption { .. }), "{e}");
+        assert!(
+            e.to_string().contains(
+                "codec byte 2: this build has no zstd support; rebuild with --features zstd"
+            ),
+            "{e}"
+        );
+        let uk = user_key_of(&es[50].0);
+        let e = t.get(uk, SequenceNumber(9999), hash_key(uk)).unwrap_err();
+        assert!(e.is_corruption(), "{e}");
+    }
+}
+
+/// Replaces the `compression` line of `dir`'s OPTIONS with `value`,
+/// recomputing the file's checksum line.
+fn store_compression(dir: &Path, value: &str) {
+    let path = dir.join("OPTIONS");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let body: String = text
+        .lines()
+        .filter(|l| !l.starts_with("crc32 "))
+        .map(|l| {
+            if l.starts_with("compression ") {
+                format!("compression {value}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    assert!(body.contains(&format!("compression {value}\n")), "{body}");
+    let crc = crc32fast::hash(body.as_bytes());
+    std::fs::write(&path, format!("{body}crc32 {crc:08x}\n")).unwrap();
+}
+
+/// Options naming zstd, and a database whose stored OPTIONS does, open
+/// in a build with the feature (the stored policy kept); without it they
+/// are `InvalidArgument` naming the rebuild, before anything is written.
+#[test]
+fn zstd_options_need_the_feature() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = Options::default();
+    o.compression = "none,zstd".parse().unwrap();
+    let r = Db::open_with(dir.path().join("a"), o);
+    let db = tempfile::tempdir().unwrap();
+    Db::open(db.path()).unwrap().close().unwrap();
+    store_compression(db.path(), "none,zstd");
+    let reopened = Db::open(db.path());
+    if cfg!(feature = "zstd") {
+        r.unwrap().close().unwrap();
+        let d = reopened.unwrap();
+        assert_eq!(d.options().compression.to_string(), "none,zstd");
+        return;
+    }
+    for e in [r.err().unwrap(), reopened.err().unwrap()] {
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "invalid argument: compression zstd: this build has no zstd support; \
+             rebuild with --features zstd"
+        );
+    }
+    assert!(!dir.path().join("a").exists());
+    // The stored setting is left as it was, for a build with the feature.
+    let text = std::fs::read_to_string(db.path().join("OPTIONS")).unwrap();
+    assert!(text.contains("compression none,zstd\n"), "{text}");
 }

@@ -981,7 +981,7 @@ impl TableBlocks {
 /// index: from offset 0, each block is the shortest run of bytes that is
 /// followed by its own CRC-32 (the 4-byte trailer), ends in a well-formed
 /// restart array (in format 2: in codec byte 0 after one, or in codec
-/// byte 1 after a payload that decompresses), decodes, and holds internal
+/// byte 1 or 2 after a payload that decompresses), decodes, and holds internal
 /// keys that continue the strictly increasing order of the blocks before
 /// it. A block's checksum is extended one byte
 /// at a time, so the walk costs one CRC pass over the data plus a check at
@@ -1018,7 +1018,7 @@ pub fn scan_data_blocks(bytes: &[u8], path: &Path, format_version: u32) -> Vec<I
             let plausible = match (codec_byte, bytes[end - 1]) {
                 (false, _) => restarts_fit(start, end),
                 (true, 0) => restarts_fit(start, end - 1),
-                (true, 1) => true,
+                (true, 1 | 2) => true,
                 _ => false,
             };
             if !plausible || crc.clone().finalize() != u32_at(end) {

@@ -47,8 +47,9 @@ pub struct CompactArgs {
     #[arg(long, value_name = "BITS", conflicts_with = "bits_per_key")]
     pub filter_budget: Option<f64>,
     /// Codec of each level's data blocks, level 0 first, the last serving
-    /// deeper levels: none or lz4, e.g. none,none,lz4 (default: the
-    /// database's stored setting, else none). Stored (OPTIONS)
+    /// deeper levels: none, lz4 or zstd (zstd needs kvctl built with
+    /// --features zstd), e.g. none,none,lz4 (default: the database's stored
+    /// setting, else none). Stored (OPTIONS)
     #[arg(long, value_name = "SPEC", value_parser = crate::data::parse_compression)]
     pub compression: Option<siftdb::CompressionPolicy>,
     /// Rewrite only the SSTables whose filter differs from what the options

@@ -83,9 +83,13 @@ pub fn with_filter_flags(
     builder
 }
 
-/// Parses `--compression`: comma-separated codecs, level 0 first.
+/// Parses `--compression`: comma-separated codecs, level 0 first, each
+/// one this build has (zstd only with kvctl's `zstd` feature, which
+/// enables siftdb's).
 pub fn parse_compression(s: &str) -> Result<siftdb::CompressionPolicy, String> {
-    s.parse()
+    let policy: siftdb::CompressionPolicy = s.parse()?;
+    policy.check_available()?;
+    Ok(policy)
 }
 
 /// Refuses `--bits-per-key N` (exit 2) for a database whose stored options
@@ -242,8 +246,9 @@ pub struct ImportArgs {
     #[arg(long, value_name = "BITS", conflicts_with = "bits_per_key")]
     pub filter_budget: Option<f64>,
     /// Codec of each level's data blocks, level 0 first, the last serving
-    /// deeper levels: none or lz4, e.g. none,none,lz4 (default: the
-    /// database's stored setting, else none). Stored (OPTIONS)
+    /// deeper levels: none, lz4 or zstd (zstd needs kvctl built with
+    /// --features zstd), e.g. none,none,lz4 (default: the database's stored
+    /// setting, else none). Stored (OPTIONS)
     #[arg(long, value_name = "SPEC", value_parser = parse_compression)]
     pub compression: Option<siftdb::CompressionPolicy>,
     /// Also build prefix filters over the first N bytes of keys, so that
