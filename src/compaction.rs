@@ -293,24 +293,37 @@ fn tiered_compaction(v: &Version, take: usize) -> Compaction {
     }
 }
 
+/// A manual compaction's range of user keys, as `(lo, hi)` bounds.
+pub(crate) type KeyBounds = (std::ops::Bound<Vec<u8>>, std::ops::Bound<Vec<u8>>);
+
 /// The files of `level` a manual compaction takes: those overlapping
-/// `[lo, hi]` (widened to a closure at level 0), or every file of the level
+/// `range` (widened to a closure at level 0), or every file of the level
 /// when the range is `None`. In levels 1 and deeper they are adjacent in
 /// key order.
-fn manual_inputs(v: &Version, level: usize, range: Option<(&[u8], &[u8])>) -> Vec<Arc<TableFile>> {
-    match (level, range) {
-        (0, Some((lo, hi))) => level0_closure(v, lo, hi),
-        (_, Some((lo, hi))) => overlapping(v, level, lo, hi),
-        (_, None) => v.levels[level].clone(),
+fn manual_inputs(v: &Version, level: usize, range: Option<&KeyBounds>) -> Vec<Arc<TableFile>> {
+    let Some((lo, hi)) = range else {
+        return v.levels[level].clone();
+    };
+    let hit = |f: &&Arc<TableFile>| {
+        crate::key_range::overlaps(f.smallest_user_key(), f.largest_user_key(), lo, hi)
+    };
+    if level == 0 {
+        let hits: Vec<&Arc<TableFile>> = v.levels[0].iter().filter(hit).collect();
+        match key_range(&hits) {
+            Some((l, h)) => level0_closure(v, &l, &h),
+            None => Vec::new(),
+        }
+    } else {
+        v.levels[level].iter().filter(hit).cloned().collect()
     }
 }
 
-/// A manual compaction of the files of `level` overlapping `[lo, hi]`
+/// A manual compaction of the files of `level` overlapping `range`
 /// (every file of the level when the range is `None`) into `level + 1`.
 pub(crate) fn pick_manual(
     v: &Version,
     level: usize,
-    range: Option<(&[u8], &[u8])>,
+    range: Option<&KeyBounds>,
 ) -> Option<Compaction> {
     leveled_compaction(v, level, manual_inputs(v, level, range))
 }
@@ -328,7 +341,7 @@ pub(crate) fn pick_manual(
 pub(crate) fn pick_manual_bottommost(
     v: &Version,
     level: usize,
-    range: Option<(&[u8], &[u8])>,
+    range: Option<&KeyBounds>,
     table_options: &TableOptions,
     target_file_size: u64,
 ) -> Vec<Compaction> {

@@ -82,6 +82,37 @@ impl<K: AsRef<[u8]>> KeyRange for (Bound<K>, Bound<K>) {
     }
 }
 
+/// True if a file spanning user keys `[smallest, largest]` may hold a key
+/// within `(lo, hi)`.
+pub(crate) fn overlaps(
+    smallest: &[u8],
+    largest: &[u8],
+    lo: &Bound<Vec<u8>>,
+    hi: &Bound<Vec<u8>>,
+) -> bool {
+    let above_lo = match lo {
+        Bound::Included(k) => largest >= k.as_slice(),
+        Bound::Excluded(k) => largest > k.as_slice(),
+        Bound::Unbounded => true,
+    };
+    let below_hi = match hi {
+        Bound::Included(k) => smallest <= k.as_slice(),
+        Bound::Excluded(k) => smallest < k.as_slice(),
+        Bound::Unbounded => true,
+    };
+    above_lo && below_hi
+}
+
+/// True if `(lo, hi)` holds no key because its bounds are in the wrong
+/// order: both are keys and `lo` sorts after `hi` (an empty range such as
+/// `a..a` is not inverted).
+pub(crate) fn inverted(lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
+    match (lo, hi) {
+        (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => a > b,
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,5 +131,18 @@ mod tests {
         assert_eq!((..&b"c"[..]).into_bounds(), (U, E(b("c"))));
         assert_eq!((..=String::from("c")).into_bounds(), (U, I(b("c"))));
         assert_eq!((E("a"), U::<&str>).into_bounds(), (E(b("a")), U));
+    }
+
+    #[test]
+    fn overlap_cases() {
+        let inc = |s: &str| Bound::Included(s.as_bytes().to_vec());
+        let exc = |s: &str| Bound::Excluded(s.as_bytes().to_vec());
+        assert!(overlaps(b"b", b"d", &inc("d"), &Bound::Unbounded));
+        assert!(!overlaps(b"b", b"d", &exc("d"), &Bound::Unbounded));
+        assert!(!overlaps(b"b", b"d", &Bound::Unbounded, &exc("b")));
+        assert!(overlaps(b"b", b"d", &Bound::Unbounded, &inc("b")));
+        assert!(inverted(&inc("b"), &exc("a")));
+        assert!(!inverted(&inc("a"), &exc("a")));
+        assert!(!inverted(&Bound::Unbounded, &exc("a")));
     }
 }

@@ -198,14 +198,7 @@ impl WriteBatch {
                 check_lengths(k.len(), 0)?;
             }
         }
-        let inverted = match (&lo, &hi) {
-            (
-                std::ops::Bound::Included(a) | std::ops::Bound::Excluded(a),
-                std::ops::Bound::Included(b) | std::ops::Bound::Excluded(b),
-            ) => a > b,
-            _ => false,
-        };
-        if inverted {
+        if crate::key_range::inverted(&lo, &hi) {
             return Err(Error::InvalidArgument(
                 "delete_range: the range starts after it ends".into(),
             ));

@@ -189,7 +189,7 @@ fn misuse_of_options_and_calls_is_invalid_argument() {
 
     let db = open(dir.path(), &small_options());
     assert!(matches!(
-        db.compact_range("z", "a"),
+        db.compact_range("z"..="a"),
         Err(Error::InvalidArgument(_))
     ));
     // A second handle in the same process.

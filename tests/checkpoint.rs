@@ -97,7 +97,7 @@ fn checkpoints_hold_exactly_the_model_at_their_call() {
                         model.remove(&key);
                     }
                     95..=97 => db.flush().unwrap(),
-                    _ => db.compact_range("key000", "key150").unwrap(),
+                    _ => db.compact_range("key000"..="key150").unwrap(),
                 }
             }
             let cp = base.path().join(format!("cp{round}"));
@@ -199,7 +199,7 @@ fn concurrent_writes_and_compactions_do_not_reach_the_checkpoint() {
             (Arc::clone(&db), Arc::clone(&compactions), Arc::clone(&stop));
         threads.push(std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
-                db.compact_range("w0", "w9").unwrap();
+                db.compact_range("w0"..="w9").unwrap();
                 compactions.fetch_add(1, Ordering::SeqCst);
             }
         }));

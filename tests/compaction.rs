@@ -92,7 +92,7 @@ fn tombstone_above_deeper_value_is_kept_until_they_meet() {
         db.wait_for_compactions().unwrap();
         assert_eq!(db.get("k").unwrap(), None, "after round {round}");
     }
-    db.compact_range("k", "k").unwrap();
+    db.compact_range("k"..="k").unwrap();
     assert_eq!(db.get("k").unwrap(), None);
     // The tombstone may only be gone if the value is gone too.
     let s = db.stats();
@@ -130,7 +130,7 @@ fn level0_compaction_never_skips_a_middle_level() {
     assert_eq!(level_of(&db, b"k"), [1]);
     db.delete("k").unwrap();
     db.flush().unwrap();
-    db.compact_range("k", "k").unwrap();
+    db.compact_range("k"..="k").unwrap();
     assert_eq!(db.get("k").unwrap(), None);
     for f in db.live_files() {
         assert!(f.level <= 1, "nothing may jump past level 1: {f:?}");
@@ -152,7 +152,7 @@ fn manual_level0_compaction_takes_older_overlapping_files() {
     db.flush().unwrap();
     // Only "c" is named, but its file also holds "a", whose older version
     // lives in the oldest file: both must go down together.
-    db.compact_range("c", "c").unwrap();
+    db.compact_range("c"..="c").unwrap();
     assert_eq!(db.get("a").unwrap().as_deref(), Some(&b"2"[..]));
     let files = db.live_files();
     let level0: Vec<_> = files.iter().filter(|f| f.level == 0).collect();
@@ -172,7 +172,7 @@ fn deleted_key_stays_deleted_after_partial_compaction_and_reopen() {
         db.flush().unwrap();
         db.delete("k").unwrap();
         db.flush().unwrap();
-        db.compact_range("k", "k").unwrap();
+        db.compact_range("k"..="k").unwrap();
         assert_eq!(db.get("k").unwrap(), None);
     }
     let db = Db::open_with(dir.path(), opts).unwrap();
@@ -619,7 +619,7 @@ fn compacting_a_compacted_database_rewrites_nothing() {
     assert_loaded(&db, 2000);
 
     // A range compaction of the same clean level: the same.
-    db.compact_range("key00500", "key01500").unwrap();
+    db.compact_range("key00500"..="key01500").unwrap();
     assert_eq!(numbers(&bottom_files(&db).1), numbers(&first));
     assert_eq!(db.stats().compactions, before.compactions);
     drop(db);

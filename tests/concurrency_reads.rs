@@ -155,7 +155,7 @@ fn readers_racing_flushes_and_compactions_never_see_a_missing_or_stale_value() {
                 db.flush().unwrap();
                 let lo = rng.below(KEYS);
                 let hi = (lo + rng.below(300)).min(KEYS - 1);
-                db.compact_range(key(lo), key(hi)).unwrap();
+                db.compact_range(key(lo)..=key(hi)).unwrap();
                 db.compact().unwrap();
                 rounds += 1;
             }

@@ -222,7 +222,7 @@ fn run(seed: u64, style: CompactionStyle, ops: usize) {
             93 => db.compact().unwrap(),
             94..=95 => {
                 let (a, b) = (key(&mut rng), key(&mut rng));
-                db.compact_range(a.clone().min(b.clone()), a.max(b))
+                db.compact_range(a.clone().min(b.clone())..=a.max(b))
                     .unwrap();
             }
             96 => db.wait_for_compactions().unwrap(),

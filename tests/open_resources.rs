@@ -151,7 +151,7 @@ fn descriptor_count_child() {
         db.put(format!("key{:05}", i % 3000), format!("value {i:030}"))
             .unwrap();
         if i % 5000 == 4999 {
-            db.compact_range("key00500", "key01500").unwrap();
+            db.compact_range("key00500"..="key01500").unwrap();
             assert!(db.get("key00007").unwrap().is_some());
         }
     }

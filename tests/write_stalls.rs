@@ -53,7 +53,7 @@ fn flushes_never_take_level0_past_the_stop_trigger() {
     hold_compaction.arm();
     let manual = {
         let db = Arc::clone(&db);
-        spawn_named("manual", move || db.compact_range("a", "z"))
+        spawn_named("manual", move || db.compact_range("a"..="z"))
     };
     hold_compaction.wait_until_held();
     db.put("a1", "1").unwrap();

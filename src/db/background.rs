@@ -495,7 +495,7 @@ impl DbInner {
     /// ([`compaction::rewriting_changes_nothing`]). Running no compaction at
     /// all is a success. A failure turns the database read-only, as in the
     /// background.
-    pub(super) fn compact_manually(&self, range: Option<(&[u8], &[u8])>) -> Result<()> {
+    pub(super) fn compact_manually(&self, range: Option<&compaction::KeyBounds>) -> Result<()> {
         let mut _pointers = self.compaction.lock();
         let deepest = {
             let v = &self.current.read().version;

@@ -781,22 +781,39 @@ impl Db {
         self.inner.rebuild_filters()
     }
 
-    /// As [`Db::compact`], but only for files overlapping the user keys
-    /// `[lo, hi]` (level-0 files are widened to every file that overlaps
-    /// them, so that no older overlapping file stays above the output).
+    /// As [`Db::compact`], but only for the files holding keys in `range`
+    /// (any [`KeyRange`], as [`Db::range`] takes; level-0 files are widened
+    /// to every file that overlaps them, so that no older overlapping file
+    /// stays above the output). An empty range (`"k".."k"`) compacts
+    /// nothing.
     ///
     /// # Errors
-    /// As [`Db::compact`]; [`Error::InvalidArgument`] if `lo > hi`.
-    pub fn compact_range(&self, lo: impl AsRef<[u8]>, hi: impl AsRef<[u8]>) -> Result<()> {
+    /// As [`Db::compact`]; [`Error::InvalidArgument`] if the range starts
+    /// after it ends.
+    ///
+    /// # Example
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let db = siftdb::Db::open(dir.path())?;
+    /// db.put("user/1", "a")?;
+    /// db.delete_range("user/".."user0")?;
+    /// db.compact_range("user/".."user0")?; // the deleted data leaves the disk
+    /// assert_eq!(db.stats().range_tombstones, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn compact_range(&self, range: impl KeyRange) -> Result<()> {
         self.inner.refuse_inside_update("compact_range")?;
-        let (lo, hi) = (lo.as_ref(), hi.as_ref());
-        if lo > hi {
+        let (lo, hi) = range.into_bounds();
+        if crate::key_range::inverted(&lo, &hi) {
             return Err(Error::InvalidArgument(
-                "compact_range: lo sorts after hi".into(),
+                "compact_range: the range starts after it ends".into(),
             ));
         }
+        if crate::range_tombstone::half_open(lo.clone(), hi.clone()).is_none() {
+            return Ok(()); // empty: no key, so no file to compact
+        }
         self.flush()?;
-        self.inner.compact_manually(Some((lo, hi)))
+        self.inner.compact_manually(Some(&(lo, hi)))
     }
 
     /// A consistent read-only view of the database as of now. Reads through

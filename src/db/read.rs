@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::filter::{hash_key, KeyHash, PrefixExtractor};
 use crate::iter::{DbIterator, EntrySource};
 use crate::key::{SequenceNumber, ValueType};
+use crate::key_range::overlaps;
 use crate::range_tombstone::{FragmentedRangeTombstones, RangeTombstone};
 use crate::sstable::block_cache::BlockCache;
 use crate::sstable::TableGet;
@@ -126,22 +127,6 @@ pub(super) fn prefix_bounds(p: &[u8]) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
     (Bound::Included(p.to_vec()), hi)
 }
 
-/// True if a file spanning user keys `[smallest, largest]` may hold a key
-/// within `(lo, hi)`.
-fn overlaps(smallest: &[u8], largest: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
-    let above_lo = match lo {
-        Bound::Included(k) => largest >= k.as_slice(),
-        Bound::Excluded(k) => largest > k.as_slice(),
-        Bound::Unbounded => true,
-    };
-    let below_hi = match hi {
-        Bound::Included(k) => smallest <= k.as_slice(),
-        Bound::Excluded(k) => smallest < k.as_slice(),
-        Bound::Unbounded => true,
-    };
-    above_lo && below_hi
-}
-
 /// The prefix filter a scan can consult: the extractor's name and the hash
 /// of the one prefix every key of the scan has.
 pub(super) struct ScanPrefix<'a> {
@@ -245,20 +230,5 @@ fn range_tombstones_for_scan(
         _ => Some(Arc::new(FragmentedRangeTombstones::new(
             in_mems.iter().chain(flushed.iter().map(|t| &t.tombstone)),
         ))),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn overlap_cases() {
-        let inc = |s: &str| Bound::Included(s.as_bytes().to_vec());
-        let exc = |s: &str| Bound::Excluded(s.as_bytes().to_vec());
-        assert!(overlaps(b"b", b"d", &inc("d"), &Bound::Unbounded));
-        assert!(!overlaps(b"b", b"d", &exc("d"), &Bound::Unbounded));
-        assert!(!overlaps(b"b", b"d", &Bound::Unbounded, &exc("b")));
-        assert!(overlaps(b"b", b"d", &Bound::Unbounded, &inc("b")));
     }
 }

@@ -16,8 +16,7 @@ use crate::stats::{levels_table, write_amplification_line};
 #[derive(Debug, Args)]
 #[command(
     after_help = "The range is [--from, --to): --to itself is not in it, as for scan and \
-export (the engine's Db::compact_range takes an inclusive end; kvctl passes the last key \
-before --to).\n\nExample:\n  kvctl compact ./db --from lib --to libz\n  kvctl compact ./db --bits-per-key 6   (a database imported with --bits-per-key 6)"
+export.\n\nExample:\n  kvctl compact ./db --from lib --to libz\n  kvctl compact ./db --bits-per-key 6   (a database imported with --bits-per-key 6)"
 )]
 pub struct CompactArgs {
     /// Database directory
@@ -134,27 +133,6 @@ fn layout_changes(db: &siftdb::Db, options: &Options) -> Vec<String> {
     out
 }
 
-/// The greatest key sorting before `hi` (keys are at most
-/// [`siftdb::inspect::key::MAX_KEY_LEN`] bytes), so that `[lo, hi)` is `[lo,
-/// last_key_before(hi)]` for [`siftdb::Db::compact_range`], whose end is
-/// inclusive; `None` if no key sorts before `hi` (it is empty). A `hi`
-/// ending in byte 0 gives `hi` without it; otherwise its last byte is
-/// decremented and 0xff fills the rest of the longest key (the largest
-/// key differing from `hi` at that byte).
-fn last_key_before(hi: &[u8]) -> Option<Vec<u8>> {
-    let max = siftdb::inspect::key::MAX_KEY_LEN;
-    if hi.len() > max {
-        return Some(hi[..max].to_vec());
-    }
-    let (&last, head) = hi.split_last()?;
-    let mut k = head.to_vec();
-    if last > 0 {
-        k.push(last - 1);
-        k.resize(max, 0xff);
-    }
-    Some(k)
-}
-
 // `Bytes`, not `Vec<u8>`: clap's derive reads a literal `Vec` as "many
 // values" and panics at run time when the parser yields one `Vec<u8>`.
 
@@ -163,15 +141,13 @@ fn last_key_before(hi: &[u8]) -> Option<Vec<u8>> {
 /// and after, plus a line saying so when no SSTable needed rewriting.
 pub fn run(args: &CompactArgs) -> Result<(), CliError> {
     let range = match (&args.from, &args.to) {
-        (Some(lo), Some(hi)) => match last_key_before(hi).filter(|end| lo <= end) {
-            Some(end) if lo < hi => Some((lo.clone(), end)),
-            _ => {
-                return Err(CliError::usage(
-                    "--from must sort before --to: the range [--from, --to) excludes --to, so \
-                     it is empty",
-                ))
-            }
-        },
+        (Some(lo), Some(hi)) if lo < hi => Some(lo.to_vec()..hi.to_vec()),
+        (Some(_), Some(_)) => {
+            return Err(CliError::usage(
+                "--from must sort before --to: the range [--from, --to) excludes --to, so it \
+                 is empty",
+            ))
+        }
         _ => None,
     };
     crate::data::refuse_bits_per_key_under_stored_filters(&args.db, args.bits_per_key)?;
@@ -225,8 +201,8 @@ pub fn run(args: &CompactArgs) -> Result<(), CliError> {
             .write_all(s.as_bytes())
             .map_err(write_failed);
     }
-    let result = match &range {
-        Some((lo, end)) => db.compact_range(lo, end),
+    let result = match range {
+        Some(r) => db.compact_range(r),
         None => db.compact(),
     };
     spinner.finish_and_clear();
@@ -261,23 +237,4 @@ pub fn run(args: &CompactArgs) -> Result<(), CliError> {
         .lock()
         .write_all(s.as_bytes())
         .map_err(write_failed)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::last_key_before;
-    use siftdb::inspect::key::MAX_KEY_LEN;
-
-    #[test]
-    fn the_last_key_before_an_exclusive_end() {
-        assert_eq!(last_key_before(b""), None);
-        assert_eq!(last_key_before(b"\0"), Some(Vec::new()));
-        assert_eq!(last_key_before(b"ab\0").as_deref(), Some(&b"ab"[..]));
-        let k = last_key_before(b"b").unwrap();
-        assert_eq!(k.len(), MAX_KEY_LEN);
-        assert!(k[0] == b'a' && k[1..].iter().all(|&b| b == 0xff));
-        assert!(k.as_slice() < &b"b"[..] && k.as_slice() > &b"a\xff\xff"[..]);
-        let long = vec![b'x'; MAX_KEY_LEN + 3];
-        assert_eq!(last_key_before(&long).unwrap().len(), MAX_KEY_LEN);
-    }
 }
