@@ -338,3 +338,27 @@ fn a_range_deletion_flushed_while_a_compaction_starts_is_applied_by_it() {
 fn a_range_deletion_flushed_while_a_compaction_installs_waits_on_its_outputs() {
     a_range_deletion_flushed_during_a_compaction(SyncPoint::CompactionBeforeInstall);
 }
+
+#[test]
+fn a_checkpoint_keeps_range_deletions_flushed_and_unflushed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = common::open(dir.path(), &leveled());
+    fill(&db, 1000, "v");
+    db.flush().unwrap();
+    db.delete_range(key(100)..key(200)).unwrap();
+    db.flush().unwrap(); // in the version
+    db.delete_range(key(300)..key(400)).unwrap(); // in the memtable
+    let copies = tempfile::tempdir().unwrap();
+    let target = copies.path().join("copy");
+    db.checkpoint(&target).unwrap();
+    db.put(key(150), "after the checkpoint").unwrap();
+    drop(db);
+    let copy = common::open(&target, &leveled());
+    assert_eq!(copy.iter().count(), 800);
+    assert_eq!(copy.get(key(150)).unwrap(), None);
+    assert_eq!(copy.get(key(350)).unwrap(), None);
+    assert_eq!(copy.get(key(400)).unwrap().unwrap(), "v400");
+    copy.compact().unwrap();
+    assert_eq!(copy.iter().count(), 800);
+    assert_eq!(copy.stats().range_tombstones, 0);
+}
