@@ -1,5 +1,6 @@
 //! `PowerFs`: a [`FileSystem`] over `std::fs` that remembers what a power
-//! cut would keep, for the power-loss campaign (tests/power_loss.rs).
+//! cut would keep, for the power-loss campaign (tests/power_loss.rs,
+//! tests/power_loss_writers.rs, tests/power_loss_checkpoint.rs).
 //!
 //! Every operation goes to the real files at once (the engine reads them
 //! back with `std::fs`), and is also recorded in a model of what is
@@ -30,8 +31,17 @@
 //! remove, directory sync and directory creation. Listing a directory is
 //! passed through uncounted (the engine only reads with it).
 //!
-//! Not modelled: the durability of a directory's own entry in its parent
-//! (the database directory is taken as durable once created); `create` of
+//! Directories are identities too. A directory made by `create_dir` (a
+//! checkpoint's temporary directory) or renamed (the checkpoint's publish)
+//! is durable at its new path only once its parent is synced, and one
+//! removed by `remove_dir_all` comes back, with its durable names, until
+//! then; the image puts each directory where its entry was last made
+//! durable. A hard link adds a name to the same identity, durable at its
+//! directory's next sync.
+//!
+//! Not modelled: the durability of the entry of a directory made by
+//! `create_dir_all` (the database directory, and a checkpoint's parent,
+//! are taken as durable once created); `create` of
 //! an existing name is modelled as a new file replacing the name (the
 //! engine only ever `create`s fresh names); files the engine does not write
 //! through the seam (`LOCK`) are left alone by the image; a file found on
@@ -70,6 +80,9 @@ struct DirState {
     current: BTreeMap<OsString, FileId>,
     /// Names as of the last directory sync: what a power cut keeps.
     durable: BTreeMap<OsString, FileId>,
+    /// Where a power cut leaves the directory: the path at which its entry
+    /// in its parent was last made durable (`None`: nowhere yet).
+    durable_path: Option<PathBuf>,
 }
 
 /// An operation to hold before it runs, see [`PowerFs::hold_next`].
@@ -88,7 +101,11 @@ struct State {
     cut_at: Option<u64>,
     files: HashMap<FileId, FileData>,
     next_id: FileId,
+    /// Directories by current path.
     dirs: BTreeMap<PathBuf, DirState>,
+    /// Directories removed whose removal is not durable yet (their parent
+    /// was not synced since): a cut brings them back.
+    removed_dirs: Vec<DirState>,
     hold: Option<Hold>,
 }
 
@@ -279,15 +296,29 @@ impl PowerFs {
         let s = self.lock();
         let mut image = DirImage::new();
         let mut loss = Loss::default();
-        let Some(d) = s.dirs.get(dir) else {
+        let empty = BTreeMap::new();
+        let found = s
+            .dirs
+            .iter()
+            .map(|(p, d)| (Some(p), d))
+            .chain(s.removed_dirs.iter().map(|d| (None, d)))
+            .find(|(_, d)| d.durable_path.as_deref() == Some(dir));
+        let Some((current_path, d)) = found else {
             return (image, loss);
+        };
+        // Names a cut would drop are measured against the directory now at
+        // this path (none, if it was renamed away or removed).
+        let current = if current_path.map(PathBuf::as_path) == Some(dir) {
+            &d.current
+        } else {
+            &empty
         };
         for (name, id) in &d.durable {
             let f = &s.files[id];
             let keep = unsynced.keep(name, f.synced, f.data.len());
             let len = f.synced + keep;
             image.insert(name.clone(), f.data[..len].to_vec());
-            match d.current.get(name) {
+            match current.get(name) {
                 None => loss.names_revived += 1,
                 Some(cur) if cur != id => loss.names_reverted += 1,
                 Some(_) => {}
@@ -297,7 +328,7 @@ impl PowerFs {
                 loss.bytes_dropped += (f.data.len() - len) as u64;
             }
         }
-        for (name, id) in &d.current {
+        for (name, id) in current {
             if !d.durable.contains_key(name) {
                 loss.names_dropped += 1;
                 loss.bytes_dropped += s.files[id].data.len() as u64;
@@ -321,19 +352,37 @@ impl PowerFs {
 
     /// As [`PowerFs::crash_image`], with `unsynced` deciding what survives.
     pub fn crash_image_with(&self, mut unsynced: Unsynced<'_>) -> Loss {
-        let dirs: Vec<(PathBuf, Vec<OsString>)> = {
+        let (stray, durable): (Vec<PathBuf>, Vec<PathBuf>) = {
             let s = self.lock();
-            s.dirs
+            // Directories now at a path where a cut does not leave them.
+            let stray = s
+                .dirs
                 .iter()
-                .map(|(p, d)| (p.clone(), d.current.keys().cloned().collect()))
-                .collect()
+                .filter(|(p, d)| d.durable_path.as_deref() != Some(p.as_path()))
+                .map(|(p, _)| p.clone())
+                .collect();
+            let durable = s
+                .dirs
+                .values()
+                .chain(&s.removed_dirs)
+                .filter_map(|d| d.durable_path.clone())
+                .collect();
+            (stray, durable)
         };
+        for p in &stray {
+            if !durable.contains(p) {
+                let _ = std::fs::remove_dir_all(p);
+            }
+        }
         let mut total = Loss::default();
-        for (dir, current) in dirs {
+        for dir in durable {
             let (image, loss) = self.image(&dir, reborrow(&mut unsynced));
-            for name in current {
-                if !image.contains_key(&name) {
-                    std::fs::remove_file(dir.join(&name)).unwrap();
+            std::fs::create_dir_all(&dir).unwrap();
+            for e in std::fs::read_dir(&dir).unwrap().flatten() {
+                let is_file = e.file_type().is_ok_and(|t| t.is_file());
+                // LOCK is written outside the seam: left alone.
+                if is_file && !image.contains_key(&e.file_name()) && e.file_name() != "LOCK" {
+                    std::fs::remove_file(e.path()).unwrap();
                 }
             }
             write_image(&image, &dir);
@@ -394,6 +443,7 @@ impl State {
                 }
             }
             d.durable = d.current.clone();
+            d.durable_path = Some(dir.to_path_buf());
             self.dirs.insert(dir.to_path_buf(), d);
         }
         self.dirs.get_mut(dir).unwrap()
@@ -475,8 +525,15 @@ impl FileSystem for PowerFs {
         let (to_dir, to_name) = split(to);
         s.dir(&from_dir);
         s.dir(&to_dir);
+        let is_dir = from.is_dir();
         StdFs.rename(from, to)?;
-        if let Some(id) = s.dir(&from_dir).current.remove(&from_name) {
+        if is_dir {
+            // The directory moves; where a cut leaves it does not, until
+            // the new parent is synced.
+            if let Some(d) = s.dirs.remove(from) {
+                s.dirs.insert(to.to_path_buf(), d);
+            }
+        } else if let Some(id) = s.dir(&from_dir).current.remove(&from_name) {
             s.dir(&to_dir).current.insert(to_name, id);
         }
         Ok(())
@@ -496,6 +553,14 @@ impl FileSystem for PowerFs {
         StdFs.sync_dir(dir)?;
         let d = s.dir(dir);
         d.durable = d.current.clone();
+        // Its subdirectories' entries: made, renamed or removed.
+        for (p, d) in s.dirs.iter_mut() {
+            if p.parent() == Some(dir) {
+                d.durable_path = Some(p.clone());
+            }
+        }
+        s.removed_dirs
+            .retain(|d| d.durable_path.as_deref().and_then(Path::parent) != Some(dir));
         Ok(())
     }
 
@@ -503,6 +568,42 @@ impl FileSystem for PowerFs {
         let mut s = self.start(OpKind::CreateDir, dir)?;
         StdFs.create_dir_all(dir)?;
         s.dir(dir);
+        Ok(())
+    }
+
+    fn create_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut s = self.start(OpKind::CreateDir, dir)?;
+        StdFs.create_dir(dir)?;
+        // New: durable once its parent is synced.
+        s.dirs.insert(dir.to_path_buf(), DirState::default());
+        Ok(())
+    }
+
+    fn remove_dir_all(&self, dir: &Path) -> io::Result<()> {
+        let mut s = self.start(OpKind::RemoveDir, dir)?;
+        StdFs.remove_dir_all(dir)?;
+        if let Some(mut d) = s.dirs.remove(dir) {
+            if d.durable_path.is_some() {
+                d.current.clear();
+                s.removed_dirs.push(d);
+            }
+        }
+        Ok(())
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut s = self.start(OpKind::Link, to)?;
+        let (from_dir, from_name) = split(from);
+        let (to_dir, to_name) = split(to);
+        s.dir(&from_dir);
+        s.dir(&to_dir);
+        StdFs.hard_link(from, to)?;
+        let id = *s
+            .dir(&from_dir)
+            .current
+            .get(&from_name)
+            .ok_or(io::ErrorKind::NotFound)?;
+        s.dir(&to_dir).current.insert(to_name, id);
         Ok(())
     }
 
