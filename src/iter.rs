@@ -141,6 +141,10 @@ fn parse(ik: &[u8]) -> Result<ParsedInternalKey<'_>> {
         .ok_or_else(|| Error::corruption("<iterator>", 0, "entry with a malformed internal key"))
 }
 
+/// A range-tombstone answer and the keys it holds for: `(seq, start, end)`,
+/// as [`FragmentedRangeTombstones::covering_span`] gives it, owned.
+type TombstoneSpan = (SequenceNumber, Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// Iterator over live user key/value pairs in key order, as of one sequence
 /// number: the newest version of each key with sequence `<=` that number
 /// wins, and keys whose winning version is a tombstone, or is older than a
@@ -177,6 +181,10 @@ pub struct DbIterator {
     /// The range tombstones this view applies, if any: a version older
     /// than the newest one over its key (and visible at `seq`) is deleted.
     range_tombstones: Option<Arc<FragmentedRangeTombstones>>,
+    /// The last answer of `range_tombstones` and the span of keys it holds
+    /// for (`start` inclusive, `end` exclusive, `None` unbounded): a scan
+    /// searches the fragments again only when it leaves the span.
+    tombstone_span: Option<TombstoneSpan>,
     /// Keeps memtables and tables alive for the iterator's lifetime.
     _pin: Box<dyn std::any::Any + Send + Sync>,
 }
@@ -194,6 +202,7 @@ impl DbIterator {
             back_key: None,
             done: false,
             range_tombstones: None,
+            tombstone_span: None,
             _pin: pin,
         }
     }
@@ -209,10 +218,21 @@ impl DbIterator {
 
     /// True if a range tombstone this view sees deletes the version of
     /// `user_key` written at `version_seq`.
-    fn range_deleted(&self, user_key: &[u8], version_seq: SequenceNumber) -> bool {
-        self.range_tombstones
+    fn range_deleted(&mut self, user_key: &[u8], version_seq: SequenceNumber) -> bool {
+        let Some(t) = &self.range_tombstones else {
+            return false;
+        };
+        let inside = |(_, lo, hi): &TombstoneSpan| {
+            lo.as_deref().is_none_or(|lo| lo <= user_key)
+                && hi.as_deref().is_none_or(|hi| user_key < hi)
+        };
+        if !self.tombstone_span.as_ref().is_some_and(inside) {
+            let (seq, lo, hi) = t.covering_span(user_key, self.seq);
+            self.tombstone_span = Some((seq, lo.map(<[u8]>::to_vec), hi.map(<[u8]>::to_vec)));
+        }
+        self.tombstone_span
             .as_ref()
-            .is_some_and(|t| t.max_covering(user_key, self.seq) > version_seq)
+            .is_some_and(|(seq, _, _)| *seq > version_seq)
     }
 
     fn step_front(&mut self) -> Result<Option<(Slice, Slice)>> {

@@ -173,6 +173,36 @@ impl FragmentedRangeTombstones {
             .unwrap_or(SequenceNumber::ZERO)
     }
 
+    /// [`Self::max_covering`] for `key`, with the span of keys around it
+    /// that share the answer: `(seq, start, end)`, `start` inclusive
+    /// (`None`: from the first key), `end` exclusive (`None`: no end). A
+    /// scan asks again only once it leaves the span.
+    pub fn covering_span(
+        &self,
+        key: &[u8],
+        read_seq: SequenceNumber,
+    ) -> (SequenceNumber, Option<&[u8]>, Option<&[u8]>) {
+        let i = self
+            .fragments
+            .partition_point(|f| f.start.as_slice() <= key);
+        if let Some(f) = i.checked_sub(1).map(|j| &self.fragments[j]) {
+            if f.end.as_deref().is_none_or(|e| key < e) {
+                let seq = f.seqs.iter().find(|&&s| s <= read_seq).copied();
+                return (
+                    seq.unwrap_or(SequenceNumber::ZERO),
+                    Some(&f.start),
+                    f.end.as_deref(),
+                );
+            }
+        }
+        // In a gap: after the previous fragment, before the next.
+        let start = i
+            .checked_sub(1)
+            .and_then(|j| self.fragments[j].end.as_deref());
+        let end = self.fragments.get(i).map(|f| f.start.as_slice());
+        (SequenceNumber::ZERO, start, end)
+    }
+
     /// The sequence numbers of every tombstone covering `key`, newest
     /// first (empty if none).
     pub fn covering(&self, key: &[u8]) -> &[SequenceNumber] {
@@ -257,11 +287,29 @@ mod tests {
             for probe in 0..40u64 {
                 let k = key(next());
                 let read = probe % 13;
+                let want = brute(&ts, k.as_bytes(), read);
                 assert_eq!(
                     f.max_covering(k.as_bytes(), SequenceNumber(read)).0,
-                    brute(&ts, k.as_bytes(), read),
+                    want,
                     "key {k} at {read} over {ts:?}"
                 );
+                // Every key of the span around it has the same answer.
+                let (seq, lo, hi) = f.covering_span(k.as_bytes(), SequenceNumber(read));
+                assert_eq!(seq.0, want);
+                assert!(lo.is_none_or(|lo| lo <= k.as_bytes()));
+                assert!(hi.is_none_or(|hi| k.as_bytes() < hi));
+                for other in 0..20u64 {
+                    let o = key(other * 7919);
+                    let inside = lo.is_none_or(|lo| lo <= o.as_bytes())
+                        && hi.is_none_or(|hi| o.as_bytes() < hi);
+                    if inside {
+                        assert_eq!(
+                            brute(&ts, o.as_bytes(), read),
+                            want,
+                            "{o} in the span of {k}"
+                        );
+                    }
+                }
             }
         }
     }
