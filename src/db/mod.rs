@@ -907,8 +907,8 @@ impl Db {
     /// key sketches (HyperLogLogs) of every live SSTable merged with a
     /// sketch of the memtables' keys, so no data block is read (the
     /// memtables are walked, entry by entry). A key whose newest
-    /// version is a tombstone still counts until a compaction drops the
-    /// tombstone: this counts the keys the tree holds, an upper estimate
+    /// version is a tombstone, or that a range deletion hides, still counts
+    /// until a compaction drops it: this counts the keys the tree holds, an upper estimate
     /// of the live ones. Tables without a readable sketch (written before
     /// sketches existed, with `Options::key_sketch_precision = None`, or
     /// with the sketch block damaged) add their exact distinct-key counts,

@@ -215,12 +215,13 @@ pub fn run(args: &CompactArgs) -> Result<(), CliError> {
     s.push_str("after\n");
     s.push_str(&levels_table(&after.levels, false).render("  "));
     s.push_str(&format!(
-        "compactions {}, read {}, wrote {}, dropped {} and {}, in {:.2} s\n",
+        "compactions {}, read {}, wrote {}, dropped {}, {} and {}, in {:.2} s\n",
         after.compactions,
         human_bytes(after.compaction_bytes_read),
         human_bytes(after.compaction_bytes_written),
         count(after.versions_dropped, "shadowed version"),
         count(after.tombstones_dropped, "tombstone"),
+        count(after.range_deleted_dropped, "range-deleted version"),
         start.elapsed().as_secs_f64()
     ));
     // The library skips bottom-level files a rewrite cannot change; when
@@ -228,8 +229,8 @@ pub fn run(args: &CompactArgs) -> Result<(), CliError> {
     // to infer it from "read 0 B".
     if after.compaction_bytes_read == before.compaction_bytes_read {
         s.push_str(
-            "nothing needed rewriting: no tombstones, shadowed versions, \
-             stale filters or oversized files\n",
+            "nothing needed rewriting: no tombstones, shadowed versions, range-deleted \
+             keys, stale filters or oversized files\n",
         );
     }
     s.push_str(&write_amplification_line(&after));

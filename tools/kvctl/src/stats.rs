@@ -52,6 +52,7 @@ pub fn stats_json(stats: &Stats) -> serde_json::Value {
         "write_amplification": stats.write_amplification(),
         "user_bytes_flushed": stats.total_user_bytes_flushed,
         "table_bytes_written": stats.total_table_bytes_written,
+        "range_tombstones": stats.range_tombstones,
         "filter_memory": crate::inspect::filters::memory_json(&stats.filter_memory),
         "memory": {
             "pinned_filters": stats.memory.pinned_filters,
@@ -180,6 +181,13 @@ pub fn run(args: &StatsArgs) -> Result<(), CliError> {
         s.push_str(&write_amplification_line(&stats));
         s.push_str(&filter_memory_line(&stats));
         s.push_str(&memory_line(&stats));
+        if stats.range_tombstones > 0 {
+            s.push_str(&format!(
+                "{} live: each costs a found key one lookup until compaction removes what it \
+                 hides (kvctl compact)\n",
+                crate::format::count(stats.range_tombstones, "range tombstone")
+            ));
+        }
         s
     };
     out.write_all(text.as_bytes()).map_err(write_failed)

@@ -690,14 +690,14 @@ fn compact_merges_files_drops_deletes_and_reports_write_amplification() {
     // level-0 table (level 0 is compacted as a closure): all three
     // tombstones and their puts go.
     assert!(
-        out.contains("dropped 3 shadowed versions and 3 tombstones, in "),
+        out.contains("dropped 3 shadowed versions, 3 tombstones and 0 range-deleted versions, in "),
         "{out}"
     );
 
     let o = ok(kvctl(&["compact", p(&db)]));
     let out = stdout(&o);
     assert!(out.contains("before\n") && out.contains("after\n"), "{out}");
-    assert!(out.contains(" tombstones, in "), "{out}");
+    assert!(out.contains(" range-deleted versions, in "), "{out}");
     assert!(out.contains("write amplification "), "{out}");
 
     let o = ok(kvctl(&["stats", p(&db), "--json"]));
@@ -1027,14 +1027,14 @@ fn compacting_a_compacted_database_says_nothing_needed_rewriting() {
     let again = stdout(&ok(kvctl(&["compact", p(&db)])));
     assert!(
         again.contains(
-            "compactions 0, read 0 B, wrote 0 B, dropped 0 shadowed versions and 0 tombstones, in "
+            "compactions 0, read 0 B, wrote 0 B, dropped 0 shadowed versions, 0 tombstones and 0 range-deleted versions, in "
         ),
         "{again}"
     );
     assert!(
         again.contains(
-            "nothing needed rewriting: no tombstones, shadowed versions, \
-             stale filters or oversized files\n"
+            "nothing needed rewriting: no tombstones, shadowed versions, range-deleted \
+             keys, stale filters or oversized files\n"
         ),
         "{again}"
     );
@@ -1044,7 +1044,7 @@ fn compacting_a_compacted_database_says_nothing_needed_rewriting() {
     ok(kvctl(&["delete", p(&db), "key01500"]));
     let third = stdout(&ok(kvctl(&["compact", p(&db)])));
     assert!(
-        third.contains("dropped 1 shadowed version and 1 tombstone, in "),
+        third.contains("dropped 1 shadowed version, 1 tombstone and 0 range-deleted versions, in "),
         "{third}"
     );
     assert!(!third.contains("nothing needed rewriting"), "{third}");
