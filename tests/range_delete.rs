@@ -362,3 +362,94 @@ fn a_checkpoint_keeps_range_deletions_flushed_and_unflushed() {
     assert_eq!(copy.iter().count(), 800);
     assert_eq!(copy.stats().range_tombstones, 0);
 }
+
+/// Readers racing range deletions, flushes and compactions: once
+/// `delete_range` of a block returned, no read started afterwards sees a
+/// key of that block, and every key outside the deleted blocks keeps its
+/// value. Readers yield between the two steps that fix their view, and a
+/// thread loops flushes and compactions. `SIFTDB_RANGE_RACE_ROUNDS` sets
+/// the number of blocks deleted (default 40).
+#[test]
+fn deleted_ranges_stay_deleted_while_flushes_and_compactions_race_readers() {
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    use std::sync::Arc;
+    const BLOCK: u32 = 25;
+    let rounds = common::env_u64("SIFTDB_RANGE_RACE_ROUNDS", 40) as u32;
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = leveled();
+    o.sync_points = Some(siftdb::sync_point::SyncPoints::new(|p| {
+        if p == SyncPoint::ReadBetweenVersionAndSequence {
+            std::thread::yield_now();
+        }
+    }));
+    let db = Arc::new(common::open(dir.path(), &o));
+    fill(&db, rounds * BLOCK * 2, "v");
+    // Blocks 0, 2, 4, ... are deleted in turn; `deleted` counts those done.
+    let deleted = Arc::new(AtomicU32::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let churn = {
+        let (db, stop) = (Arc::clone(&db), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut n = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                db.flush().unwrap();
+                if n.is_multiple_of(3) {
+                    db.compact().unwrap();
+                }
+                n += 1;
+            }
+            n
+        })
+    };
+    let readers: Vec<_> = (0..3u32)
+        .map(|r| {
+            let (db, deleted, stop) = (Arc::clone(&db), Arc::clone(&deleted), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut checks = 0u64;
+                let mut x = 0x9e37_79b9u32.wrapping_mul(r + 1);
+                while !stop.load(Ordering::Relaxed) {
+                    x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    let done = deleted.load(Ordering::Acquire);
+                    let i = (x >> 8) % (rounds * BLOCK * 2);
+                    let block = i / BLOCK;
+                    let gone = block.is_multiple_of(2) && block / 2 < done;
+                    let kept = block % 2 == 1;
+                    let got = db.get(key(i)).unwrap();
+                    if gone {
+                        assert_eq!(got, None, "key {i} of deleted block {block}");
+                    } else if kept {
+                        assert_eq!(got.unwrap(), format!("v{i}").as_str(), "key {i}");
+                    }
+                    if x.is_multiple_of(16) {
+                        // A scan over the block must agree too.
+                        let (lo, hi) = (block * BLOCK, (block + 1) * BLOCK);
+                        let n = db.range(key(lo)..key(hi)).count() as u32;
+                        if gone {
+                            assert_eq!(n, 0, "scan of deleted block {block}");
+                        } else if kept {
+                            assert_eq!(n, BLOCK, "scan of block {block}");
+                        }
+                    }
+                    checks += 1;
+                }
+                checks
+            })
+        })
+        .collect();
+    for b in 0..rounds {
+        let block = 2 * b;
+        db.delete_range(key(block * BLOCK)..key((block + 1) * BLOCK))
+            .unwrap();
+        deleted.store(b + 1, Ordering::Release);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    stop.store(true, Ordering::Relaxed);
+    let churns = churn.join().unwrap();
+    let checks: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
+    assert!(
+        churns > 3 && checks > 1000,
+        "{churns} flush rounds, {checks} checks"
+    );
+    assert_eq!(db.iter().count() as u32, rounds * BLOCK);
+}
