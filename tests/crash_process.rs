@@ -431,10 +431,10 @@ fn crash_process_campaign() {
     db.compact().expect("final compaction");
     let left = db.stats().range_tombstones;
     let state = campaign::read_state(&db, key_space()).expect("final read");
-    for w in 0..WRITERS as usize {
+    for (w, model) in model.iter().enumerate() {
         let mine = campaign::with_prefix(&state, format!("w{w}-").as_bytes());
         assert_eq!(
-            mine, model[w],
+            mine, *model,
             "writer {w}: contents changed by the final compaction; {SEED_ENV}={seed}"
         );
     }
