@@ -20,7 +20,10 @@
 //! reads every block.
 //!
 //! Levels 1 and deeper hold LZ4-compressed tables (format 2), level 0
-//! uncompressed ones (format 1).
+//! uncompressed ones (format 1). The history holds range deletions, so the
+//! manifest records live range tombstones (tags 10 and 11) and the WAL
+//! range-deletion records (type 2); half the WAL and manifest cases aim at
+//! a record holding one.
 //!
 //! `SIFTDB_CORRUPTION_MUTATIONS` (default 2,400) sets the number of cases,
 //! spread evenly over the eight regions; `SIFTDB_CORRUPTION_SEED` the seed.
@@ -34,11 +37,13 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+use common::campaign::{self, apply, write_batch, Update};
 use common::{copy_dir, dir_contents, env_u64, scratch_dir, Rng};
 use siftdb::inspect::log::read_log;
+use siftdb::inspect::read_manifest;
 use siftdb::inspect::sstable::{BlockHandle, Table};
 use siftdb::inspect::write_batch::decode_batch;
-use siftdb::{CompactionStyle, Db, Error, Options, WriteBatch};
+use siftdb::{CompactionStyle, Db, Error, Options};
 
 // ---------------------------------------------------------------------------
 // A global allocator that refuses any single allocation above 1 GiB.
@@ -126,49 +131,46 @@ fn base_options() -> Options {
     o
 }
 
-/// One batch: `None` deletes. The last update always puts a value naming
-/// the batch, so every batch changes the state and a lost suffix of
-/// batches is always visible.
-type Batch = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+/// One batch. The last update always puts a value naming the batch, so
+/// every batch changes the state and a lost suffix of batches is always
+/// visible.
+type Batch = Vec<Update>;
 
-fn random_batch(rng: &mut Rng, id: usize) -> Batch {
+/// Key `i` of the key space.
+fn key(i: u64) -> Vec<u8> {
+    format!("k{i:04}").into_bytes()
+}
+
+/// A batch of 1 to 5 puts and deletes; with `range`, a range deletion
+/// before its last put too (`campaign::random_range_delete`, bounded).
+fn random_batch(rng: &mut Rng, id: usize, range: bool) -> Batch {
     let n = 1 + rng.below(5);
-    (0..n)
+    let mut b: Batch = (0..n)
         .map(|i| {
-            let key = format!("k{:04}", rng.below(KEYS)).into_bytes();
+            let key = key(rng.below(KEYS));
             if i + 1 < n && rng.below(4) == 0 {
-                (key, None)
+                Update::Delete(key)
             } else {
                 let mut v = format!("v{id}.{i}.").into_bytes();
                 let fill = rng.below(60) as usize;
                 v.extend((0..fill).map(|j| b'a' + ((id + j) % 26) as u8));
-                (key, Some(v))
+                Update::Put(key, v)
             }
         })
-        .collect()
+        .collect();
+    if range {
+        let d = campaign::random_range_delete(rng, KEYS, key, false);
+        let at = b.len() - 1;
+        b.insert(at, d);
+    }
+    b
 }
 
 fn write(db: &Db, batch: &Batch) {
-    let mut b = WriteBatch::new();
-    for (k, v) in batch {
-        match v {
-            Some(v) => b.put(k, v).unwrap(),
-            None => b.delete(k).unwrap(),
-        }
-    }
-    db.write(b).unwrap();
+    db.write(write_batch(batch)).unwrap();
 }
 
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-fn apply(model: &mut Model, batch: &Batch) {
-    for (k, v) in batch {
-        match v {
-            Some(v) => model.insert(k.clone(), v.clone()),
-            None => model.remove(k),
-        };
-    }
-}
+type Model = campaign::State;
 
 /// The undamaged database and everything needed to judge a damaged copy.
 struct Base {
@@ -181,7 +183,16 @@ struct Base {
     wal: String,
     /// `(offset, end)` of each WAL record.
     wal_records: Vec<(u64, u64)>,
+    /// `(offset, end)` of each WAL record whose batch holds a range
+    /// deletion (type 2, DESIGN.md 12.3).
+    wal_range_records: Vec<(u64, u64)>,
     manifest: String,
+    /// `(offset, end)` of each manifest record whose edit adds a range
+    /// tombstone (tag 10) or a table to one's list (tag 11).
+    manifest_range_records: Vec<(u64, u64)>,
+    /// Tag 10 and tag 11 entries in the manifest, and range tombstones
+    /// live at close (flushed ones and the WAL's), for the report.
+    range_tags: (usize, usize, u64),
     tables: Vec<TableRegions>,
     /// Level -> number of SSTables, for the report.
     files_per_level: BTreeMap<usize, usize>,
@@ -205,39 +216,52 @@ fn block_range(h: BlockHandle) -> (u64, u64) {
 /// Builds the base database: SSTables in level 0 and at least two deeper
 /// levels, written by flushes and compactions (so the manifest holds a
 /// snapshot and many edits), then 40 batches left unflushed in the WAL.
+/// One flushed batch in 20 holds a range deletion, and a snapshot held
+/// over rounds 5 to 9 makes compactions keep versions the tombstones
+/// hide, so the manifest holds tags 10 and 11, with tombstones still live
+/// at the end; WAL batches 3, 11, 19, 27, 35 and the last hold one too.
 fn build_base(root: &Path, rng: &mut Rng) -> Base {
     let dir = root.join("base");
     let mut history: Vec<Batch> = Vec::new();
     let db = Db::open_with(&dir, base_options()).unwrap();
-    let next = |history: &mut Vec<Batch>, rng: &mut Rng| {
-        let b = random_batch(rng, history.len());
+    let next = |history: &mut Vec<Batch>, rng: &mut Rng, range: bool| {
+        let range = range || rng.below(20) == 0;
+        let b = random_batch(rng, history.len(), range);
         write(&db, &b);
         history.push(b);
     };
     // Flush by hand every 100 batches (the write buffer never fills on
     // its own) and let compaction settle each time, so that the layout,
     // and with it every case, depends only on the seed.
-    for _ in 0..15 {
+    let mut snapshot = None;
+    for round in 0..15 {
+        match round {
+            5 => snapshot = Some(db.snapshot()),
+            10 => snapshot = None,
+            _ => {}
+        }
         for _ in 0..100 {
-            next(&mut history, rng);
+            next(&mut history, rng, false);
         }
         db.flush().unwrap();
         db.wait_for_compactions().unwrap();
     }
+    drop(snapshot);
     // At least two level-0 files that stay (the compaction trigger is 4).
     let level0 = |db: &Db| db.live_files().iter().filter(|f| f.level == 0).count();
     while level0(&db) < 2 {
         for _ in 0..60 {
-            next(&mut history, rng);
+            next(&mut history, rng, false);
         }
         db.flush().unwrap();
         db.wait_for_compactions().unwrap();
     }
     // The WAL's batches.
     let wal_batches = 40;
-    for _ in 0..wal_batches {
-        next(&mut history, rng);
+    for i in 0..wal_batches {
+        next(&mut history, rng, i % 8 == 3 || i + 1 == wal_batches);
     }
+    let live_range_tombstones = db.stats().range_tombstones;
     assert!(
         db.live_files().iter().any(|f| f
             .properties
@@ -264,10 +288,16 @@ fn build_base(root: &Path, rng: &mut Rng) -> Base {
     let wal = wals[0].clone();
     let contents = read_log(&dir.join(&wal)).unwrap();
     assert_eq!(contents.records.len(), wal_batches, "WAL records");
-    let wal_records = contents
+    let wal_records: Vec<(u64, u64)> = contents
         .records
         .iter()
         .map(|r| (r.offset, r.offset + 12 + r.payload.len() as u64))
+        .collect();
+    let wal_range_records: Vec<(u64, u64)> = wal_records
+        .iter()
+        .zip(&history[history.len() - wal_batches..])
+        .filter(|(_, b)| campaign::range_deletes(b) > 0)
+        .map(|(r, _)| *r)
         .collect();
     for (rec, batch) in contents
         .records
@@ -281,6 +311,26 @@ fn build_base(root: &Path, rng: &mut Rng) -> Base {
         .unwrap()
         .trim_end()
         .to_string();
+    let edits = read_manifest(&dir.join(&manifest)).unwrap();
+    let (mut tag10, mut tag11) = (0, 0);
+    let mut manifest_range_records = Vec::new();
+    for r in &edits.records {
+        let (a, b) = (
+            r.edit.new_range_tombstones.len(),
+            r.edit.range_tombstone_files.len(),
+        );
+        tag10 += a;
+        tag11 += b;
+        if a + b > 0 {
+            manifest_range_records.push((r.offset, r.offset + 12 + r.payload_len));
+        }
+    }
+    assert!(
+        tag10 > 0 && tag11 > 0 && wal_range_records.len() >= 6,
+        "the base should hold range tombstones in the manifest (tags 10 and 11: {tag10}, \
+         {tag11}) and the WAL ({} records)",
+        wal_range_records.len()
+    );
 
     let mut model = Model::new();
     for b in &history[..history.len() - wal_batches] {
@@ -293,7 +343,7 @@ fn build_base(root: &Path, rng: &mut Rng) -> Base {
     }
     let keys: BTreeSet<Vec<u8>> = history
         .iter()
-        .flat_map(|b| b.iter().map(|(k, _)| k.clone()))
+        .flat_map(|b| b.iter().filter_map(|u| u.key().map(<[u8]>::to_vec)))
         .collect();
 
     let mut tables = Vec::new();
@@ -316,7 +366,10 @@ fn build_base(root: &Path, rng: &mut Rng) -> Base {
         keys: keys.into_iter().collect(),
         wal,
         wal_records,
+        wal_range_records,
         manifest,
+        manifest_range_records,
+        range_tags: (tag10, tag11, live_range_tombstones),
         tables,
         files_per_level,
     }
@@ -371,6 +424,8 @@ struct Case {
     kind: Kind,
     file: String,
     damage: Damage,
+    /// Aimed at a WAL or manifest record holding a range deletion.
+    on_range_record: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -388,9 +443,21 @@ enum Outcome {
 
 fn pick_case(base: &Base, kind: Kind, number: u64, rng: &mut Rng) -> Case {
     let in_range = |rng: &mut Rng, (lo, hi): (u64, u64)| lo + rng.below(hi - lo);
+    // Half the WAL and manifest cases aim at a record holding a range
+    // deletion (WAL type 2, manifest tags 10 and 11).
+    let pick = |rng: &mut Rng, records: &[(u64, u64)]| {
+        if rng.below(2) == 0 {
+            Some(records[rng.below(records.len() as u64) as usize])
+        } else {
+            None
+        }
+    };
     let (file, region) = match kind {
-        Kind::Wal => (base.wal.clone(), None),
-        Kind::Manifest => (base.manifest.clone(), None),
+        Kind::Wal => (base.wal.clone(), pick(rng, &base.wal_range_records)),
+        Kind::Manifest => (
+            base.manifest.clone(),
+            pick(rng, &base.manifest_range_records),
+        ),
         Kind::Current => ("CURRENT".to_string(), None),
         _ => {
             let t = &base.tables[rng.below(base.tables.len() as u64) as usize];
@@ -405,6 +472,7 @@ fn pick_case(base: &Base, kind: Kind, number: u64, rng: &mut Rng) -> Case {
         }
     };
     let len = std::fs::metadata(base.dir.join(&file)).unwrap().len();
+    let on_range_record = !kind.is_table() && region.is_some();
     let region = region.unwrap_or((0, len));
     let damage = if rng.below(5) == 0 {
         Damage::Truncate {
@@ -426,6 +494,7 @@ fn pick_case(base: &Base, kind: Kind, number: u64, rng: &mut Rng) -> Case {
         kind,
         file,
         damage,
+        on_range_record,
     }
 }
 
@@ -595,15 +664,24 @@ fn corruption_campaign() {
     let mut rng = Rng(seed);
     let base = build_base(scratch.path(), &mut rng);
     println!(
-        "base: {} SSTables (level: files {:?}), WAL {} with {} batches, {}",
+        "base: {} SSTables (level: files {:?}), WAL {} with {} batches ({} with a range \
+         deletion), {} ({} records with range tombstones: {} tag 10, {} tag 11); {} range \
+         tombstones live",
         base.tables.len(),
         base.files_per_level,
         base.wal,
         base.models.len() - 1,
-        base.manifest
+        base.wal_range_records.len(),
+        base.manifest,
+        base.manifest_range_records.len(),
+        base.range_tags.0,
+        base.range_tags.1,
+        base.range_tags.2
     );
 
     let mut counts: BTreeMap<(Kind, Outcome), u64> = BTreeMap::new();
+    // The cases aimed at records holding range deletions, by outcome.
+    let mut on_range: BTreeMap<(Kind, Outcome), u64> = BTreeMap::new();
     let mut failures: Vec<String> = Vec::new();
     let mut largest_alloc = 0usize;
     let case_dir = scratch.path().join("case");
@@ -622,7 +700,12 @@ fn corruption_campaign() {
         CURRENT_CASE.store(u64::MAX, Ordering::Relaxed);
         largest_alloc = largest_alloc.max(LARGEST_IN_CASE.load(Ordering::Relaxed));
         match result {
-            Ok(Ok(outcome)) => *counts.entry((kind, outcome)).or_default() += 1,
+            Ok(Ok(outcome)) => {
+                *counts.entry((kind, outcome)).or_default() += 1;
+                if case.on_range_record {
+                    *on_range.entry((kind, outcome)).or_default() += 1;
+                }
+            }
             Ok(Err(why)) => failures.push(format!("#{} {case:?}: {why}", case.number)),
             Err(panic) => {
                 let msg = panic
@@ -655,6 +738,7 @@ fn corruption_campaign() {
             failed
         );
     }
+    println!("of which aimed at range-deletion records: {on_range:?}");
     println!(
         "corruption campaign: {total} cases in {:.1} s, {} failures; largest single \
          allocation during a case: {largest_alloc} bytes",

@@ -48,6 +48,8 @@ const MARK: &str = "SIFTDB-CRASH";
 const KEYS: u64 = 400;
 /// Writer threads in the child.
 const WRITERS: u64 = 3;
+/// One batch in this many holds a range deletion.
+const RANGE_DELETE_ONE_IN: u64 = 20;
 
 /// Default durability (`sync = false`) with small buffers and level
 /// budgets, so that flushes and compactions (down to level 3 or 4) happen
@@ -80,24 +82,36 @@ fn key_space() -> impl Iterator<Item = Vec<u8>> {
 
 /// The updates of batch `id`: 1 to 8 puts and deletes over the key space;
 /// the last is always a put whose value names the batch, so that applying
-/// a batch always changes the state.
+/// a batch always changes the state. One batch in 20 also holds a range
+/// deletion inside the writer's own keys (the other writers' keys are
+/// theirs), before that last put.
 fn batch_ops(seed: u64, w: u64, id: u64) -> Vec<Update> {
     let mut rng = Rng(seed ^ id.wrapping_mul(0xd134_2543_de82_ef95) ^ w.rotate_left(40));
     let n = 1 + rng.below(8);
-    (0..n)
+    let mut ops: Vec<Update> = (0..n)
         .map(|i| {
             let key = key(w, rng.below(KEYS));
             if i + 1 < n && rng.below(10) < 3 {
-                (key, None)
+                Update::Delete(key)
             } else {
                 let fill = rng.below(100) as usize;
                 let c = b'a' + rng.below(26) as u8;
                 let mut v = format!("w{w}b{id}.{i}.").into_bytes();
                 v.resize(v.len() + fill, c);
-                (key, Some(v))
+                Update::Put(key, v)
             }
         })
-        .collect()
+        .collect();
+    let ranges = Rng(rng.next_u64() ^ 0x7a9e_de1e);
+    campaign::mix_in_range_delete(
+        &mut ops,
+        ranges,
+        RANGE_DELETE_ONE_IN,
+        KEYS,
+        |i| key(w, i),
+        false,
+    );
+    ops
 }
 
 /// The child: each writer writes its batches from its `SIFTDB_CRASH_START`
@@ -138,7 +152,10 @@ fn crash_child() {
                     db.write(write_batch(&batch_ops(seed, w as u64, id)))
                         .expect("child: write");
                     let st = db.stats();
-                    say(format!("ack {w} {id} {} {}", st.flushes, st.compactions));
+                    say(format!(
+                        "ack {w} {id} {} {} {} {}",
+                        st.flushes, st.compactions, st.range_tombstones, st.range_deleted_dropped
+                    ));
                     if Instant::now() > deadline {
                         std::process::exit(2);
                     }
@@ -154,6 +171,9 @@ enum Event {
         writer: usize,
         id: u64,
         activity: u64,
+        /// `Stats::range_tombstones` and `range_deleted_dropped` then.
+        range_tombstones: u64,
+        range_dropped: u64,
     },
 }
 
@@ -167,10 +187,14 @@ fn parse_line(line: &str) -> Option<Event> {
             let writer = num()? as usize;
             let id = num()?;
             let activity = num()? + num()?;
+            let range_tombstones = num()?;
+            let range_dropped = num()?;
             Some(Event::Ack {
                 writer,
                 id,
                 activity,
+                range_tombstones,
+                range_dropped,
             })
         }
         _ => None,
@@ -186,6 +210,15 @@ struct Totals {
     killed_after_activity: u64,
     max_ssts: usize,
     deepest_level: usize,
+    /// Acknowledged batches holding a range deletion.
+    range_batches: u64,
+    /// Most range tombstones live at once (child's stats, or after reopen).
+    max_range_tombstones: u64,
+    /// Times the live count fell between two acknowledgements of a child:
+    /// tombstones garbage-collected by compactions.
+    range_gc: u64,
+    /// Versions compactions dropped because a range deletion hid them.
+    range_dropped: u64,
 }
 
 #[test]
@@ -248,6 +281,7 @@ fn crash_process_campaign() {
         let mut acks: Vec<Vec<u64>> = vec![Vec::new(); WRITERS as usize];
         let mut opened = false;
         let mut last_activity = None;
+        let mut last_range = (None, 0u64);
         let mut early_exit = false;
         loop {
             let left = delay.saturating_sub(t0.elapsed());
@@ -260,8 +294,15 @@ fn crash_process_campaign() {
                     writer,
                     id,
                     activity,
+                    range_tombstones,
+                    range_dropped,
                 }) => {
                     acks[writer].push(id);
+                    t.max_range_tombstones = t.max_range_tombstones.max(range_tombstones);
+                    if last_range.0.is_some_and(|r| range_tombstones < r) {
+                        t.range_gc += 1;
+                    }
+                    last_range = (Some(range_tombstones), range_dropped);
                     let busy = last_activity.is_some_and(|a| activity > a);
                     last_activity = Some(activity);
                     if on_activity && busy && t0.elapsed() >= Duration::from_millis(10) {
@@ -276,6 +317,7 @@ fn crash_process_campaign() {
                 }
             }
         }
+        t.range_dropped += last_range.1;
         let _ = child.kill(); // SIGKILL
         let status = child.wait().expect("wait for child");
         reader.join().unwrap();
@@ -311,7 +353,9 @@ fn crash_process_campaign() {
             let n_acked = acks[w].len() as u64;
             t.acked += n_acked;
             for id in start[w]..start[w] + n_acked {
-                apply(&mut model[w], &batch_ops(seed, w as u64, id));
+                let ops = batch_ops(seed, w as u64, id);
+                t.range_batches += (campaign::range_deletes(&ops) > 0) as u64;
+                apply(&mut model[w], &ops);
             }
             let mut m = model[w].clone();
             apply(&mut m, &batch_ops(seed, w as u64, start[w] + n_acked));
@@ -327,6 +371,7 @@ fn crash_process_campaign() {
         });
         check_directory(&db, &dir)
             .unwrap_or_else(|e| panic!("cycle {cycle}: {e}; {SEED_ENV}={seed}"));
+        t.max_range_tombstones = t.max_range_tombstones.max(db.stats().range_tombstones);
         let files = db.live_files();
         t.max_ssts = t.max_ssts.max(files.len());
         t.deepest_level = t
@@ -361,7 +406,9 @@ fn crash_process_campaign() {
         "crash campaign: {cycles} kills in {:.1} s; {} batches acknowledged by {WRITERS} \
          writers, none lost; in-flight batch applied {} times, absent {} times (per writer \
          and kill); {} kills before the child's \
-         open returned, {} right after a flush/compaction; up to {} SSTables, down to level {}",
+         open returned, {} right after a flush/compaction; up to {} SSTables, down to level {}; \
+         {} acknowledged batches held a range deletion, up to {} range tombstones live, \
+         {} times fewer after a compaction (garbage-collected), {} versions dropped by them",
         started.elapsed().as_secs_f64(),
         t.acked,
         t.in_flight_applied,
@@ -369,7 +416,31 @@ fn crash_process_campaign() {
         t.killed_before_open,
         t.killed_after_activity,
         t.max_ssts,
-        t.deepest_level
+        t.deepest_level,
+        t.range_batches,
+        t.max_range_tombstones,
+        t.range_gc,
+        t.range_dropped
     );
     assert!(t.acked > 0, "no batch was ever acknowledged");
+
+    // A manual compaction rewrites every table a range tombstone waits on,
+    // so afterwards none is live (DESIGN.md 3.7) and the contents are
+    // unchanged: every version the tombstones hid is gone with them.
+    let db = Db::open_with(&dir, crash_options()).expect("final open");
+    db.compact().expect("final compaction");
+    let left = db.stats().range_tombstones;
+    let state = campaign::read_state(&db, key_space()).expect("final read");
+    for (w, model) in model.iter().enumerate() {
+        let mine = campaign::with_prefix(&state, format!("w{w}-").as_bytes());
+        assert_eq!(
+            mine, *model,
+            "writer {w}: contents changed by the final compaction; {SEED_ENV}={seed}"
+        );
+    }
+    assert_eq!(
+        left, 0,
+        "range tombstones left after compact(); {SEED_ENV}={seed}"
+    );
+    db.close().unwrap();
 }

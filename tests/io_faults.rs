@@ -49,20 +49,27 @@ fn key(i: u64) -> Vec<u8> {
 }
 
 /// Batch `id`: 1 to 3 updates over `KEYS` keys, one in five a delete. Every
-/// value names its batch.
+/// value names its batch. One batch in six also holds a range deletion
+/// (sometimes open-ended) before its last update, so faults land on
+/// flushes and compactions with range tombstones live, on the manifest
+/// edits that record them (tags 10 and 11) and on the edits that
+/// garbage-collect them.
 fn batch(id: u64) -> Vec<Update> {
     let mut rng = Rng(id.wrapping_mul(0x9e37_79b9) ^ 0xfa17);
-    (0..1 + id % 3)
+    let mut ops: Vec<Update> = (0..1 + id % 3)
         .map(|j| {
             let key = key(rng.below(KEYS));
             if rng.below(5) == 0 {
-                (key, None)
+                Update::Delete(key)
             } else {
                 let value = format!("b{id:04}-{j}-{}", "v".repeat(40)).into_bytes();
-                (key, Some(value))
+                Update::Put(key, value)
             }
         })
-        .collect()
+        .collect();
+    let ranges = Rng(id.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ 0xfa17);
+    campaign::mix_in_range_delete(&mut ops, ranges, 6, KEYS, key, true);
+    ops
 }
 
 /// Full contents, read and cross-checked over the key space
@@ -127,6 +134,9 @@ struct Run {
     scan: Option<Result<State, String>>,
     /// Flushes, compactions and the deepest level holding files, at the end.
     shape: (u64, u64, usize),
+    /// Most range tombstones live after a write, and versions compactions
+    /// dropped as range-deleted.
+    range: (u64, u64),
 }
 
 fn record(run: &mut Run, fs: &FaultFs, call: Call, f: impl FnOnce() -> siftdb::Result<()>) -> bool {
@@ -155,6 +165,7 @@ fn workload(dir: &Path, fs: &FaultFs, sync: bool) -> Run {
     for id in 0..BATCHES {
         let b = write_batch(&batch(id));
         record(&mut run, fs, Call::Write(id), || db.write(b));
+        run.range.0 = run.range.0.max(db.stats().range_tombstones);
         record(&mut run, fs, Call::Wait, || db.wait_for_compactions());
         if id == BATCHES / 2 {
             record(&mut run, fs, Call::Compact, || db.compact());
@@ -165,6 +176,7 @@ fn workload(dir: &Path, fs: &FaultFs, sync: bool) -> Run {
     record(&mut run, fs, Call::Wait, || db.wait_for_compactions());
     run.scan = Some(read_state(&db));
     run.shape = campaign::shape(&db);
+    run.range.1 = db.stats().range_deleted_dropped;
     record(&mut run, fs, Call::Close, || db.close());
     run
 }
@@ -420,13 +432,20 @@ fn workload_sweep() {
         let ops = fs.ops();
         let kinds: BTreeSet<_> = ops.iter().map(|o| (o.kind, o.file_kind())).collect();
         let (flushes, compactions, deepest) = run.shape;
+        let (most_live, range_dropped) = run.range;
         println!(
             "sync={sync}: healthy run: {} operations, {} distinct (kind, file); \
-             {flushes} flushes, {compactions} compactions, data down to level {deepest}",
+             {flushes} flushes, {compactions} compactions, data down to level {deepest}; \
+             {} batches with a range deletion, up to {most_live} range tombstones live, \
+             {range_dropped} versions dropped by them",
             ops.len(),
-            kinds.len()
+            kinds.len(),
+            (0..BATCHES)
+                .filter(|&id| campaign::range_deletes(&batch(id)) > 0)
+                .count()
         );
         assert!(flushes >= 2 && compactions >= 2 && deepest >= 2);
+        assert!(most_live > 0, "no range tombstone was ever live");
 
         let mut tally = Tally::default();
         let t0 = Instant::now();

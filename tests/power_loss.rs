@@ -8,7 +8,8 @@
 //! have kept it (exactly the durable names, each with its synced bytes
 //! plus a prefix of the unsynced ones) and reopened with the plain `StdFs`.
 //!
-//! `power_cut_sweep` runs a workload (open, 60 numbered put/delete batches
+//! `power_cut_sweep` runs a workload (open, 60 numbered batches of puts,
+//! deletes and, one batch in six, a range deletion,
 //! from one writer, each followed by `wait_for_compactions` so that the
 //! order of file operations repeats; flushes and leveled compactions in the
 //! background, explicit `flush` calls, a close and reopen halfway, a manual
@@ -69,23 +70,30 @@ fn key(i: u64) -> Vec<u8> {
 /// Batch `id`: 1 to 4 updates over `KEYS` keys, about one in four a
 /// delete; the last is a put whose value names the batch, so that every
 /// batch changes the state and the state after `k` batches differs from
-/// every other.
+/// every other. One batch in six also holds a range deletion
+/// ([`campaign::random_range_delete`], sometimes open-ended) before that
+/// put: about ten per run, so flushes, compactions and the recovering
+/// open run with range tombstones live, and the manual compaction
+/// garbage-collects them.
 fn batch(id: u64) -> Vec<Update> {
     let mut rng = Rng(id.wrapping_mul(0xd134_2543_de82_ef95) ^ 0x9a3e_1055);
     let n = 1 + rng.below(4);
-    (0..n)
+    let mut ops: Vec<Update> = (0..n)
         .map(|i| {
             let key = key(rng.below(KEYS));
             if i + 1 < n && rng.below(4) == 0 {
-                (key, None)
+                Update::Delete(key)
             } else {
                 let fill = 20 + rng.below(60) as usize;
                 let mut v = format!("b{id:04}.{i}.").into_bytes();
                 v.resize(v.len() + fill, b'a' + (id % 26) as u8);
-                (key, Some(v))
+                Update::Put(key, v)
             }
         })
-        .collect()
+        .collect();
+    let ranges = Rng(id.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ 0x4a9e);
+    campaign::mix_in_range_delete(&mut ops, ranges, 6, KEYS, key, true);
+    ops
 }
 
 /// `models()[k]` is the state after batches `0..k`.
@@ -151,6 +159,10 @@ struct Run {
     /// Flushes and compactions since the last open, and the deepest level
     /// holding files, before the final `close`.
     shape: (u64, u64, usize),
+    /// Most range tombstones live after a write, those live at the final
+    /// `close`, and versions compactions dropped as range-deleted since
+    /// the last open.
+    range: (u64, u64, u64),
 }
 
 /// Runs the plan until a step fails (the power cut), then drops the
@@ -161,13 +173,21 @@ fn workload(dir: &Path, fs: &PowerFs, sync: bool, settle: bool) -> Run {
     for step in plan(settle) {
         let r = match step {
             Step::Open => Db::open_with(dir, options(Some(fs), sync)).map(|d| db = Some(d)),
-            Step::Write(id) => db.as_ref().unwrap().write(write_batch(&batch(id))),
+            Step::Write(id) => {
+                let db = db.as_ref().unwrap();
+                let r = db.write(write_batch(&batch(id)));
+                run.range.0 = run.range.0.max(db.stats().range_tombstones);
+                r
+            }
             Step::Settle => db.as_ref().unwrap().wait_for_compactions(),
             Step::Flush => db.as_ref().unwrap().flush(),
             Step::Compact => db.as_ref().unwrap().compact(),
             Step::Close => {
                 let db = db.take().unwrap();
                 run.shape = campaign::shape(&db);
+                let st = db.stats();
+                run.range.1 = st.range_tombstones;
+                run.range.2 = st.range_deleted_dropped;
                 db.close()
             }
             Step::Reopen => db
@@ -414,10 +434,16 @@ fn sweep(models: &[State], scratch: &Path, s: Sweep) -> Tally {
     assert_eq!(run.acked, BATCHES);
     let ops = fs.ops();
     let (flushes, compactions, deepest) = run.shape;
+    let (most_live, live_at_close, range_dropped) = run.range;
     println!(
         "{name}: healthy run: {} operations; {flushes} flushes and {compactions} compactions \
-         since the reopen, data down to level {deepest}",
-        ops.len()
+         since the reopen, data down to level {deepest}; {} batches with a range deletion, \
+         up to {most_live} range tombstones live, {live_at_close} at close, \
+         {range_dropped} versions dropped by them since the reopen",
+        ops.len(),
+        (0..BATCHES)
+            .filter(|&id| campaign::range_deletes(&batch(id)) > 0)
+            .count()
     );
     // Racing, the background may lag behind (the manual compaction still
     // runs).
@@ -426,6 +452,7 @@ fn sweep(models: &[State], scratch: &Path, s: Sweep) -> Tally {
     } else {
         assert!(flushes >= 2 && compactions >= 1 && deepest >= 1);
     }
+    assert!(most_live > 0, "no range tombstone was ever live");
     let _ = std::fs::remove_dir_all(&dir);
 
     let only = std::env::var("SIFTDB_POWER_LOSS_POINT")

@@ -1,5 +1,6 @@
 //! Power loss with concurrent writers (campaign 6, RELIABILITY.md): three
-//! threads write batches at once, each over a key space of its own, so
+//! threads write batches at once (puts, deletes and, one in five, a range
+//! deletion), each over a key space of its own, so
 //! that group commit forms groups (mixed sync and plain writes when
 //! `sync = false`, some of them synced per write) while the background
 //! flushes, syncs closed WALs and compacts. The power is cut at every file
@@ -51,22 +52,27 @@ fn key_space() -> impl Iterator<Item = Vec<u8>> {
 }
 
 /// Batch `id` of writer `w`: 1 to 3 updates, the last a put naming the
-/// batch (so every prefix of a writer's batches gives a distinct state).
+/// batch (so every prefix of a writer's batches gives a distinct state);
+/// one batch in five also holds a range deletion inside the writer's own
+/// keys, before that put.
 fn batch(w: u64, id: u64) -> Vec<Update> {
     let mut rng = Rng((w << 32 | id).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x51ed);
     let n = 1 + rng.below(3);
-    (0..n)
+    let mut ops: Vec<Update> = (0..n)
         .map(|i| {
             let k = key(w, rng.below(KEYS));
             if i + 1 < n && rng.below(4) == 0 {
-                (k, None)
+                Update::Delete(k)
             } else {
                 let mut v = format!("w{w}b{id}.{i}.").into_bytes();
                 v.resize(v.len() + rng.below(300) as usize, b'x');
-                (k, Some(v))
+                Update::Put(k, v)
             }
         })
-        .collect()
+        .collect();
+    let ranges = Rng((w << 32 | id).wrapping_mul(0x2545_f491_4f6c_dd1d) ^ 0x7a9e);
+    campaign::mix_in_range_delete(&mut ops, ranges, 5, KEYS, |i| key(w, i), false);
+    ops
 }
 
 /// `models()[w][k]`: writer `w`'s keys after its first `k` batches.
@@ -99,11 +105,14 @@ struct Acks {
 }
 
 /// Opens, runs the writers until each is done or meets an error, flushes
-/// and closes; returns each writer's acknowledgements.
-fn workload(dir: &Path, fs: &PowerFs, sync: bool) -> Result<Vec<Acks>, String> {
+/// and closes; returns each writer's acknowledgements and the range
+/// tombstones live once the writers are done (sampled once: `Db::stats`
+/// after every write slows the writers enough to change how group commit
+/// groups them).
+fn workload(dir: &Path, fs: &PowerFs, sync: bool) -> Result<(Vec<Acks>, u64), String> {
     let db = match Db::open_with(dir, options(Some(fs), sync)) {
         Ok(db) => Arc::new(db),
-        Err(Error::Io { .. }) => return Ok(vec![Acks::default(); WRITERS as usize]),
+        Err(Error::Io { .. }) => return Ok((vec![Acks::default(); WRITERS as usize], 0)),
         Err(e) => return Err(format!("open: unexpected error {e}")),
     };
     // Acknowledged batches of every writer, for the floor a `flush` sets.
@@ -148,6 +157,7 @@ fn workload(dir: &Path, fs: &PowerFs, sync: bool) -> Result<Vec<Acks>, String> {
     for t in threads {
         acks.push(t.join().map_err(|_| "a writer panicked".to_string())??);
     }
+    let live = db.stats().range_tombstones;
     // Everything acknowledged before a flush that returned survives.
     if db.flush().is_ok() {
         for a in &mut acks {
@@ -155,7 +165,7 @@ fn workload(dir: &Path, fs: &PowerFs, sync: bool) -> Result<Vec<Acks>, String> {
         }
     }
     drop(db);
-    Ok(acks)
+    Ok((acks, live))
 }
 
 /// Reopens the image in `dir` and checks every writer's keys against its
@@ -204,8 +214,17 @@ fn sweep(sync: bool, random_images: u64, seed: u64) -> Vec<String> {
     let scratch = scratch_dir();
     let count_dir = scratch.path().join("count");
     let fs = PowerFs::new();
-    let acks = workload(&count_dir, &fs, sync).unwrap();
+    let (acks, live) = workload(&count_dir, &fs, sync).unwrap();
     assert!(acks.iter().all(|a| a.acked == BATCHES), "{acks:?}");
+    let range_batches = (0..WRITERS)
+        .flat_map(|w| (0..BATCHES).map(move |id| batch(w, id)))
+        .filter(|b| campaign::range_deletes(b) > 0)
+        .count();
+    println!(
+        "concurrent writers, sync={sync}: healthy run: {range_batches} batches with a range \
+         deletion, {live} range tombstones live after the last write"
+    );
+    assert!(range_batches > 0, "no batch holds a range deletion");
     let ops = fs.count();
     let t0 = Instant::now();
     let (mut failures, mut images, mut lost) = (Vec::new(), 0u64, 0u64);
@@ -217,7 +236,7 @@ fn sweep(sync: bool, random_images: u64, seed: u64) -> Vec<String> {
         let (fs2, dir2) = (fs.clone(), dir.clone());
         let what = format!("sync={sync}, cut at op {n}");
         let acks = match bounded(RUN_TIMEOUT, move || workload(&dir2, &fs2, sync)) {
-            Ok(Ok(a)) => a,
+            Ok(Ok((a, _))) => a,
             Ok(Err(e)) | Err(e) => {
                 failures.push(format!("{what}: workload {e}"));
                 continue;

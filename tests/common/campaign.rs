@@ -7,39 +7,165 @@
 //! directory after an open and show how a state differs from the model.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
 use siftdb::{Db, WriteBatch};
 
+use super::Rng;
+
 /// The contents of a database, or of a model of one: key to value.
 pub type State = BTreeMap<Vec<u8>, Vec<u8>>;
 
-/// One update of a batch: a put of the key to `Some(value)`, or a delete
-/// (`None`).
-pub type Update = (Vec<u8>, Option<Vec<u8>>);
+/// One update of a batch, as the campaigns write it and as their models
+/// apply it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Update {
+    /// Put the key to the value.
+    Put(Vec<u8>, Vec<u8>),
+    /// Delete the key (a point tombstone).
+    Delete(Vec<u8>),
+    /// Delete every key between the bounds (a range tombstone,
+    /// `WriteBatch::delete_range`); never empty or inverted.
+    DeleteRange(Bound<Vec<u8>>, Bound<Vec<u8>>),
+}
+
+impl Update {
+    /// The key a put or point delete writes; `None` for a range deletion.
+    pub fn key(&self) -> Option<&[u8]> {
+        match self {
+            Update::Put(k, _) | Update::Delete(k) => Some(k),
+            Update::DeleteRange(..) => None,
+        }
+    }
+
+    /// True for a range deletion.
+    pub fn is_range(&self) -> bool {
+        matches!(self, Update::DeleteRange(..))
+    }
+}
+
+/// True if `key` lies between `lo` and `hi`.
+pub fn in_bounds(lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>, key: &[u8]) -> bool {
+    let above = match lo {
+        Bound::Included(l) => key >= l.as_slice(),
+        Bound::Excluded(l) => key > l.as_slice(),
+        Bound::Unbounded => true,
+    };
+    let below = match hi {
+        Bound::Included(h) => key <= h.as_slice(),
+        Bound::Excluded(h) => key < h.as_slice(),
+        Bound::Unbounded => true,
+    };
+    above && below
+}
 
 /// `updates` as a `WriteBatch`, in order.
 pub fn write_batch(updates: &[Update]) -> WriteBatch {
     let mut b = WriteBatch::new();
-    for (k, v) in updates {
-        match v {
-            Some(v) => b.put(k, v).unwrap(),
-            None => b.delete(k).unwrap(),
+    for u in updates {
+        match u {
+            Update::Put(k, v) => b.put(k, v).unwrap(),
+            Update::Delete(k) => b.delete(k).unwrap(),
+            Update::DeleteRange(lo, hi) => b.delete_range((lo.clone(), hi.clone())).unwrap(),
         }
     }
     b
 }
 
-/// Applies `updates` to `model`, in order.
+/// Applies `updates` to `model`, in order: a range deletion removes every
+/// key of the model between its bounds, and a later update of the batch
+/// writes over it.
 pub fn apply(model: &mut State, updates: &[Update]) {
-    for (k, v) in updates {
-        match v {
-            Some(v) => model.insert(k.clone(), v.clone()),
-            None => model.remove(k),
-        };
+    for u in updates {
+        match u {
+            Update::Put(k, v) => {
+                model.insert(k.clone(), v.clone());
+            }
+            Update::Delete(k) => {
+                model.remove(k);
+            }
+            Update::DeleteRange(lo, hi) => model.retain(|k, _| !in_bounds(lo, hi, k)),
+        }
     }
+}
+
+/// Number of range deletions in `updates`.
+pub fn range_deletes(updates: &[Update]) -> usize {
+    updates.iter().filter(|u| u.is_range()).count()
+}
+
+/// A random range deletion over a key space whose key `i` is `key(i)`, for
+/// `i` in `0..keys`, with keys sorting as their indexes do (zero-padded
+/// numbers) and each ending in a digit. Four in five cover 1 to 4
+/// consecutive indexes, the others up to a quarter of the space. Each bound
+/// is a key included or excluded; one lower bound in eight is a key with
+/// its last byte cut off (a prefix, which is no key: it reaches down to
+/// the first key sharing it); with `unbounded`, one bound in ten is open
+/// (so the range may reach past the key space: only for a campaign whose
+/// database holds no other key). Never empty, never inverted, so
+/// `WriteBatch::delete_range` accepts it and writes one record.
+pub fn random_range_delete(
+    rng: &mut Rng,
+    keys: u64,
+    key: impl Fn(u64) -> Vec<u8>,
+    unbounded: bool,
+) -> Update {
+    let width = if rng.below(5) == 0 {
+        1 + rng.below((keys / 4).max(1))
+    } else {
+        1 + rng.below(4)
+    }
+    .min(keys);
+    let first = rng.below(keys - width + 1);
+    let last = first + width - 1;
+    let mut lo = if first == last || rng.below(2) == 0 {
+        Bound::Included(key(first))
+    } else {
+        Bound::Excluded(key(first))
+    };
+    if rng.below(8) == 0 {
+        let mut k = key(first);
+        k.pop();
+        lo = Bound::Included(k);
+    }
+    let hi = if first == last || rng.below(2) == 0 {
+        Bound::Included(key(last))
+    } else {
+        Bound::Excluded(key(last))
+    };
+    if unbounded && rng.below(10) == 0 {
+        lo = Bound::Unbounded;
+    }
+    let hi = if unbounded && rng.below(10) == 0 {
+        Bound::Unbounded
+    } else {
+        hi
+    };
+    Update::DeleteRange(lo, hi)
+}
+
+/// Inserts a range deletion from [`random_range_delete`] into `updates`
+/// at a random position before its last update (which the campaigns keep
+/// a put naming the batch), when `rng` draws one in `one_in`; the draw
+/// comes from its own `rng`, so the batch's other updates are those it
+/// had without range deletions. Deterministic in `rng`'s state.
+pub fn mix_in_range_delete(
+    updates: &mut Vec<Update>,
+    mut rng: Rng,
+    one_in: u64,
+    keys: u64,
+    key: impl Fn(u64) -> Vec<u8>,
+    unbounded: bool,
+) {
+    if rng.below(one_in) != 0 {
+        return;
+    }
+    let at = rng.below(updates.len().max(1) as u64) as usize;
+    let d = random_range_delete(&mut rng, keys, key, unbounded);
+    updates.insert(at.min(updates.len().saturating_sub(1)), d);
 }
 
 /// Runs `f` on its own thread; a panic or a run longer than `timeout`
