@@ -199,10 +199,20 @@ pub struct DeleteRangeArgs {
 }
 
 pub fn delete_range(args: &DeleteRangeArgs) -> Result<(), CliError> {
-    if !args.all && args.prefix.is_none() && args.from.is_none() && args.to.is_none() {
+    let bounded = args.prefix.as_ref().is_some_and(|p| !p.is_empty())
+        || args.from.is_some()
+        || args.to.is_some();
+    if !args.all && !bounded {
         return Err(CliError::usage(
-            "delete-range needs --prefix, --from or --to (or --all to delete every key)",
+            "delete-range needs --prefix (not empty), --from or --to (or --all to delete every key)",
         ));
+    }
+    if let (Some(from), Some(to)) = (&args.from, &args.to) {
+        if from > to {
+            return Err(CliError::usage(
+                "delete-range: --from sorts after --to, so the range is inverted",
+            ));
+        }
     }
     let range = crate::scan::key_range(
         args.prefix.as_deref(),

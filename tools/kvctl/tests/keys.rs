@@ -209,6 +209,13 @@ fn delete_range_deletes_a_range_and_explain_names_the_tombstone() {
     let o = kvctl(&["delete-range", p(&db)]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(stderr(&o).contains("--all"), "{}", stderr(&o));
+    // An empty prefix (an unset shell variable) is not --all; an inverted
+    // range is a usage error, not a silent no-op.
+    let o = kvctl(&["delete-range", p(&db), "--prefix", ""]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let o = kvctl(&["delete-range", p(&db), "--from", "c", "--to", "a"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert_eq!(stdout(&ok(kvctl(&["scan", p(&db), "--count"]))), "3\n");
     ok(kvctl(&["delete-range", p(&db), "--all"]));
     assert_eq!(stdout(&ok(kvctl(&["scan", p(&db), "--count"]))), "0\n");
 }
