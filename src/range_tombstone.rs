@@ -168,9 +168,7 @@ impl FragmentedRangeTombstones {
         if self.fragments.is_empty() {
             return SequenceNumber::ZERO;
         }
-        self.fragment(key)
-            .and_then(|f| f.seqs.iter().find(|&&s| s <= read_seq).copied())
-            .unwrap_or(SequenceNumber::ZERO)
+        self.covering_span(key, read_seq).0
     }
 
     /// [`Self::max_covering`] for `key`, with the span of keys around it

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{keys, small_options};
+use common::{keys, small_options, spawn_named};
 use siftdb::sync_point::SyncPoint;
 use siftdb::{CompactionStyle, Db, Options, WriteBatch};
 
@@ -267,17 +267,6 @@ fn every_compaction_style_drops_what_a_range_deletion_hides() {
         assert_eq!(db.get(key(400)).unwrap().unwrap(), "r3-400", "{style:?}");
         assert_eq!(db.stats().range_tombstones, 0, "{style:?}");
     }
-}
-
-/// Runs `f` on a thread named `name` (pauses can select a thread by name).
-fn spawn_named<T: Send + 'static>(
-    name: &str,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> std::thread::JoinHandle<T> {
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(f)
-        .unwrap()
 }
 
 /// A manual compaction held at `point` while a range deletion over its

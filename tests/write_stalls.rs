@@ -8,21 +8,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::pause::PauseOnce;
+use common::spawn_named;
 use siftdb::sync_point::{SyncPoint, SyncPoints};
 use siftdb::{Db, Options};
 
 fn level0(db: &Db) -> usize {
     db.live_files().iter().filter(|f| f.level == 0).count()
-}
-
-fn spawn_named<T: Send + 'static>(
-    name: &str,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> std::thread::JoinHandle<T> {
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(f)
-        .unwrap()
 }
 
 /// With compactions held, two `flush` calls whose memtables were filled

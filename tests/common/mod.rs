@@ -62,6 +62,18 @@ pub fn mkfifo(path: &Path) {
     assert!(made.success(), "mkfifo {}", path.display());
 }
 
+/// Runs `f` on a thread named `name` (a pause can select a thread by
+/// name: [`pause::PauseOnce::for_thread`]).
+pub fn spawn_named<T: Send + 'static>(
+    name: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::thread::JoinHandle<T> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .unwrap()
+}
+
 /// A small deterministic generator (SplitMix64), so tests need no rand crate.
 pub struct Rng(pub u64);
 
