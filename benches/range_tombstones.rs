@@ -2,7 +2,8 @@
 //! absent keys, and a 1,000-key scan, in a database of 200,000 flushed
 //! keys holding 0, 10 or 1,000 flushed range tombstones (each over one
 //! absent key, so every one stays live: its range overlaps the tables),
-//! or 10 still in the memtable. The ratio to the database without any,
+//! or 10 or 10,000 still in the memtable; and what a put and a range
+//! deletion cost beside 10,000 range deletions in the memtable. The ratio to the database without any,
 //! in one run, is the figure; DESIGN.md 3.7 and 13 record it.
 //!
 //! `cargo bench --bench range_tombstones`.
@@ -68,6 +69,7 @@ fn reads(c: &mut Criterion) {
         ("flushed-10", 10, 0),
         ("flushed-1000", 1000, 0),
         ("memtable-10", 0, 10),
+        ("memtable-10000", 0, 10_000),
     ];
     let dbs: Vec<(&str, tempfile::TempDir, Db)> = cases
         .iter()
@@ -111,6 +113,31 @@ fn reads(c: &mut Criterion) {
             })
         });
     }
+    g.finish();
+    // Writing into a memtable that already holds 10,000 range deletions:
+    // a put, and one more range deletion at a scattered key (which the
+    // memtable adds to its fragmented index). Runs last: it grows the
+    // database the reads above measured.
+    let (_, _, db) = dbs
+        .iter()
+        .find(|(name, _, _)| *name == "memtable-10000")
+        .expect("the case exists");
+    let mut g = c.benchmark_group("write_beside_10000_memtable_tombstones");
+    let mut i = 0u32;
+    g.bench_function("put", |b| {
+        b.iter(|| {
+            i = i.wrapping_add(1);
+            db.put(key(scatter(i) & !1), "value of about thirty bytes....")
+                .expect("put")
+        })
+    });
+    g.bench_function("delete_range", |b| {
+        b.iter(|| {
+            i = i.wrapping_add(1);
+            let k = key(scatter(i) | 1);
+            db.delete_range(k.clone()..=k).expect("delete_range")
+        })
+    });
     g.finish();
 }
 

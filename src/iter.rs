@@ -178,12 +178,14 @@ pub struct DbIterator {
     /// Last user key the back end settled.
     back_key: Option<Slice>,
     done: bool,
-    /// The range tombstones this view applies, if any: a version older
-    /// than the newest one over its key (and visible at `seq`) is deleted.
-    range_tombstones: Option<Arc<FragmentedRangeTombstones>>,
+    /// The range tombstones this view applies, one index per memtable and
+    /// one for the version (empty ones left out): a version older than the
+    /// newest tombstone over its key (and visible at `seq`) is deleted.
+    range_tombstones: Vec<Arc<FragmentedRangeTombstones>>,
     /// The last answer of `range_tombstones` and the span of keys it holds
-    /// for (`start` inclusive, `end` exclusive, `None` unbounded): a scan
-    /// searches the fragments again only when it leaves the span.
+    /// for (`start` inclusive, `end` exclusive, `None` unbounded; where the
+    /// spans of every index meet): a scan searches the fragments again
+    /// only when it leaves the span.
     tombstone_span: Option<TombstoneSpan>,
     /// Keeps memtables and tables alive for the iterator's lifetime.
     _pin: Box<dyn std::any::Any + Send + Sync>,
@@ -201,33 +203,47 @@ impl DbIterator {
             front_key: None,
             back_key: None,
             done: false,
-            range_tombstones: None,
+            range_tombstones: Vec::new(),
             tombstone_span: None,
             _pin: pin,
         }
     }
 
-    /// Applies `tombstones` (range deletions) to this view.
+    /// Applies `tombstones` (range deletions, any number of indexes) to
+    /// this view.
     pub(crate) fn with_range_tombstones(
         mut self,
-        tombstones: Option<Arc<FragmentedRangeTombstones>>,
+        tombstones: Vec<Arc<FragmentedRangeTombstones>>,
     ) -> Self {
         self.range_tombstones = tombstones;
+        self.range_tombstones.retain(|t| !t.is_empty());
         self
     }
 
     /// True if a range tombstone this view sees deletes the version of
     /// `user_key` written at `version_seq`.
     fn range_deleted(&mut self, user_key: &[u8], version_seq: SequenceNumber) -> bool {
-        let Some(t) = &self.range_tombstones else {
+        if self.range_tombstones.is_empty() {
             return false;
-        };
+        }
         let inside = |(_, lo, hi): &TombstoneSpan| {
             lo.as_deref().is_none_or(|lo| lo <= user_key)
                 && hi.as_deref().is_none_or(|hi| user_key < hi)
         };
         if !self.tombstone_span.as_ref().is_some_and(inside) {
-            let (seq, lo, hi) = t.covering_span(user_key, self.seq);
+            // The newest answer of any index, over the keys where every
+            // index keeps its answer: the latest start, the earliest end.
+            let (mut seq, mut lo, mut hi) = (SequenceNumber::ZERO, None, None);
+            for t in &self.range_tombstones {
+                let (s, l, h) = t.covering_span(user_key, self.seq);
+                seq = seq.max(s);
+                if l.is_some() && l > lo {
+                    lo = l;
+                }
+                if h.is_some() && (hi.is_none() || h < hi) {
+                    hi = h;
+                }
+            }
             self.tombstone_span = Some((seq, lo.map(<[u8]>::to_vec), hi.map(<[u8]>::to_vec)));
         }
         self.tombstone_span

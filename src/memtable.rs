@@ -21,7 +21,7 @@ use std::sync::Arc;
 use crossbeam_skiplist::SkipMap;
 
 use crate::iter::Entry;
-use crate::range_tombstone::RangeTombstone;
+use crate::range_tombstone::{FragmentedRangeTombstones, RangeTombstone};
 use crate::Slice;
 
 use crate::key::{
@@ -140,13 +140,22 @@ pub struct MemTable {
     user_bytes: AtomicU64,
     wal_number: u64,
     largest_seq: AtomicU64,
-    /// Range deletions, in the order inserted (so by sequence number).
-    /// Kept apart from the skiplist: a read needs every one covering its
-    /// key, not the entry nearest it. Flushes move them into the version.
-    range_tombstones: parking_lot::RwLock<Vec<RangeTombstone>>,
+    /// Range deletions, kept apart from the skiplist: a read needs every
+    /// one covering its key, not the entry nearest it. Flushes move them
+    /// into the version.
+    range_tombstones: parking_lot::RwLock<MemRangeTombstones>,
     /// True once `range_tombstones` is non-empty: reads of a memtable
     /// without any take no lock.
     has_range_tombstones: std::sync::atomic::AtomicBool,
+}
+
+/// A memtable's range deletions: the list in the order inserted (what a
+/// flush moves into the version) and the same tombstones fragmented (what
+/// reads consult), kept up to date on every insert.
+#[derive(Debug, Default)]
+struct MemRangeTombstones {
+    list: Vec<RangeTombstone>,
+    index: Arc<FragmentedRangeTombstones>,
 }
 
 impl MemTable {
@@ -158,7 +167,7 @@ impl MemTable {
             user_bytes: AtomicU64::new(0),
             wal_number,
             largest_seq: AtomicU64::new(0),
-            range_tombstones: parking_lot::RwLock::new(Vec::new()),
+            range_tombstones: parking_lot::RwLock::new(MemRangeTombstones::default()),
             has_range_tombstones: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -187,11 +196,15 @@ impl MemTable {
                 Ordering::Relaxed,
             );
             self.largest_seq.fetch_max(seq.0, Ordering::Relaxed);
-            self.range_tombstones.write().push(RangeTombstone {
+            let t = RangeTombstone {
                 start: user_key.to_vec(),
                 end: (!value.is_empty()).then(|| value.to_vec()),
                 seq,
-            });
+            };
+            let mut ts = self.range_tombstones.write();
+            // Copies the index only if a reader still holds it.
+            Arc::make_mut(&mut ts.index).insert(&t);
+            ts.list.push(t);
             self.has_range_tombstones.store(true, Ordering::Release);
             return;
         }
@@ -264,19 +277,27 @@ impl MemTable {
     }
 
     /// The largest sequence number `<= read_seq` of a range deletion in
-    /// this memtable covering `user_key`, or [`SequenceNumber::ZERO`].
-    /// Linear in the memtable's range deletions; free when it has none.
+    /// this memtable covering `user_key`, or [`SequenceNumber::ZERO`]:
+    /// `O(log n)` in its range deletions, free when it has none.
     pub fn max_range_tombstone(&self, user_key: &[u8], read_seq: SequenceNumber) -> SequenceNumber {
         if !self.has_range_tombstones.load(Ordering::Acquire) {
             return SequenceNumber::ZERO;
         }
         self.range_tombstones
             .read()
-            .iter()
-            .filter(|t| t.seq <= read_seq && t.covers(user_key))
-            .map(|t| t.seq)
-            .max()
-            .unwrap_or(SequenceNumber::ZERO)
+            .index
+            .max_covering(user_key, read_seq)
+    }
+
+    /// The memtable's range deletions, fragmented (every one inserted so
+    /// far: a reader applies only those its sequence number sees), or
+    /// `None` if it has none. Shared, not copied: a later insert copies
+    /// the index instead if this one is still held.
+    pub fn range_tombstone_index(&self) -> Option<Arc<FragmentedRangeTombstones>> {
+        if !self.has_range_tombstones.load(Ordering::Acquire) {
+            return None;
+        }
+        Some(Arc::clone(&self.range_tombstones.read().index))
     }
 
     /// The memtable's range deletions with sequence `<= read_seq`, in the
@@ -287,6 +308,7 @@ impl MemTable {
         }
         self.range_tombstones
             .read()
+            .list
             .iter()
             .filter(|t| t.seq <= read_seq)
             .cloned()

@@ -16,6 +16,7 @@
 //! pieces, each listing the sequence numbers of the tombstones over it.
 
 use std::cmp::Ordering;
+use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use crate::key::SequenceNumber;
@@ -70,10 +71,10 @@ pub fn half_open(lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> Option<(Vec<u8>, Opt
     }
 }
 
-/// One disjoint piece of the fragmented tombstones.
+/// One disjoint piece of the fragmented tombstones, stored under its
+/// start key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Fragment {
-    start: Vec<u8>,
     end: Option<Vec<u8>>,
     /// Sequence numbers of the tombstones over the piece, newest first.
     seqs: Vec<SequenceNumber>,
@@ -83,10 +84,11 @@ struct Fragment {
 /// `O(log fragments)`. `n` tombstones make at most `2n − 1` fragments; a
 /// fragment lists every tombstone over it, so nested tombstones cost
 /// `O(n²)` sequence numbers in the worst case (siftdb expects few, wide
-/// range deletions: a tenant, a time window).
+/// range deletions: a tenant, a time window). Kept in a B-tree by start
+/// key, so [`Self::insert`] adds one without moving the others.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FragmentedRangeTombstones {
-    fragments: Vec<Fragment>,
+    fragments: BTreeMap<Vec<u8>, Fragment>,
 }
 
 /// Orders range ends, `None` (unbounded) last.
@@ -121,7 +123,7 @@ impl FragmentedRangeTombstones {
         by_start.sort_by(|a, b| a.start.cmp(&b.start));
         let mut next = 0;
         let mut active: Vec<&RangeTombstone> = Vec::new();
-        let mut fragments: Vec<Fragment> = Vec::new();
+        let mut fragments = BTreeMap::new();
         for pair in cuts.windows(2) {
             let Some(start) = &pair[0] else { break };
             let end = &pair[1];
@@ -137,13 +139,90 @@ impl FragmentedRangeTombstones {
             let mut seqs: Vec<SequenceNumber> = active.iter().map(|t| t.seq).collect();
             seqs.sort_unstable_by(|a, b| b.cmp(a));
             seqs.dedup();
-            fragments.push(Fragment {
-                start: start.clone(),
-                end: end.clone(),
-                seqs,
-            });
+            let end = end.clone();
+            fragments.insert(start.clone(), Fragment { end, seqs });
         }
         FragmentedRangeTombstones { fragments }
+    }
+
+    /// Adds one tombstone in place: the same fragments as [`Self::new`]
+    /// over the old tombstones and `t`, in `O((k + 1) log n)` (`k` the
+    /// fragments `t` overlaps). The memtable keeps its range deletions
+    /// fragmented this way, so no read fragments them again.
+    pub fn insert(&mut self, t: &RangeTombstone) {
+        let start = t.start.as_slice();
+        // The fragments overlapping `[start, end)`, in key order: perhaps
+        // one beginning before `start`, then those beginning inside.
+        let before = self
+            .fragments
+            .range::<[u8], _>((Bound::Unbounded, Bound::Excluded(start)))
+            .next_back()
+            .filter(|(_, f)| f.end.as_deref().is_none_or(|e| e > start))
+            .map(|(k, _)| k.clone());
+        let inside = self
+            .fragments
+            .range::<[u8], _>((Bound::Included(start), Bound::Unbounded))
+            .take_while(|(k, _)| t.end.as_deref().is_none_or(|e| k.as_slice() < e))
+            .map(|(k, _)| k.clone());
+        let overlapping: Vec<Vec<u8>> = before.into_iter().chain(inside).collect();
+        let with_t = |seqs: &[SequenceNumber]| {
+            let mut seqs = seqs.to_vec();
+            if let Err(at) = seqs.binary_search_by(|s| t.seq.cmp(s)) {
+                seqs.insert(at, t.seq);
+            }
+            seqs
+        };
+        // Where the part of `[start, end)` not yet placed begins; `None`
+        // once nothing is left (an unbounded `t` met an unbounded fragment).
+        let mut cursor = Some(t.start.clone());
+        for key in overlapping {
+            let Some(f) = self.fragments.remove(&key) else {
+                continue; // listed just above: always present
+            };
+            let Some(at) = cursor.take() else { break };
+            match key.cmp(&at) {
+                // Only the first can begin before `start`: its head keeps
+                // its own tombstones.
+                Ordering::Less => {
+                    let head = Fragment {
+                        end: Some(at.clone()),
+                        seqs: f.seqs.clone(),
+                    };
+                    self.fragments.insert(key.clone(), head);
+                }
+                // A gap between fragments inside `t`.
+                Ordering::Greater => {
+                    let gap = Fragment {
+                        end: Some(key.clone()),
+                        seqs: vec![t.seq],
+                    };
+                    self.fragments.insert(at.clone(), gap);
+                }
+                Ordering::Equal => {}
+            }
+            let past_end = cmp_end(&f.end, &t.end) == Ordering::Greater;
+            let to = if past_end { &t.end } else { &f.end };
+            let middle = Fragment {
+                end: to.clone(),
+                seqs: with_t(&f.seqs),
+            };
+            self.fragments.insert(at.max(key), middle);
+            cursor = to.clone();
+            if let (true, Some(end)) = (past_end, &t.end) {
+                // Only the last can reach past `end`: its tail keeps its
+                // own tombstones.
+                self.fragments.insert(end.clone(), f);
+            }
+        }
+        if let Some(at) = cursor {
+            if t.end.as_deref().is_none_or(|e| at.as_slice() < e) {
+                let rest = Fragment {
+                    end: t.end.clone(),
+                    seqs: vec![t.seq],
+                };
+                self.fragments.insert(at, rest);
+            }
+        }
     }
 
     /// True if there is no tombstone: every lookup answers 0 at once.
@@ -151,12 +230,16 @@ impl FragmentedRangeTombstones {
         self.fragments.is_empty()
     }
 
+    /// The last fragment starting at or before `key`, with its start.
+    fn at_or_before(&self, key: &[u8]) -> Option<(&Vec<u8>, &Fragment)> {
+        self.fragments
+            .range::<[u8], _>((Bound::Unbounded, Bound::Included(key)))
+            .next_back()
+    }
+
     /// The fragment holding `key`, if any.
     fn fragment(&self, key: &[u8]) -> Option<&Fragment> {
-        let i = self
-            .fragments
-            .partition_point(|f| f.start.as_slice() <= key);
-        let f = self.fragments.get(i.checked_sub(1)?)?;
+        let (_, f) = self.at_or_before(key)?;
         f.end.as_deref().is_none_or(|e| key < e).then_some(f)
     }
 
@@ -180,24 +263,24 @@ impl FragmentedRangeTombstones {
         key: &[u8],
         read_seq: SequenceNumber,
     ) -> (SequenceNumber, Option<&[u8]>, Option<&[u8]>) {
-        let i = self
-            .fragments
-            .partition_point(|f| f.start.as_slice() <= key);
-        if let Some(f) = i.checked_sub(1).map(|j| &self.fragments[j]) {
+        let before = self.at_or_before(key);
+        if let Some((start, f)) = before {
             if f.end.as_deref().is_none_or(|e| key < e) {
                 let seq = f.seqs.iter().find(|&&s| s <= read_seq).copied();
                 return (
                     seq.unwrap_or(SequenceNumber::ZERO),
-                    Some(&f.start),
+                    Some(start),
                     f.end.as_deref(),
                 );
             }
         }
         // In a gap: after the previous fragment, before the next.
-        let start = i
-            .checked_sub(1)
-            .and_then(|j| self.fragments[j].end.as_deref());
-        let end = self.fragments.get(i).map(|f| f.start.as_slice());
+        let start = before.and_then(|(_, f)| f.end.as_deref());
+        let end = self
+            .fragments
+            .range::<[u8], _>((Bound::Excluded(key), Bound::Unbounded))
+            .next()
+            .map(|(k, _)| k.as_slice());
         (SequenceNumber::ZERO, start, end)
     }
 
@@ -310,6 +393,75 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn insert_makes_the_fragments_new_makes() {
+        // Random tombstones over a small alphabet (so they overlap, nest,
+        // share starts and ends, and some are unbounded), added one at a
+        // time in and out of sequence order: after every insert the
+        // fragments equal those `new` builds from scratch.
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        for round in 0..300 {
+            let mut all: Vec<RangeTombstone> = Vec::new();
+            let mut incremental = FragmentedRangeTombstones::default();
+            for i in 0..1 + next(12) {
+                let a = next(8) as u8;
+                let b = a + 1 + next(8 - u64::from(a)) as u8;
+                let key = |c: u8| vec![b'a' + c];
+                let seq = if round % 2 == 0 { i + 1 } else { 1 + next(6) };
+                let t = RangeTombstone {
+                    start: if next(5) == 0 { Vec::new() } else { key(a) },
+                    end: (b < 8 && next(4) != 0).then(|| key(b)),
+                    seq: SequenceNumber(seq),
+                };
+                incremental.insert(&t);
+                all.push(t);
+                assert_eq!(
+                    incremental,
+                    FragmentedRangeTombstones::new(&all),
+                    "round {round}: {all:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn insert_splits_and_fills_around_existing_fragments() {
+        let mut f = FragmentedRangeTombstones::new(&[t("c", Some("e"), 5)]);
+        f.insert(&t("a", Some("d"), 7));
+        f.insert(&t("g", None, 8));
+        // Each fragment as "start..end: seqs", newest first.
+        let cuts: Vec<String> = f
+            .fragments
+            .iter()
+            .map(|(k, x)| {
+                let end = x.end.as_deref().map(String::from_utf8_lossy);
+                let seqs: Vec<u64> = x.seqs.iter().map(|s| s.0).collect();
+                format!(
+                    "{}..{}: {seqs:?}",
+                    String::from_utf8_lossy(k),
+                    end.unwrap_or_default()
+                )
+            })
+            .collect();
+        assert_eq!(cuts, ["a..c: [7]", "c..d: [7, 5]", "d..e: [5]", "g..: [8]"]);
+        let s = SequenceNumber;
+        assert_eq!(
+            f.max_covering(b"f", SequenceNumber::MAX),
+            SequenceNumber::ZERO
+        );
+        assert_eq!(
+            f.max_covering(b"zz", SequenceNumber(7)),
+            SequenceNumber::ZERO
+        );
+        assert_eq!(f.max_covering(b"zz", SequenceNumber(8)), s(8));
     }
 
     #[test]

@@ -56,6 +56,37 @@ fn a_range_deletion_hides_its_keys_from_gets_and_scans_both_ways() {
 }
 
 #[test]
+fn tombstones_in_the_version_and_the_memtable_apply_together_and_an_open_iterator_keeps_its_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = common::open(dir.path(), &small_options());
+    fill(&db, 20, "v");
+    db.flush().unwrap();
+    db.delete_range(key(2)..key(6)).unwrap();
+    db.put(key(4), "new").unwrap();
+    db.flush().unwrap(); // that tombstone now lives in the version
+    db.delete_range(key(5)..key(9)).unwrap(); // this one in the memtable
+    db.put(key(7), "new").unwrap();
+    let names = |live: &[u32]| live.iter().map(|&i| key(i)).collect::<Vec<_>>();
+    let mut expected: Vec<u32> = vec![0, 1, 4, 7];
+    expected.extend(9..20);
+    let open = db.iter();
+    // Written while `open` holds the memtable's tombstones: the memtable
+    // copies them rather than change what `open` reads.
+    db.delete_range(key(10)..key(12)).unwrap();
+    assert_eq!(keys(open), names(&expected));
+    expected.retain(|i| !(10..12).contains(i));
+    assert_eq!(keys(db.iter()), names(&expected));
+    let mut back = keys(db.iter().rev());
+    back.reverse();
+    assert_eq!(back, names(&expected));
+    assert_eq!(keys(db.range(key(3)..key(11))), names(&[4, 7, 9]));
+    assert_eq!(db.get(key(4)).unwrap().unwrap(), "new");
+    assert_eq!(db.get(key(6)).unwrap(), None);
+    assert_eq!(db.get(key(11)).unwrap(), None);
+    assert_eq!(db.stats().range_tombstones, 3);
+}
+
+#[test]
 fn within_a_batch_order_decides() {
     let dir = tempfile::tempdir().unwrap();
     let db = common::open(dir.path(), &small_options());

@@ -9,7 +9,7 @@ use crate::filter::{hash_key, KeyHash, PrefixExtractor};
 use crate::iter::{DbIterator, EntrySource};
 use crate::key::{SequenceNumber, ValueType};
 use crate::key_range::overlaps;
-use crate::range_tombstone::{FragmentedRangeTombstones, RangeTombstone};
+use crate::range_tombstone::FragmentedRangeTombstones;
 use crate::sstable::block_cache::BlockCache;
 use crate::sstable::TableGet;
 use crate::stats::{Counters, GetCounts};
@@ -208,27 +208,20 @@ pub(super) fn iterate(
             it.count_block_reads(Arc::clone(&counters.scan_block_reads)),
         ));
     }
-    let tombstones = range_tombstones_for_scan(&sv, seq);
+    let tombstones = range_tombstones_for_scan(&sv);
     DbIterator::new(sources, seq, Box::new(sv)).with_range_tombstones(tombstones)
 }
 
-/// Every range tombstone a scan at `seq` in `sv` must apply, fragmented;
-/// `None` if there is none (the usual case). Reuses the version's index
-/// when the memtables hold none.
-fn range_tombstones_for_scan(
-    sv: &SuperVersion,
-    seq: SequenceNumber,
-) -> Option<Arc<FragmentedRangeTombstones>> {
-    let in_mems: Vec<RangeTombstone> = std::iter::once(&sv.mem)
+/// The range-tombstone indexes a scan of `sv` applies: each memtable's
+/// and the version's, shared rather than rebuilt (the iterator applies
+/// only the tombstones its sequence number sees); empty in the usual case.
+fn range_tombstones_for_scan(sv: &SuperVersion) -> Vec<Arc<FragmentedRangeTombstones>> {
+    std::iter::once(&sv.mem)
         .chain(sv.imms.iter())
-        .flat_map(|m| m.range_tombstones(seq))
-        .collect();
-    let flushed = &sv.version.range_tombstones;
-    match (in_mems.is_empty(), flushed.is_empty()) {
-        (true, true) => None,
-        (true, false) => Some(Arc::clone(flushed.index())),
-        _ => Some(Arc::new(FragmentedRangeTombstones::new(
-            in_mems.iter().chain(flushed.iter().map(|t| &t.tombstone)),
-        ))),
-    }
+        .filter_map(|m| m.range_tombstone_index())
+        .chain(
+            (!sv.version.range_tombstones.is_empty())
+                .then(|| Arc::clone(sv.version.range_tombstones.index())),
+        )
+        .collect()
 }
