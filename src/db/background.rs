@@ -43,7 +43,7 @@ impl DbInner {
                 _ => self.options.level0_stop_trigger,
             };
             let must_wait = || {
-                let cur = self.current.read();
+                let cur = self.default.current.read();
                 cur.imms.len() >= self.options.max_immutable_memtables
                     || cur.version.levels[0].len() + cur.imms.len() >= stop
             };
@@ -79,7 +79,7 @@ impl DbInner {
         let mem = Arc::new(MemTable::new(number));
         let frozen = std::mem::replace(&mut w.mem, Arc::clone(&mem));
         {
-            let mut cur = self.current.write();
+            let mut cur = self.default.current.write();
             let mut imms = Vec::with_capacity(cur.imms.len() + 1);
             imms.push(frozen);
             imms.extend(cur.imms.iter().cloned());
@@ -105,7 +105,7 @@ impl DbInner {
         } else {
             let number = self.next_file_number.fetch_add(1, Ordering::SeqCst);
             let table_options = {
-                let version = Arc::clone(&self.current.read().version);
+                let version = Arc::clone(&self.default.current.read().version);
                 let keys = imm.len() as u64;
                 filter_budget::table_options(
                     &self.options,
@@ -125,7 +125,7 @@ impl DbInner {
         let mut vs = self.versions.lock();
         // WALs older than the next-oldest unflushed memtable are obsolete.
         let (log_number, new_range_tombstones) = {
-            let cur = self.current.read();
+            let cur = self.default.current.read();
             let log_number = match cur.imms.len() {
                 0 | 1 => cur.mem.wal_number(),
                 n => cur.imms[n - 2].wal_number(),
@@ -254,7 +254,7 @@ impl DbInner {
             KeyPrediction::keep(&mut vs.key_predictions, *p);
         }
         let version = {
-            let mut cur = self.current.write();
+            let mut cur = self.default.current.write();
             let version = Arc::new(cur.version.apply(edit, &mut opened)?);
             let imms = cur
                 .imms
@@ -313,7 +313,7 @@ impl DbInner {
         if self.options.compaction_style == CompactionStyle::None {
             return Ok(());
         }
-        let level0 = || self.current.read().version.levels[0].len();
+        let level0 = || self.default.current.read().version.levels[0].len();
         if level0() >= self.options.level0_stop_trigger {
             let mut bg = self.bg.lock();
             while level0() >= self.options.level0_stop_trigger {
@@ -341,12 +341,15 @@ impl DbInner {
     /// Runs one automatic compaction if the picker finds one and no other
     /// compaction is running. A failure turns the database read-only.
     fn compact_once_if_needed(&self) {
-        let Some(mut pointers) = self.compaction.try_lock() else {
+        let Some(_running) = self.compaction.try_lock() else {
             return;
         };
-        let version = Arc::clone(&self.current.read().version);
-        let c = compaction::pick(&version, &self.options, &mut pointers)
-            .or_else(|| filter_budget::drift_rebuild(&self.options, &version));
+        let version = Arc::clone(&self.default.current.read().version);
+        let picked = {
+            let mut pointers = self.default.compaction_pointers.lock();
+            compaction::pick(&version, &self.options, &mut pointers)
+        };
+        let c = picked.or_else(|| filter_budget::drift_rebuild(&self.options, &version));
         let result = c.as_ref().map_or(Ok(()), |c| self.run_compaction(c));
         // A failure turns the database read-only before the lock is let
         // go: a manual compaction waiting for the lock must find it so, not
@@ -358,7 +361,7 @@ impl DbInner {
         // holds them) before the lock, so that `wait_for_compactions`
         // returns only after the deletions.
         drop((c, version));
-        drop(pointers);
+        drop(_running);
     }
 
     /// Executes `c`: merges its inputs into new tables (or moves a single
@@ -381,7 +384,7 @@ impl DbInner {
             // The deepest level holding data gets its own filter setting
             // (`skip_filters_on_last_level`). Only this compaction can move
             // data below its output level, and it holds the lock.
-            let version = Arc::clone(&self.current.read().version);
+            let version = Arc::clone(&self.default.current.read().version);
             let last_level = c.output_level >= 1
                 && version.levels[c.output_level + 1..]
                     .iter()
@@ -455,7 +458,7 @@ impl DbInner {
         edit.last_sequence = Some(SequenceNumber(vs.last_seq));
         edit.table_bytes_written = Some(vs.table_bytes_written + counts.bytes_written);
         edit.range_tombstone_files = {
-            let cur = self.current.read();
+            let cur = self.default.current.read();
             range_tombstone_files(c, &outputs, &cur.version, &known_tombstones)
         };
         // If this fails, whether the edit is durable is unknown (a failed
@@ -496,9 +499,9 @@ impl DbInner {
     /// all is a success. A failure turns the database read-only, as in the
     /// background.
     pub(super) fn compact_manually(&self, range: Option<&compaction::KeyBounds>) -> Result<()> {
-        let mut _pointers = self.compaction.lock();
+        let _running = self.compaction.lock();
         let deepest = {
-            let v = &self.current.read().version;
+            let v = &self.default.current.read().version;
             (1..v.levels.len())
                 .rev()
                 .find(|&l| !v.levels[l].is_empty())
@@ -512,7 +515,7 @@ impl DbInner {
             if result.is_err() {
                 break;
             }
-            let version = Arc::clone(&self.current.read().version);
+            let version = Arc::clone(&self.default.current.read().version);
             // All of the deepest level's runs are picked from one version:
             // re-picking after each would find a run that a snapshot keeps
             // dirty again, without end.
@@ -548,7 +551,7 @@ impl DbInner {
         if let Err(e) = &result {
             self.record_bg_error(format!("compaction failed: {e}"));
         }
-        drop(_pointers);
+        drop(_running);
         // Notified under `bg`, so that no waiter misses it between its
         // check and its wait.
         let _bg = self.bg.lock();
@@ -563,9 +566,9 @@ impl DbInner {
     /// entry copied ([`filter_budget::rebuild_plan`]); returns how many. A
     /// failure turns the database read-only, as in the background.
     pub(super) fn rebuild_filters(&self) -> Result<usize> {
-        let _pointers = self.compaction.lock();
+        let _running = self.compaction.lock();
         self.check_writable()?;
-        let version = Arc::clone(&self.current.read().version);
+        let version = Arc::clone(&self.default.current.read().version);
         let plan = filter_budget::rebuild_plan(&self.options, &version);
         drop(version);
         let mut result = Ok(plan.iter().map(|c| c.inputs.len()).sum());
@@ -579,7 +582,7 @@ impl DbInner {
             self.record_bg_error(format!("filter rebuild failed: {e}"));
         }
         drop(plan);
-        drop(_pointers);
+        drop(_running);
         let _bg = self.bg.lock();
         self.bg_cv.notify_all();
         result
@@ -650,11 +653,11 @@ pub(super) fn background_main(inner: Arc<DbInner>) {
                 if inner.closed_wals.try_lock().is_some_and(|c| !c.is_empty()) {
                     break BgJob::SyncClosedWals;
                 }
-                if let Some(m) = inner.current.read().imms.last().cloned() {
+                if let Some(m) = inner.default.current.read().imms.last().cloned() {
                     break BgJob::Flush(m);
                 }
                 if !inner.compaction.is_locked()
-                    && compaction_due(&inner.current.read().version, &inner.options)
+                    && compaction_due(&inner.default.current.read().version, &inner.options)
                 {
                     break BgJob::Compact;
                 }

@@ -295,7 +295,7 @@ impl DbInner {
         // WAL of the memtable it wrote only after that: every WAL of a
         // memtable in the super-version read under it still exists.
         let vs = self.versions.lock();
-        let sv = self.current.read().clone();
+        let sv = self.default.current.read().clone();
         let mut numbers: Vec<u64> = std::iter::once(&sv.mem)
             .chain(&sv.imms)
             .map(|m| m.wal_number())

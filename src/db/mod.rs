@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, Mutex};
 
 use crate::error::IoContext;
 use crate::filename;
@@ -47,6 +47,7 @@ use crate::write_batch::{check_lengths, WriteBatch};
 use crate::{Error, Options, Result, Slice, WriteOptions};
 pub use builder::DbBuilder;
 pub use checkpoint::{checkpoint_temp_dir, CheckpointReport, CHECKPOINT_TEMP_SUFFIX};
+use keyspace::KeyspaceState;
 
 /// What a reader needs to see the whole database at one moment: the active
 /// memtable, the frozen memtables waiting for flush (newest first) and the
@@ -194,7 +195,8 @@ struct DbInner {
     /// does first.
     closed_wals: Mutex<Vec<LogWriter>>,
     versions: Mutex<VersionState>,
-    current: RwLock<Arc<SuperVersion>>,
+    /// The default keyspace, for now the only one.
+    default: KeyspaceState,
     /// The data-block cache of point lookups, with
     /// [`crate::TableReads::Cached`].
     block_cache: Option<Arc<BlockCache>>,
@@ -211,9 +213,10 @@ struct DbInner {
     hot: Option<ReadSketch>,
     /// Live snapshots: sequence number -> how many snapshots hold it.
     snapshots: Mutex<BTreeMap<u64, usize>>,
-    /// Held while a compaction runs, so that only one runs at a time;
-    /// guards the leveled picker's round-robin key per level.
-    compaction: Mutex<Vec<Vec<u8>>>,
+    /// Held while a compaction runs, so that only one runs at a time
+    /// (in any keyspace); a keyspace's compaction pointers are taken only
+    /// under it.
+    compaction: Mutex<()>,
     /// What the open replayed and dropped.
     recovery: RecoveryReport,
     /// The `LOCK` file, held with an exclusive lock until the `Db` closes
@@ -583,7 +586,7 @@ impl Db {
             // `seq` is the newest committed write (this writer holds the
             // write path), whose versions no compaction drops, so the
             // super-version may be taken after it (unlike `view`).
-            let sv = inner.current.read().clone();
+            let sv = inner.default.current.read().clone();
             let current = inner.point_get(&sv, key, seq)?;
             let f = f.take().expect("a batch is built once");
             let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -717,7 +720,7 @@ impl Db {
             if let Some(e) = &bg.error {
                 return Err(Error::Background(e.clone()));
             }
-            if self.inner.current.read().imms.is_empty() {
+            if self.inner.default.current.read().imms.is_empty() {
                 return Ok(());
             }
             self.inner.bg_cv.wait(&mut bg);
@@ -843,7 +846,7 @@ impl Db {
                 return Err(Error::Background(e.clone()));
             }
             let idle = {
-                let cur = inner.current.read();
+                let cur = inner.default.current.read();
                 cur.imms.is_empty() && !background::compaction_due(&cur.version, &inner.options)
             };
             if idle && !inner.compaction.is_locked() {
@@ -868,7 +871,7 @@ impl Db {
     /// The SSTables of the current version, level 0 first (newest first
     /// within level 0, by smallest key in deeper levels).
     pub fn live_files(&self) -> Vec<LiveFile> {
-        let sv = self.inner.current.read().clone();
+        let sv = self.inner.default.current.read().clone();
         sv.version
             .files()
             .map(|(level, f)| LiveFile {
@@ -883,7 +886,7 @@ impl Db {
 
     /// Counters since open and the shape of the current version.
     pub fn stats(&self) -> Stats {
-        let sv = self.inner.current.read().clone();
+        let sv = self.inner.default.current.read().clone();
         let levels = LevelStats::of_version(&sv.version);
         let filters = FilterMemory::of(&sv.version, self.inner.options.filter_budget.as_ref());
         let vs = self.inner.versions.lock();
@@ -935,7 +938,7 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn approximate_len(&self) -> Result<u64> {
-        let sv = self.inner.current.read().clone();
+        let sv = self.inner.default.current.read().clone();
         let precision = self
             .inner
             .options
@@ -1109,27 +1112,27 @@ impl Snapshot {
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Slice>> {
         let key = key.as_ref();
         check_lengths(key.len(), 0)?;
-        let sv = self.inner.current.read().clone();
+        let sv = self.inner.default.current.read().clone();
         self.inner.point_get(&sv, key, self.seq)
     }
 
     /// As [`Db::range`], as of the snapshot.
     pub fn range(&self, range: impl KeyRange) -> DbIterator {
-        let sv = self.inner.current.read().clone();
+        let sv = self.inner.default.current.read().clone();
         let (lo, hi) = range.into_bounds();
         self.inner.scan_range(sv, self.seq, lo, hi)
     }
 
     /// As [`Db::iter`], as of the snapshot: every live pair, in key order.
     pub fn iter(&self) -> DbIterator {
-        let sv = self.inner.current.read().clone();
+        let sv = self.inner.default.current.read().clone();
         let all = std::ops::Bound::Unbounded;
         self.inner.scan_range(sv, self.seq, all.clone(), all)
     }
 
     /// As [`Db::prefix`], as of the snapshot.
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
-        let sv = self.inner.current.read().clone();
+        let sv = self.inner.default.current.read().clone();
         self.inner.scan_prefix(sv, self.seq, prefix.as_ref())
     }
 }
@@ -1156,6 +1159,7 @@ mod background;
 mod builder;
 mod checkpoint;
 mod filter_budget;
+mod keyspace;
 mod read;
 mod recovery;
 mod stored_options;
@@ -1207,7 +1211,7 @@ impl DbInner {
     /// write it holds, so the read sees the database as it was at that
     /// rotation, a moment during the call.
     fn view(&self) -> (Arc<SuperVersion>, SequenceNumber) {
-        let sv = self.current.read().clone();
+        let sv = self.default.current.read().clone();
         sync_point::reach(
             &self.options.sync_points,
             SyncPoint::ReadBetweenVersionAndSequence,

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, Mutex};
 
 use crate::error::IoContext;
 use crate::filename::{self, FileType};
@@ -27,6 +27,7 @@ use crate::{Error, Options, Result};
 
 use super::background::{background_main, flushed_range_tombstones, write_table};
 use super::filter_budget::{self, NewTable};
+use super::keyspace::KeyspaceState;
 use super::{BgState, Db, DbInner, SuperVersion, VersionState, WriteState};
 
 /// The siftdb files in a directory, classified (background.rs uses it from
@@ -736,11 +737,11 @@ pub(super) fn recover(
         write_queue: Default::default(),
         closed_wals: Mutex::new(Vec::new()),
         versions: Mutex::new(versions),
-        current: RwLock::new(Arc::new(SuperVersion {
+        default: KeyspaceState::new(SuperVersion {
             mem,
             imms: Vec::new(),
             version: Arc::new(version),
-        })),
+        }),
         visible_seq: AtomicU64::new(last_seq),
         next_file_number: AtomicU64::new(next_file),
         bg: Mutex::new(BgState::default()),
@@ -749,7 +750,7 @@ pub(super) fn recover(
         counters: Counters::default(),
         hot,
         snapshots: Mutex::new(BTreeMap::new()),
-        compaction: Mutex::new(vec![Vec::new(); crate::version::set::NUM_LEVELS]),
+        compaction: Mutex::new(()),
         recovery: report,
         lock: Mutex::new(lock),
     });
