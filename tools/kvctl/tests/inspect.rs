@@ -698,7 +698,7 @@ lookup of k007x at sequence 304
      2  L0 000008.sst (1 of 3)            skipped by bloom filter (says absent)
      3  L0 000006.sst (2 of 3)            skipped by bloom filter (says absent)
      4  L0 000004.sst (3 of 3)            skipped by bloom filter (says absent)
-answer: absent: no source holds the key
+answer: not found: no memtable or SSTable holds a version of the key; get returns nothing
 cost: 0 data-block reads, 0 sources skipped by key range, 3 SSTables skipped by filter, 0 filter false positives
 "
     );
@@ -1261,5 +1261,109 @@ fn info_counts_a_wals_range_deletions() {
     assert_eq!(j["wals"][0]["range_deletions"], 0);
     assert!(
         stdout(&ok(kvctl(&["info", p(&db)]))).contains("000007.log  65 B, 2 records, 2 updates\n")
+    );
+}
+
+/// The `answer:` line of `kvctl explain DB KEY`.
+fn answer(db: &Path, key: &str) -> String {
+    let out = stdout(&ok(kvctl(&["explain", p(db), key])));
+    out.lines()
+        .find_map(|l| l.strip_prefix("answer: "))
+        .unwrap_or_else(|| panic!("no answer in:\n{out}"))
+        .to_string()
+}
+
+/// Found by a new-user trial: a key never written was "deleted by the
+/// range deletion ..., newer than any version found" (none was found),
+/// and a plain miss was "absent: no source holds the key".
+#[test]
+fn explain_says_plainly_that_a_key_was_never_found() {
+    let (_tmp, db) = range_deleted_db();
+    // Never written, and outside every range deletion.
+    assert_eq!(
+        answer(&db, "0"),
+        "not found: no memtable or SSTable holds a version of the key; get returns nothing"
+    );
+    // Never written, inside [b, no end) @5.
+    assert_eq!(
+        answer(&db, "nope"),
+        "not found: no memtable or SSTable holds a version of the key, and the range deletion \
+         at sequence 5 covers it; get returns nothing"
+    );
+    let j = json_ok(&["explain", p(&db), "nope"]);
+    assert_eq!(j["verdict"], "range_deleted");
+    assert_eq!(j["answered_by"], Value::Null);
+    assert_eq!(j["range_deletion_seq"], 5);
+    // Written, then range-deleted: the version found is named.
+    assert_eq!(
+        answer(&db, "b"),
+        "deleted by the range deletion at sequence 5, newer than the version found (put @2, \
+         step 2): get returns nothing"
+    );
+    // Written after the range deletion.
+    assert_eq!(
+        answer(&db, "z"),
+        "value 26 (step 1, memtable of 000005.log)"
+    );
+}
+
+/// Found by a new-user trial: `explain --prefix` did not show the range
+/// deletions over the prefix, which hide what the tables it reads hold.
+#[test]
+fn explain_prefix_lists_the_range_deletions_over_the_prefix() {
+    let (_tmp, db) = range_deleted_db();
+    let out = stdout(&ok(kvctl(&["explain", p(&db), "--prefix", "c"])));
+    let section: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("range deletions"))
+        .take_while(|l| !l.starts_with("cost:"))
+        .collect();
+    assert_eq!(
+        section,
+        [
+            "range deletions over the prefix, newest first (each hides the older versions of the keys it covers):",
+            "  [b .. (no end)) @5  memtable of 000005.log  every key with the prefix",
+            "  [c .. d) @4         manifest                every key with the prefix",
+        ],
+        "{out}"
+    );
+    let j = json_ok(&["explain", p(&db), "--prefix", "c"]);
+    assert_eq!(
+        j["range_tombstones"],
+        json!([
+            {"start": "b", "end": null, "seq": 5, "source": "memtable", "wal": 5, "covers_prefix": true},
+            {"start": "c", "end": "d", "seq": 4, "source": "manifest", "wal": null, "covers_prefix": true},
+        ])
+    );
+    // [c, d) is outside the prefix b; over the empty prefix both cover
+    // only some keys.
+    let j = json_ok(&["explain", p(&db), "--prefix", "b"]);
+    let seqs: Vec<&Value> = j["range_tombstones"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["seq"])
+        .collect();
+    assert_eq!(seqs, [&json!(5)]);
+    let j = json_ok(&["explain", p(&db), "--prefix", ""]);
+    let covers: Vec<&Value> = j["range_tombstones"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["covers_prefix"])
+        .collect();
+    assert_eq!(covers, [&json!(false), &json!(false)]);
+    let out = stdout(&ok(kvctl(&["explain", p(&db), "--prefix", ""])));
+    assert!(
+        out.contains("  [c .. d) @4         manifest                some keys with the prefix\n"),
+        "{out}"
+    );
+    // Without range deletions there is no such section, and an empty list.
+    let (_tmp, db) = layout();
+    let out = stdout(&ok(kvctl(&["explain", p(&db), "--prefix", "k00"])));
+    assert!(!out.contains("range deletion"), "{out}");
+    assert_eq!(
+        json_ok(&["explain", p(&db), "--prefix", "k00"])["range_tombstones"],
+        json!([])
     );
 }

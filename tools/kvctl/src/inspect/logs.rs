@@ -356,9 +356,9 @@ fn op_value_text(o: &WalOp, show: Show) -> String {
     }
 }
 
-/// How a range with no upper bound shows its end, in `manifest dump` and
-/// `wal dump`.
-const NO_END: &str = "(no end)";
+/// How a range with no upper bound shows its end, in `manifest dump`,
+/// `wal dump` and `explain --prefix`.
+pub const NO_END: &str = "(no end)";
 
 /// `N updates`, then `, N range deletions` if there are any: a WAL's
 /// puts and deletes, then its range deletions, as `info` counts them.
