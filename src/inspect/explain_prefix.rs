@@ -223,7 +223,7 @@ pub fn explain_prefix(snap: &DbSnapshot, prefix: &[u8]) -> Result<PrefixExplain>
             })
         })
         .collect();
-    range_tombstones.sort_by(|a, b| b.tombstone.seq.cmp(&a.tombstone.seq));
+    range_tombstones.sort_by_key(|t| std::cmp::Reverse(t.tombstone.seq));
     Ok(PrefixExplain {
         prefix: prefix.to_vec(),
         sequence: seq,
