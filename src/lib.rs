@@ -26,9 +26,9 @@
 //! - `zstd` (off by default): the zstd codec for data blocks
 //!   ([`Compression::Zstd`] in [`Options::compression`]), by the `zstd`
 //!   crate, which builds the C library. Without it LZ4 is the only codec,
-//!   and a policy or a database's stored options naming zstd is
-//!   [`Error::InvalidArgument`] ("this build has no zstd support; rebuild
-//!   with --features zstd").
+//!   and a policy or a database's stored options naming zstd, or a zstd
+//!   data block read, is [`Error::InvalidArgument`] ("this build has no
+//!   zstd support; rebuild with --features zstd"), not corruption.
 //!
 //! # Stability
 //!

@@ -13,6 +13,7 @@ use super::DbSnapshot;
 use crate::filter::prefix::builtin_extractor;
 use crate::filter::{hash_key, FilterKind, PrefixExtractor};
 use crate::key::{prefix_successor, user_key_of, SequenceNumber};
+use crate::range_tombstone::RangeTombstone;
 use crate::version::set::TableFile;
 use crate::write_batch::check_lengths;
 use crate::Result;
@@ -70,6 +71,19 @@ pub struct PrefixStep {
     pub outcome: PrefixOutcome,
 }
 
+/// A range deletion over some key with a traced scan's prefix: the scan
+/// skips each version it hides (DESIGN.md 3.7).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrefixRangeTombstone {
+    /// The deletion.
+    pub tombstone: RangeTombstone,
+    /// The WAL whose memtable holds it; `None` for one flushed into the
+    /// version (kept in the manifest).
+    pub wal: Option<u64>,
+    /// True if it covers every key with the prefix, false if only some.
+    pub covers_prefix: bool,
+}
+
 /// A traced prefix scan, from [`explain_prefix`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PrefixExplain {
@@ -79,6 +93,8 @@ pub struct PrefixExplain {
     pub sequence: SequenceNumber,
     /// Every memtable, then every table, level 0 first.
     pub steps: Vec<PrefixStep>,
+    /// The range deletions over keys with the prefix, newest first.
+    pub range_tombstones: Vec<PrefixRangeTombstone>,
 }
 
 impl PrefixExplain {
@@ -126,7 +142,9 @@ impl PrefixExplain {
 /// Traces `Db::prefix(prefix)` in `snap`: every memtable, then every table
 /// in lookup order, each either left out by its key range, left out by its
 /// prefix filter (probed as the engine probes it, with the extractor the
-/// table records), or read (with the data blocks the scan reads from it).
+/// table records), or read (with the data blocks the scan reads from it);
+/// and the range deletions (memtables' and the version's) over keys with
+/// the prefix.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a prefix
@@ -170,10 +188,47 @@ pub fn explain_prefix(snap: &DbSnapshot, prefix: &[u8]) -> Result<PrefixExplain>
             });
         }
     }
+    let hi_key = match &hi {
+        Bound::Excluded(h) => Some(h.as_slice()),
+        _ => None,
+    };
+    let seq = snap.last_sequence;
+    let memtables = snap.wals.iter().flat_map(|w| {
+        w.mem
+            .range_tombstones(seq)
+            .into_iter()
+            .map(move |t| (t, Some(w.number)))
+    });
+    let version = snap
+        .version
+        .range_tombstones
+        .iter()
+        .filter(|t| t.tombstone.seq <= seq)
+        .map(|t| (t.tombstone.clone(), None));
+    let mut range_tombstones: Vec<PrefixRangeTombstone> = memtables
+        .chain(version)
+        .filter_map(|(t, wal)| {
+            let starts_before_hi = hi_key.is_none_or(|h| t.start.as_slice() < h);
+            let ends_after_lo = t.end.as_deref().is_none_or(|e| e > prefix);
+            let covers_prefix = t.start.as_slice() <= prefix
+                && match (t.end.as_deref(), hi_key) {
+                    (None, _) => true,
+                    (Some(e), Some(h)) => e >= h,
+                    (Some(_), None) => false,
+                };
+            (starts_before_hi && ends_after_lo).then_some(PrefixRangeTombstone {
+                tombstone: t,
+                wal,
+                covers_prefix,
+            })
+        })
+        .collect();
+    range_tombstones.sort_by_key(|t| std::cmp::Reverse(t.tombstone.seq));
     Ok(PrefixExplain {
         prefix: prefix.to_vec(),
-        sequence: snap.last_sequence,
+        sequence: seq,
         steps,
+        range_tombstones,
     })
 }
 

@@ -43,7 +43,8 @@ pub struct WalOp {
     pub value_type: ValueType,
     /// The user key.
     pub key: Vec<u8>,
-    /// The value (empty for a delete).
+    /// The value (empty for a delete); for a range deletion, the range's
+    /// exclusive end, empty if it has none.
     pub value: Vec<u8>,
 }
 
@@ -105,9 +106,19 @@ pub struct WalContents {
 }
 
 impl WalContents {
-    /// Updates in all records.
+    /// Updates in all records, range deletions included.
     pub fn ops(&self) -> u64 {
         self.records.iter().map(|r| r.ops.len() as u64).sum()
+    }
+
+    /// Range deletions in all records (counted in [`WalContents::ops`]
+    /// too).
+    pub fn range_deletions(&self) -> u64 {
+        self.records
+            .iter()
+            .flat_map(|r| &r.ops)
+            .filter(|o| o.value_type == ValueType::RangeDeletion)
+            .count() as u64
     }
 
     /// The largest sequence number of any update, 0 if none.

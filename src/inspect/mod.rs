@@ -60,7 +60,9 @@ pub use crate::version::manifest::{read_manifest, ManifestContents, ManifestReco
 pub use explain::{
     explain, Explain, ExplainOutcome, ExplainSource, ExplainStep, FoundEntry, Verdict,
 };
-pub use explain_prefix::{explain_prefix, PrefixExplain, PrefixOutcome, PrefixProbe, PrefixStep};
+pub use explain_prefix::{
+    explain_prefix, PrefixExplain, PrefixOutcome, PrefixProbe, PrefixRangeTombstone, PrefixStep,
+};
 pub use logs::{current_manifest, read_live_wals, read_wal, WalContents, WalOp, WalRecord};
 pub use salvage::{
     FileSet, KeyRange, Salvage, SalvageReport, SalvagedEntry, SkippedBlock, TableSalvage,

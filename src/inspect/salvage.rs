@@ -60,6 +60,7 @@ use crate::key::{
 };
 use crate::log::TornTail;
 use crate::range_tombstone::{FragmentedRangeTombstones, RangeTombstone};
+use crate::sstable::compression::{Compression, NO_ZSTD};
 use crate::sstable::format::{BLOCK_TRAILER_LEN, FOOTER_LEN};
 use crate::sstable::table::checked_data_entries;
 use crate::sstable::{BlockHandle, TableBlocks};
@@ -573,7 +574,7 @@ impl Salvage {
         salvage.read_wals(dir, &wals);
         salvage.range_index = FragmentedRangeTombstones::new(&salvage.range_tombstones);
         for (level, number, meta) in tables {
-            salvage.open_table(dir, level, number, meta);
+            salvage.open_table(dir, level, number, meta)?;
         }
         // Lost ranges known up front wait until the merge reaches them.
         salvage
@@ -655,13 +656,19 @@ impl Salvage {
 
     /// Opens table `number` (at `level`, with manifest entry `meta`, when
     /// the manifest is used) and adds it as a source, or records why not.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if its properties say it holds blocks of
+    /// a codec this build lacks (zstd without the `zstd` feature): they are
+    /// not lost, this build cannot read them, so the salvage is refused
+    /// rather than reporting them lost.
     fn open_table(
         &mut self,
         dir: &Path,
         level: Option<usize>,
         number: u64,
         meta: Option<&FileMetaData>,
-    ) {
+    ) -> Result<()> {
         let path = filename::table_path(dir, number);
         let mut t = TableSalvage {
             path: path.clone(),
@@ -696,7 +703,7 @@ impl Salvage {
                         t.unreadable = Some(unread);
                         self.pending.push(Lost::unknown(t.keys.clone()));
                         self.report.tables.push(t);
-                        return;
+                        return Ok(());
                     }
                 }
             }
@@ -707,6 +714,18 @@ impl Salvage {
         let mut policy_name = None;
         match table.properties() {
             Ok(p) => {
+                if let Some(c) = &p.compression {
+                    let codec = c.codec.parse::<Compression>();
+                    if let Ok(codec) = codec {
+                        if !codec.is_available() && c.compressed_blocks > 0 {
+                            return Err(Error::InvalidArgument(format!(
+                                "{}: {} data blocks stored with {codec}: {NO_ZSTD}",
+                                path.display(),
+                                c.compressed_blocks,
+                            )));
+                        }
+                    }
+                }
                 largest_seq = Some(p.largest_seq.0);
                 policy_name = Some(p.filter_policy.clone());
                 if meta.is_none() {
@@ -758,6 +777,7 @@ impl Salvage {
             filter: None,
         })));
         self.report.tables.push(t);
+        Ok(())
     }
 
     /// Reports table `t`, whose `unread` footer or index made the salvage

@@ -28,8 +28,10 @@ pub struct LiveWal {
     pub size: u64,
     /// Complete records.
     pub records: u64,
-    /// Updates in them.
+    /// Puts and deletes in them.
     pub ops: u64,
+    /// Range deletions in them (not in `ops`).
+    pub range_deletions: u64,
     /// Where an incomplete final record starts, if any.
     pub torn_tail: Option<TornTail>,
     /// The updates, as the memtable of this WAL held them.
@@ -101,6 +103,7 @@ impl DbSnapshot {
                 return Err(e.into());
             }
             let number = contents.number.unwrap_or_default();
+            let range_deletions = contents.range_deletions();
             let mem = MemTable::new(number);
             for op in contents.records.iter().flat_map(|r| &r.ops) {
                 mem.insert(&op.key, op.seq, op.value_type, &op.value);
@@ -112,6 +115,7 @@ impl DbSnapshot {
                 size: contents.size,
                 records: contents.records.len() as u64,
                 ops: mem.len() as u64,
+                range_deletions,
                 torn_tail: contents.torn_tail,
                 mem,
             });

@@ -34,8 +34,10 @@
 //! without the feature refuses a policy naming zstd
 //! ([`crate::Options::validate`]: `InvalidArgument`, "this build has no
 //! zstd support; rebuild with --features zstd"), and a zstd block it meets
-//! anyway (a table copied from another build) is `Error::Corruption`
-//! saying the same, never a panic.
+//! anyway (a table written by a build with the feature) is
+//! `Error::InvalidArgument` naming the table, the block and the same
+//! rebuild, never a panic: the block is not damaged, this build lacks its
+//! codec. A codec byte no codec has (3 and up) is `Error::Corruption`.
 //! Format-1 data blocks have no codec byte: their contents are the block.
 //! Filter, prefix filter, key sketch, properties and index blocks are
 //! never compressed and carry no codec byte in either version.
@@ -400,10 +402,11 @@ pub fn stored_codec(
 /// or a compressed one decompressed.
 ///
 /// # Errors
-/// [`Error::Corruption`] at `handle.offset` for an unknown codec byte, a
-/// zstd block in a build without the `zstd` feature, or a compressed
-/// payload whose size header is malformed or implausible or that does not
-/// decompress to exactly that size.
+/// [`Error::InvalidArgument`] for a zstd block in a build without the
+/// `zstd` feature ([`NO_ZSTD`]: the block may be sound, this build cannot
+/// decode it); [`Error::Corruption`] at `handle.offset` for an unknown
+/// codec byte, or a compressed payload whose size header is malformed or
+/// implausible or that does not decompress to exactly that size.
 pub fn decode_data_block<'a>(
     stored: &'a [u8],
     format_version: u32,
@@ -425,7 +428,7 @@ pub fn decode_data_block<'a>(
         )
     };
     if !codec.is_available() {
-        return Err(corrupt(format!("codec byte {}: {NO_ZSTD}", codec.code())));
+        return Err(unavailable_codec(codec, handle, path));
     }
     let mut d = Decoder::new(payload);
     let raw_len = d
@@ -460,6 +463,22 @@ pub fn decode_data_block<'a>(
         Ok(n) => Err(corrupt(format!("decompressed to {n} bytes, not {raw_len}"))),
         Err(e) => Err(corrupt(format!("does not decompress: {e}"))),
     }
+}
+
+/// The error for a data block stored with `codec`, which this build lacks
+/// (zstd without the `zstd` feature): `InvalidArgument`, not corruption,
+/// since nothing says the block is damaged.
+fn unavailable_codec(codec: Compression, handle: BlockHandle, path: &Path) -> Error {
+    Error::InvalidArgument(format!(
+        "{}: {codec} data block {handle} (codec byte {}): {}",
+        path.display(),
+        codec.code(),
+        if codec == Compression::Zstd {
+            NO_ZSTD
+        } else {
+            "not in this build"
+        }
+    ))
 }
 
 /// The zstd codec, with one compression and one decompression context per
@@ -585,14 +604,16 @@ mod tests {
             "compression zstd: this build has no zstd support; rebuild with --features zstd"
         );
         // A zstd block (these bytes are one, stored by a build with the
-        // feature) is corruption naming the missing feature.
+        // feature) is not damage: an invalid argument naming the missing
+        // feature (found by a new-user trial: kvctl called such a database
+        // damaged).
         let h = BlockHandle::new(40, 0);
         let e = decode_data_block(&ZSTD_GOLDEN, 2, h, p()).unwrap_err();
-        assert!(matches!(e, Error::Corruption { offset: 40, .. }), "{e}");
-        assert!(
-            e.to_string()
-                .contains("zstd data block {offset 40, size 0}: codec byte 2: this build has no zstd support; rebuild with --features zstd"),
-            "{e}"
+        assert!(!e.is_corruption(), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "invalid argument: 000009.sst: zstd data block {offset 40, size 0} (codec byte 2): \
+             this build has no zstd support; rebuild with --features zstd"
         );
         // A writer asked for zstd anyway (past validation) stores the
         // block uncompressed.
@@ -770,11 +791,15 @@ mod tests {
             ),
             "{e}"
         );
-        // Codec 2 is zstd: this payload is no frame, so corruption in
-        // either build.
+        // Codec 2 is zstd: this payload is no frame, so corruption in a
+        // build with the feature; without it, a codec this build lacks.
         let e = decode_data_block(b"ab\x02", 2, h, p()).unwrap_err();
-        assert!(matches!(e, Error::Corruption { offset: 100, .. }), "{e}");
         assert!(e.to_string().contains("zstd data block"), "{e}");
+        if cfg!(feature = "zstd") {
+            assert!(matches!(e, Error::Corruption { offset: 100, .. }), "{e}");
+        } else {
+            assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        }
         assert!(decode_data_block(b"", 2, BlockHandle::new(0, 0), p()).is_err());
     }
 

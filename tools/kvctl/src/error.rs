@@ -4,7 +4,7 @@
 //! |------|---------|
 //! | 0 | success |
 //! | 1 | `get`: the key is absent |
-//! | 2 | usage or bad input (bad flag, malformed import line, invalid argument; an input or output file that is missing, a directory, of the wrong kind, or not permitted) |
+//! | 2 | usage or bad input (bad flag, malformed import line, invalid argument; an input or output file that is missing, a directory, of the wrong kind, or not permitted; a database using zstd in a kvctl built without it) |
 //! | 3 | corruption: bytes on disk (or answers read back) are not what was written; for `export --salvage`, something could not be read (the output holds the rest) |
 //! | 4 | I/O error (reading or writing a usable file, a full disk), database locked, or any other engine failure |
 //! | 130 | interrupted by Ctrl-C (SIGINT); `import` and `compact` first say what was kept ([`crate::interrupt`]) |
@@ -31,6 +31,18 @@ can still be read, and lists what cannot";
 /// settings only.
 pub const OPTIONS_ADVICE: &str = "the OPTIONS file holds settings only, no keys or values: \
 `kvctl options DB --reset` replaces it with the defaults";
+
+/// What to do when the database uses zstd and this kvctl lacks it, for
+/// hints: the data is fine, the build is not.
+pub const NO_ZSTD_ADVICE: &str = "this kvctl was built without the zstd feature, which this \
+database uses; the data is not damaged: rebuild kvctl with `--features zstd` (cargo install \
+--path tools/kvctl --features zstd)";
+
+/// True if `message` is the engine's refusal of zstd in a build without
+/// it (a policy or stored options naming it, or a zstd block met).
+pub fn is_no_zstd(message: &str) -> bool {
+    message.contains(siftdb::inspect::sstable::compression::NO_ZSTD)
+}
 
 /// True if `file` is a database's `OPTIONS` file.
 pub fn is_options_file(file: &std::path::Path) -> bool {
@@ -127,6 +139,10 @@ impl From<siftdb::Error> for CliError {
                 Some("another process has the database open; close it and retry".to_string()),
             ),
             E::Io { .. } => (EXIT_IO, None),
+            // Not damage: this build lacks the codec the database uses.
+            E::InvalidArgument(m) if is_no_zstd(m) => {
+                (EXIT_USAGE, Some(NO_ZSTD_ADVICE.to_string()))
+            }
             E::InvalidArgument(_) => (EXIT_USAGE, None),
             E::NotADatabase { .. } => (
                 EXIT_USAGE,
@@ -141,6 +157,7 @@ impl From<siftdb::Error> for CliError {
                 EXIT_IO,
                 Some("the database was written by a newer siftdb; use a matching kvctl".to_string()),
             ),
+            E::Background(m) if is_no_zstd(m) => (EXIT_IO, Some(NO_ZSTD_ADVICE.to_string())),
             E::Background(_) => (EXIT_IO, None),
             _ => (EXIT_IO, None),
         };

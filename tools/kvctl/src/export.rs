@@ -427,7 +427,10 @@ impl SalvageOutcome<'_> {
                 "salvage: read every table and WAL in the directory: {reason}\n\
                  warning: without the manifest, any table or WAL a flush or compaction had \
                  already replaced was read too, and may bring back older values and deleted \
-                 keys\n"
+                 keys\n\
+                 warning: without the manifest, range deletions already flushed (the manifest \
+                 keeps them, not the tables) are lost, so keys they deleted may come back; \
+                 range deletions still in a WAL were applied\n"
             )),
         }
         for t in &r.tables {

@@ -191,6 +191,62 @@ mod tests {
         }
     }
 
+    /// `delete-range` and `scan` share their `--prefix`, `--from` and
+    /// `--to` (`scan::KeyBoundsArgs`); scan's help adds what --reverse
+    /// does to them.
+    #[test]
+    fn key_bounds_keep_each_commands_help() {
+        let cli = super::Cli::command();
+        let help = |cmd: &str, arg: &str| {
+            let c = cli.find_subcommand(cmd).unwrap();
+            let a = c.get_arguments().find(|a| a.get_id() == arg).unwrap();
+            (
+                a.get_long().map(String::from),
+                a.get_value_names().map(|v| v[0].to_string()),
+                a.get_help().map(|h| h.to_string()),
+            )
+        };
+        let want = |long: &str, value: &str, text: &str| {
+            (
+                Some(long.to_string()),
+                Some(value.to_string()),
+                Some(text.to_string()),
+            )
+        };
+        assert_eq!(
+            help("scan", "prefix"),
+            want("prefix", "P", "Only keys starting with P")
+        );
+        assert_eq!(
+            help("scan", "from"),
+            want(
+                "from",
+                "K",
+                "Start at key K, inclusive (with --reverse: keys <= K)"
+            )
+        );
+        assert_eq!(
+            help("scan", "to"),
+            want(
+                "to",
+                "K",
+                "Stop before key K, exclusive (with --reverse: keys > K)"
+            )
+        );
+        assert_eq!(
+            help("delete-range", "prefix"),
+            want("prefix", "P", "Only keys starting with P")
+        );
+        assert_eq!(
+            help("delete-range", "from"),
+            want("from", "K", "First key of the range, inclusive")
+        );
+        assert_eq!(
+            help("delete-range", "to"),
+            want("to", "K", "First key past the range, exclusive")
+        );
+    }
+
     #[test]
     fn cli_definition_is_valid() {
         super::Cli::command().debug_assert();

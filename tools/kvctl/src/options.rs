@@ -3,13 +3,15 @@
 //! defaults: the way out when it is damaged, since it holds settings
 //! only, never keys or values.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde_json::json;
-use siftdb::{Db, Options};
+use siftdb::inspect::sstable::compression::NO_ZSTD;
+use siftdb::inspect::DbSnapshot;
+use siftdb::{Compression, CompressionPolicy, Db, Options};
 
-use crate::error::CliError;
+use crate::error::{CliError, NO_ZSTD_ADVICE};
 use crate::inspect::{emit, emit_json};
 use crate::wait::{retry_locked, WaitArg};
 
@@ -36,6 +38,50 @@ pub struct OptionsArgs {
     pub wait: WaitArg,
 }
 
+/// In a build without zstd, refuses `--reset` over a database that uses
+/// it: stored options naming zstd, or a live table written with zstd
+/// blocks. The reset would store compression `none` (losing the setting)
+/// and leave those tables as unreadable to this build as before.
+fn refuse_reset_over_zstd(db: &Path) -> Result<(), CliError> {
+    let refuse = |why: String| {
+        Err(CliError::usage(format!(
+            "options --reset: {why}, and {NO_ZSTD} (a reset would store compression none \
+             without making zstd tables readable)"
+        ))
+        .with_hint(NO_ZSTD_ADVICE))
+    };
+    // A damaged OPTIONS file is what --reset is for: judge by the tables.
+    if let Ok(Some(stored)) = Db::stored_options(db) {
+        if let Some((_, spec)) = stored.iter().find(|(name, _)| name == "compression") {
+            let zstd = spec
+                .parse::<CompressionPolicy>()
+                .is_ok_and(|p| p.levels().contains(&Compression::Zstd));
+            if zstd {
+                return refuse(format!("the stored options use zstd (compression {spec})"));
+            }
+        }
+    }
+    let snap = DbSnapshot::open(db)?;
+    let zstd_tables = snap
+        .tables()
+        .iter()
+        .filter(|t| {
+            t.properties
+                .compression
+                .as_ref()
+                .is_some_and(|c| c.codec == Compression::Zstd.name() && c.compressed_blocks > 0)
+        })
+        .count() as u64;
+    if zstd_tables > 0 {
+        let tables = match zstd_tables {
+            1 => "1 table holds".to_string(),
+            n => format!("{} tables hold", crate::format::group(n)),
+        };
+        return refuse(format!("{tables} zstd-compressed blocks"));
+    }
+    Ok(())
+}
+
 /// Runs `kvctl options`.
 pub fn run(args: &OptionsArgs) -> Result<(), CliError> {
     if !siftdb::inspect::filename::current_path(&args.db).exists() {
@@ -46,6 +92,9 @@ pub fn run(args: &OptionsArgs) -> Result<(), CliError> {
         .into());
     }
     let mut changes = None;
+    if args.reset && !Compression::Zstd.is_available() {
+        refuse_reset_over_zstd(&args.db)?;
+    }
     if args.reset {
         let mut o = Options::default();
         o.create_if_missing = false;

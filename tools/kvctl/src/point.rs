@@ -11,6 +11,7 @@ use siftdb::inspect::escape::escape_bytes;
 use crate::data::{open_existing_waiting, open_input_file, open_or_create_waiting, open_read_only};
 use crate::error::{write_failed, CliError, EXIT_NOT_FOUND};
 use crate::format::{escaped_arg, Bytes};
+use crate::scan::KeyBoundsArgs;
 use crate::wait::WaitArg;
 
 #[derive(Debug, Args)]
@@ -182,15 +183,8 @@ compactions reclaim their space later (`kvctl compact` does it now). --from is i
 pub struct DeleteRangeArgs {
     /// Database directory
     pub db: PathBuf,
-    /// Only keys starting with P
-    #[arg(long, value_name = "P", value_parser = escaped_arg)]
-    pub prefix: Option<Bytes>,
-    /// First key deleted, inclusive
-    #[arg(long, value_name = "K", value_parser = escaped_arg)]
-    pub from: Option<Bytes>,
-    /// First key kept past the range, exclusive
-    #[arg(long, value_name = "K", value_parser = escaped_arg)]
-    pub to: Option<Bytes>,
+    #[command(flatten)]
+    pub bounds: KeyBoundsArgs,
     /// Delete every key (required when no --prefix, --from or --to is given)
     #[arg(long, conflicts_with_all = ["prefix", "from", "to"])]
     pub all: bool,
@@ -199,27 +193,22 @@ pub struct DeleteRangeArgs {
 }
 
 pub fn delete_range(args: &DeleteRangeArgs) -> Result<(), CliError> {
-    let bounded = args.prefix.as_ref().is_some_and(|p| !p.is_empty())
-        || args.from.is_some()
-        || args.to.is_some();
+    let b = &args.bounds;
+    let bounded =
+        b.prefix.as_ref().is_some_and(|p| !p.is_empty()) || b.from.is_some() || b.to.is_some();
     if !args.all && !bounded {
         return Err(CliError::usage(
             "delete-range needs --prefix (not empty), --from or --to (or --all to delete every key)",
         ));
     }
-    if let (Some(from), Some(to)) = (&args.from, &args.to) {
+    if let (Some(from), Some(to)) = (&b.from, &b.to) {
         if from > to {
             return Err(CliError::usage(
                 "delete-range: --from sorts after --to, so the range is inverted",
             ));
         }
     }
-    let range = crate::scan::key_range(
-        args.prefix.as_deref(),
-        args.from.as_deref(),
-        args.to.as_deref(),
-        false,
-    );
+    let range = b.range(false);
     let db = open_existing_waiting(&args.db, siftdb::Db::builder(&args.db), args.wait.wait)?;
     if let Some(range) = range {
         db.delete_range(range)?;

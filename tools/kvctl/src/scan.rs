@@ -28,18 +28,15 @@ of the scan: forward, keys in [FROM, TO); with --reverse, keys <= FROM and > TO,
 --json prints {\"pairs\": [{\"key\", \"value\"}, ...], \"total\": N}, one pair a line, keys and \
 values escaped as in text (DESIGN.md 12.9)."
 )]
+#[command(
+    mut_arg("from", |a| a.help("Start at key K, inclusive (with --reverse: keys <= K)")),
+    mut_arg("to", |a| a.help("Stop before key K, exclusive (with --reverse: keys > K)"))
+)]
 pub struct ScanArgs {
     /// Database directory
     pub db: PathBuf,
-    /// Only keys starting with P
-    #[arg(long, value_name = "P", value_parser = escaped_arg)]
-    pub prefix: Option<Bytes>,
-    /// Start at key K, inclusive (with --reverse: keys <= K)
-    #[arg(long, value_name = "K", value_parser = escaped_arg)]
-    pub from: Option<Bytes>,
-    /// Stop before key K, exclusive (with --reverse: keys > K)
-    #[arg(long, value_name = "K", value_parser = escaped_arg)]
-    pub to: Option<Bytes>,
+    #[command(flatten)]
+    pub bounds: KeyBoundsArgs,
     /// Print at most N pairs (with --count: count at most N)
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
@@ -55,6 +52,35 @@ pub struct ScanArgs {
     /// Print JSON (schema in DESIGN.md, "kvctl JSON output")
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--prefix`, `--from` and `--to`: the keys a command covers, as `scan`
+/// and `delete-range` take them (escaped; `--from` inclusive, `--to`
+/// exclusive).
+#[derive(Debug, Args)]
+pub struct KeyBoundsArgs {
+    /// Only keys starting with P
+    #[arg(long, value_name = "P", value_parser = escaped_arg)]
+    pub prefix: Option<Bytes>,
+    /// First key of the range, inclusive
+    #[arg(long, value_name = "K", value_parser = escaped_arg)]
+    pub from: Option<Bytes>,
+    /// First key past the range, exclusive
+    #[arg(long, value_name = "K", value_parser = escaped_arg)]
+    pub to: Option<Bytes>,
+}
+
+impl KeyBoundsArgs {
+    /// The keys in the bounds, in scan order ([`key_range`]); `None` if
+    /// no key can be in them.
+    pub fn range(&self, reverse: bool) -> Option<KeyRange> {
+        key_range(
+            self.prefix.as_deref(),
+            self.from.as_deref(),
+            self.to.as_deref(),
+            reverse,
+        )
+    }
 }
 
 /// The larger of two lower bounds.
@@ -145,12 +171,7 @@ fn pair_json(k: &[u8], v: Option<&[u8]>) -> String {
 
 pub fn scan(args: &ScanArgs) -> Result<(), CliError> {
     let db = open_read_only(&args.db)?;
-    let bounds = key_range(
-        args.prefix.as_deref(),
-        args.from.as_deref(),
-        args.to.as_deref(),
-        args.reverse,
-    );
+    let bounds = args.bounds.range(args.reverse);
     let iter: Box<dyn Iterator<Item = siftdb::Result<Pair>>> = match bounds {
         None => Box::new(std::iter::empty()),
         Some(b) if args.reverse => Box::new(db.range(b).rev()),

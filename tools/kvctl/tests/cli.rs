@@ -1903,3 +1903,242 @@ fn compression_zstd_needs_the_feature() {
     let got = stdout(&ok(kvctl(&["get", p(&db), "key02999"])));
     assert_eq!(got.trim_end(), "v".repeat(100));
 }
+
+/// The first data block of `sst` as `(offset, size)`, from `sst dump
+/// --index --json`.
+#[cfg(not(feature = "zstd"))]
+fn first_data_block(sst: &std::path::Path) -> (usize, usize) {
+    let o = ok(kvctl(&["sst", "dump", p(sst), "--index", "--json"]));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let b = &j["index"][0];
+    (
+        b["offset"].as_u64().unwrap() as usize,
+        b["size"].as_u64().unwrap() as usize,
+    )
+}
+
+/// Sets the codec byte of `sst`'s first data block (format 2: its last
+/// byte) to `codec` and rewrites the block's CRC, as a build writing that
+/// codec would have stored it. Returns the codec byte it replaced.
+#[cfg(not(feature = "zstd"))]
+fn set_first_block_codec(sst: &std::path::Path, codec: u8) -> u8 {
+    let (offset, size) = first_data_block(sst);
+    let mut b = std::fs::read(sst).unwrap();
+    let old = std::mem::replace(&mut b[offset + size - 1], codec);
+    let crc = siftdb::inspect::util::crc::crc32(&b[offset..offset + size]);
+    b[offset + size..offset + size + 4].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(sst, b).unwrap();
+    old
+}
+
+/// Found by a new-user trial: a kvctl built without the `zstd` feature
+/// called a database with zstd blocks damaged (exit 3, with the salvage
+/// hint). The data is fine; the build lacks the codec: exit 2, naming the
+/// cause and the rebuild. A codec byte no codec has is still damage.
+#[cfg(not(feature = "zstd"))]
+#[test]
+fn a_zstd_block_in_a_build_without_zstd_is_not_damage() {
+    let (_tmp, db) = many_db_with(&["--write-buffer-size", "64K", "--compression", "lz4"]);
+    let sst = files_with_ext(&db, "sst").remove(0);
+    let first_key = {
+        let o = ok(kvctl(&[
+            "sst",
+            "dump",
+            p(&sst),
+            "--entries",
+            "--limit",
+            "1",
+            "--json",
+        ]));
+        let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        j["entries"][0]["key"].as_str().unwrap().to_string()
+    };
+    // An LZ4 block relabelled zstd: this build never reads its payload.
+    assert_eq!(set_first_block_codec(&sst, 2), 1);
+    for args in [
+        vec!["get", p(&db), &first_key],
+        vec!["scan", p(&db), "--count"],
+        vec!["verify", p(&db)],
+    ] {
+        let o = kvctl(&args);
+        let err = stderr(&o);
+        assert_eq!(code(&o), 2, "{args:?}: {err}");
+        assert!(
+            err.contains("zstd data block {offset 0, size ")
+                && err.contains(
+                    "(codec byte 2): this build has no zstd support; rebuild with --features zstd"
+                ),
+            "{args:?}: {err}"
+        );
+        assert!(
+            err.contains(
+                "hint: this kvctl was built without the zstd feature, which this database \
+                 uses; the data is not damaged: rebuild kvctl with `--features zstd` (cargo \
+                 install --path tools/kvctl --features zstd)"
+            ),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !err.contains("damaged;") && !err.contains("corruption"),
+            "{args:?}: {err}"
+        );
+    }
+    // A codec byte no codec has is damage.
+    set_first_block_codec(&sst, 3);
+    let o = kvctl(&["get", p(&db), &first_key]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("has codec byte 3, which no codec has"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains(CORRUPTION_HINT), "{}", stderr(&o));
+}
+
+/// Rewrites `db`'s OPTIONS file with `compression` set to `spec` (and a
+/// correct checksum), as a build with the `zstd` feature stores it.
+fn store_compression(db: &std::path::Path, spec: &str) {
+    let path = db.join("OPTIONS");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let body: String = text
+        .lines()
+        .filter(|l| !l.starts_with("crc32 "))
+        .map(|l| match l.strip_prefix("compression ") {
+            Some(_) => format!("compression {spec}\n"),
+            None => format!("{l}\n"),
+        })
+        .collect();
+    let crc = siftdb::inspect::util::crc::crc32(body.as_bytes());
+    std::fs::write(&path, format!("{body}crc32 {crc:08x}\n")).unwrap();
+}
+
+/// `options --reset` in a build without zstd used to store compression
+/// `none` over a database whose options (and tables) use zstd, losing the
+/// setting without making the tables readable: it is refused, naming the
+/// rebuild, and changes nothing.
+#[cfg(not(feature = "zstd"))]
+#[test]
+fn options_reset_over_zstd_is_refused_in_a_build_without_zstd() {
+    let (_tmp, db) = small_db();
+    store_compression(&db, "none,zstd");
+    let before = std::fs::read(db.join("OPTIONS")).unwrap();
+    // Opening for writing is refused as before, with the hint.
+    let o = kvctl(&["put", p(&db), "k", "v"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("hint: this kvctl was built without the zstd feature"),
+        "{}",
+        stderr(&o)
+    );
+    let o = kvctl(&["options", p(&db), "--reset"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        "kvctl: options --reset: the stored options use zstd (compression none,zstd), and this \
+         build has no zstd support; rebuild with --features zstd (a reset would store compression \
+         none without making zstd tables readable)\n\
+         hint: this kvctl was built without the zstd feature, which this database uses; the \
+         data is not damaged: rebuild kvctl with `--features zstd` (cargo install --path \
+         tools/kvctl --features zstd)\n"
+    );
+    assert_eq!(std::fs::read(db.join("OPTIONS")).unwrap(), before);
+    // Without zstd in the stored options (and no zstd table), a reset runs.
+    store_compression(&db, "lz4");
+    ok(kvctl(&["options", p(&db), "--reset"]));
+    let o = ok(kvctl(&["options", p(&db)]));
+    assert!(
+        stdout(&o).contains("  compression none\n"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// A copy of `tests/fixtures/zstd-db` (see its README) in a fresh temp
+/// dir.
+fn zstd_fixture() -> (tempfile::TempDir, PathBuf) {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/zstd-db");
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    std::fs::create_dir(&db).unwrap();
+    for f in std::fs::read_dir(&src).unwrap() {
+        let f = f.unwrap();
+        std::fs::copy(f.path(), db.join(f.file_name())).unwrap();
+    }
+    (tmp, db)
+}
+
+/// A database written with zstd: a build with the feature reads it; one
+/// without says this build cannot read it (exit 2, the rebuild in the
+/// hint) from every command, never that it is damaged, and refuses to
+/// reset its options or to salvage it.
+#[test]
+fn a_zstd_database_reads_or_names_the_missing_feature() {
+    let (tmp, db) = zstd_fixture();
+    let value = "zstd value 7 ".repeat(8);
+    if cfg!(feature = "zstd") {
+        assert_eq!(
+            stdout(&ok(kvctl(&["get", p(&db), "key07"]))),
+            format!("{value}\n")
+        );
+        ok(kvctl(&["verify", p(&db)]));
+        return;
+    }
+    let no_zstd = "this build has no zstd support; rebuild with --features zstd";
+    let out = tmp.path().join("out.tsv");
+    for (args, says) in [
+        (
+            vec!["get", p(&db), "key07"],
+            "000004.sst: zstd data block {offset 0, size ",
+        ),
+        (
+            vec!["scan", p(&db), "--count"],
+            "000004.sst: zstd data block {offset 0, size ",
+        ),
+        (
+            vec!["verify", p(&db)],
+            "000004.sst: zstd data block {offset 0, size ",
+        ),
+        (
+            vec!["export", p(&db)],
+            "000004.sst: zstd data block {offset 0, size ",
+        ),
+        (
+            vec!["export", "--salvage", p(&db), p(&out)],
+            "000004.sst: 2 data blocks stored with zstd",
+        ),
+        (
+            vec!["options", p(&db), "--reset"],
+            "options --reset: the stored options use zstd (compression zstd)",
+        ),
+        (vec!["put", p(&db), "k", "v"], "compression zstd"),
+    ] {
+        let o = kvctl(&args);
+        let err = stderr(&o);
+        assert_eq!(code(&o), 2, "{args:?}: {err}");
+        assert!(
+            err.contains(says) && err.contains(no_zstd),
+            "{args:?}: {err}"
+        );
+        assert!(
+            err.contains("hint: this kvctl was built without the zstd feature"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !err.contains("damaged;") && !err.contains("LOST"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!out.exists());
+    // With the stored setting gone (a hand edit, an older reset), the
+    // tables still refuse the reset.
+    store_compression(&db, "none");
+    let o = kvctl(&["options", p(&db), "--reset"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with(&format!(
+            "kvctl: options --reset: 1 table holds zstd-compressed blocks, and {no_zstd}"
+        )),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -136,7 +136,7 @@ fn info_human_and_json() {
     assert_eq!(j["write_amplification"], 8999.0 / 3398.0);
     assert_eq!(
         j["wals"],
-        json!([{"name": "000007.log", "number": 7, "size": 65, "records": 2, "ops": 2, "torn_tail": null}])
+        json!([{"name": "000007.log", "number": 7, "size": 65, "records": 2, "ops": 2, "range_deletions": 0, "torn_tail": null}])
     );
     assert_eq!(j["options"]["persisted"], true);
     assert_eq!(j["options"]["stored"]["block_size"], "256");
@@ -698,7 +698,7 @@ lookup of k007x at sequence 304
      2  L0 000008.sst (1 of 3)            skipped by bloom filter (says absent)
      3  L0 000006.sst (2 of 3)            skipped by bloom filter (says absent)
      4  L0 000004.sst (3 of 3)            skipped by bloom filter (says absent)
-answer: absent: no source holds the key
+answer: not found: no memtable or SSTable holds a version of the key; get returns nothing
 cost: 0 data-block reads, 0 sources skipped by key range, 3 SSTables skipped by filter, 0 filter false positives
 "
     );
@@ -1152,4 +1152,218 @@ fn verify_reports_options_and_key_sketch_damage_once_at_the_real_offset() {
     );
     assert_eq!(first.matches("at offset").count(), 1, "{e}");
     assert!(e.contains("export --salvage"), "{e}");
+}
+
+// ---------------------------------------------------------------- range deletions
+
+/// `a`, `b`, `c` (seq 1..=3) flushed to one table; the range deletion
+/// `[c, d)` (4) flushed too, so kept in the manifest; then, only in the
+/// WAL, the range deletion `[b, no end)` (5) and `put z 26` (6).
+fn range_deleted_db() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let db = Db::open_with(&dir, options()).unwrap();
+    for (k, v) in [("a", "1"), ("b", "2"), ("c", "3")] {
+        db.put(k, v).unwrap();
+    }
+    db.flush().unwrap();
+    db.delete_range("c".."d").unwrap();
+    db.flush().unwrap();
+    db.delete_range("b"..).unwrap();
+    db.put("z", "26").unwrap();
+    db.close().unwrap();
+    (tmp, dir)
+}
+
+/// The only live WAL of `db`.
+fn only_wal(db: &Path) -> PathBuf {
+    let wals = common::files_with_ext(db, "log");
+    assert_eq!(wals.len(), 1, "{wals:?}");
+    wals[0].clone()
+}
+
+/// Found by a new-user trial: an unbounded range deletion's end showed as
+/// an empty value, like a bounded one's that was never there.
+#[test]
+fn wal_dump_shows_an_unbounded_range_deletion_as_no_end() {
+    let (_tmp, db) = range_deleted_db();
+    let wal = only_wal(&db);
+    let out = stdout(&ok(kvctl(&["wal", "dump", p(&wal)])));
+    let rows: Vec<&str> = out.lines().skip(2).collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    let cells = |row: &str| row.split_whitespace().map(String::from).collect::<Vec<_>>();
+    assert_eq!(
+        cells(rows[0])[2..],
+        ["5", "delete_range", "b", "(no", "end)"]
+    );
+    assert_eq!(cells(rows[1])[2..], ["6", "put", "z", "26"]);
+    let j = json_ok(&["wal", "dump", p(&wal)]);
+    let ops: Vec<&Value> = j["wals"][0]["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["ops"].as_array().unwrap())
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            &json!({"seq": 5, "type": "delete_range", "key": "b", "value": null}),
+            &json!({"seq": 6, "type": "put", "key": "z", "value": "26"}),
+        ]
+    );
+    // A bounded end is shown as it is.
+    let (_tmp2, db2) = range_deleted_db();
+    let d = Db::open_with(&db2, options()).unwrap();
+    d.delete_range("m".."n").unwrap();
+    d.close().unwrap();
+    let j = json_ok(&["wal", "dump", p(&db2)]);
+    let last = j["wals"][0]["records"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        last["ops"],
+        json!([{"seq": 7, "type": "delete_range", "key": "m", "value": "n"}])
+    );
+}
+
+/// Found by a new-user trial: `info` counted a WAL's puts and deletes but
+/// not its range deletions.
+#[test]
+fn info_counts_a_wals_range_deletions() {
+    let (_tmp, db) = range_deleted_db();
+    let wal = only_wal(&db);
+    let name = wal.file_name().unwrap().to_str().unwrap().to_string();
+    let size = std::fs::metadata(&wal).unwrap().len();
+    let out = stdout(&ok(kvctl(&["info", p(&db)])));
+    let line = format!("WAL               {name}  {size} B, 2 records, 1 update, 1 range deletion");
+    assert!(
+        out.lines().any(|l| l == line),
+        "missing {line:?} in:\n{out}"
+    );
+    let j = json_ok(&["info", p(&db)]);
+    assert_eq!(j["wals"][0]["records"], 2);
+    assert_eq!(j["wals"][0]["ops"], 1);
+    assert_eq!(j["wals"][0]["range_deletions"], 1);
+    // `wal dump` counts the same way.
+    let out = stdout(&ok(kvctl(&["wal", "dump", p(&db)])));
+    assert!(
+        out.starts_with(&format!(
+            "{name}: {size} B, 2 records, 1 update, 1 range deletion\n"
+        )),
+        "{out}"
+    );
+    // Without range deletions, nothing changes.
+    let (_tmp, db) = layout();
+    let j = json_ok(&["info", p(&db)]);
+    assert_eq!(j["wals"][0]["range_deletions"], 0);
+    assert!(
+        stdout(&ok(kvctl(&["info", p(&db)]))).contains("000007.log  65 B, 2 records, 2 updates\n")
+    );
+}
+
+/// The `answer:` line of `kvctl explain DB KEY`.
+fn answer(db: &Path, key: &str) -> String {
+    let out = stdout(&ok(kvctl(&["explain", p(db), key])));
+    out.lines()
+        .find_map(|l| l.strip_prefix("answer: "))
+        .unwrap_or_else(|| panic!("no answer in:\n{out}"))
+        .to_string()
+}
+
+/// Found by a new-user trial: a key never written was "deleted by the
+/// range deletion ..., newer than any version found" (none was found),
+/// and a plain miss was "absent: no source holds the key".
+#[test]
+fn explain_says_plainly_that_a_key_was_never_found() {
+    let (_tmp, db) = range_deleted_db();
+    // Never written, and outside every range deletion.
+    assert_eq!(
+        answer(&db, "0"),
+        "not found: no memtable or SSTable holds a version of the key; get returns nothing"
+    );
+    // Never written, inside [b, no end) @5.
+    assert_eq!(
+        answer(&db, "nope"),
+        "not found: no memtable or SSTable holds a version of the key, and the range deletion \
+         at sequence 5 covers it; get returns nothing"
+    );
+    let j = json_ok(&["explain", p(&db), "nope"]);
+    assert_eq!(j["verdict"], "range_deleted");
+    assert_eq!(j["answered_by"], Value::Null);
+    assert_eq!(j["range_deletion_seq"], 5);
+    // Written, then range-deleted: the version found is named.
+    assert_eq!(
+        answer(&db, "b"),
+        "deleted by the range deletion at sequence 5, newer than the version found (put @2, \
+         step 2): get returns nothing"
+    );
+    // Written after the range deletion.
+    assert_eq!(
+        answer(&db, "z"),
+        "value 26 (step 1, memtable of 000005.log)"
+    );
+}
+
+/// Found by a new-user trial: `explain --prefix` did not show the range
+/// deletions over the prefix, which hide what the tables it reads hold.
+#[test]
+fn explain_prefix_lists_the_range_deletions_over_the_prefix() {
+    let (_tmp, db) = range_deleted_db();
+    let out = stdout(&ok(kvctl(&["explain", p(&db), "--prefix", "c"])));
+    let section: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("range deletions"))
+        .take_while(|l| !l.starts_with("cost:"))
+        .collect();
+    assert_eq!(
+        section,
+        [
+            "range deletions over the prefix, newest first (each hides the older versions of the keys it covers):",
+            "  [b .. (no end)) @5  memtable of 000005.log  every key with the prefix",
+            "  [c .. d) @4         manifest                every key with the prefix",
+        ],
+        "{out}"
+    );
+    let j = json_ok(&["explain", p(&db), "--prefix", "c"]);
+    assert_eq!(
+        j["range_tombstones"],
+        json!([
+            {"start": "b", "end": null, "seq": 5, "source": "memtable", "wal": 5, "covers_prefix": true},
+            {"start": "c", "end": "d", "seq": 4, "source": "manifest", "wal": null, "covers_prefix": true},
+        ])
+    );
+    // [c, d) is outside the prefix b; over the empty prefix both cover
+    // only some keys.
+    let j = json_ok(&["explain", p(&db), "--prefix", "b"]);
+    let seqs: Vec<&Value> = j["range_tombstones"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["seq"])
+        .collect();
+    assert_eq!(seqs, [&json!(5)]);
+    let j = json_ok(&["explain", p(&db), "--prefix", ""]);
+    let covers: Vec<&Value> = j["range_tombstones"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["covers_prefix"])
+        .collect();
+    assert_eq!(covers, [&json!(false), &json!(false)]);
+    let out = stdout(&ok(kvctl(&["explain", p(&db), "--prefix", ""])));
+    assert!(
+        out.contains("  [c .. d) @4         manifest                some keys with the prefix\n"),
+        "{out}"
+    );
+    // Without range deletions there is no such section, and an empty list.
+    let (_tmp, db) = layout();
+    let out = stdout(&ok(kvctl(&["explain", p(&db), "--prefix", "k00"])));
+    assert!(!out.contains("range deletion"), "{out}");
+    assert_eq!(
+        json_ok(&["explain", p(&db), "--prefix", "k00"])["range_tombstones"],
+        json!([])
+    );
 }

@@ -361,3 +361,45 @@ fn stale_keys_lists_the_keys_that_came_back_older() {
         stderr(&o)
     );
 }
+
+/// Found by a new-user trial: the warning printed when no manifest can be
+/// used did not say what happens to range deletions. Those already
+/// flushed live only in the manifest, so their keys come back; those
+/// still in a WAL are applied.
+#[test]
+fn salvage_without_a_manifest_says_flushed_range_deletions_are_lost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let first = tmp.path().join("first.tsv");
+    std::fs::write(&first, "a\t1\nb1\t2\nc1\t3\n").unwrap();
+    ok(kvctl(&["import", p(&db), p(&first), "-q"]));
+    // Flushed with the next import's table: kept in the manifest.
+    ok(kvctl(&["delete-range", p(&db), "--prefix", "b"]));
+    let second = tmp.path().join("second.tsv");
+    std::fs::write(&second, "d\t4\n").unwrap();
+    ok(kvctl(&["import", p(&db), p(&second), "-q"]));
+    // Left in the WAL.
+    ok(kvctl(&["delete-range", p(&db), "--prefix", "c"]));
+    assert_eq!(
+        stdout(&ok(kvctl(&["scan", p(&db), "--keys-only"]))),
+        "a\nd\n"
+    );
+    for m in files_where(&db, |n| n.starts_with("MANIFEST-")) {
+        std::fs::remove_file(m).unwrap();
+    }
+    let out = tmp.path().join("out.tsv");
+    let o = kvctl(&["export", "--salvage", p(&db), p(&out)]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let got = lines(&std::fs::read_to_string(&out).unwrap());
+    let keys: Vec<&str> = got.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["a", "b1", "d"]);
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "warning: without the manifest, range deletions already flushed (the manifest keeps \
+             them, not the tables) are lost, so keys they deleted may come back; range deletions \
+             still in a WAL were applied"
+        ),
+        "{err}"
+    );
+}

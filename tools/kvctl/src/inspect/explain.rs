@@ -19,7 +19,8 @@ filter skipped it, or which index entry and data block were read. Exits 0 \
 whether or not the key is found.\n\n\
 With --prefix P instead of a key: the sources a prefix scan of P reads, and \
 every table its key range or its prefix filter leaves out (each table's \
-prefix filter is applied with the extractor the table records), e.g.\n  \
+prefix filter is applied with the extractor the table records), then the range \
+deletions over the prefix, e.g.\n  \
 kvctl explain ./db --prefix 'user:42'")]
 pub struct ExplainArgs {
     /// Database directory
@@ -280,16 +281,29 @@ pub fn explain_text(e: &Explain, show: Show) -> String {
         _ => String::new(),
     };
     let step = e.steps.len();
+    let found = match e.steps.last().map(|s| &s.outcome) {
+        Some(ExplainOutcome::Found { entry, .. }) => Some(entry),
+        _ => None,
+    };
+    const NOT_FOUND: &str = "not found: no memtable or SSTable holds a version of the key";
     let answer = match &e.verdict {
         Verdict::Value(v) => format!("value {} (step {step}, {from})", show.value(v)),
         Verdict::Tombstone => {
             format!("deleted (tombstone at step {step}, {from}): get returns nothing")
         }
-        Verdict::Absent => "absent: no source holds the key".into(),
-        Verdict::RangeDeleted { seq } => format!(
-            "deleted by the range deletion at sequence {seq}, newer than any version found: \
-             get returns nothing"
-        ),
+        Verdict::Absent => format!("{NOT_FOUND}; get returns nothing"),
+        Verdict::RangeDeleted { seq } => match found {
+            Some(f) => format!(
+                "deleted by the range deletion at sequence {seq}, newer than the version found \
+                 ({} @{}, step {step}): get returns nothing",
+                f.value_type.name(),
+                f.seq
+            ),
+            None => format!(
+                "{NOT_FOUND}, and the range deletion at sequence {seq} covers it; get returns \
+                 nothing"
+            ),
+        },
     };
     out.push_str(&format!("answer: {answer}\n"));
     let c = tally(e);

@@ -2,11 +2,14 @@
 //! why it leaves the others out.
 
 use serde_json::{json, Value};
-use siftdb::inspect::{ExplainSource, PrefixExplain, PrefixOutcome, PrefixProbe};
+use siftdb::inspect::{
+    ExplainSource, PrefixExplain, PrefixOutcome, PrefixProbe, PrefixRangeTombstone,
+};
 
 use super::explain::{source_json, steps_table};
+use super::logs::NO_END;
 use super::Show;
-use crate::format::{count, group};
+use crate::format::{count, group, Align, Table};
 
 fn filter_name(s: &ExplainSource) -> String {
     match s {
@@ -51,6 +54,48 @@ fn outcome_text(s: &ExplainSource, o: &PrefixOutcome) -> String {
     }
 }
 
+/// The range deletions over the prefix, one a line, or nothing if none:
+/// range and sequence, where it is kept, and how much of the prefix it
+/// covers.
+fn range_tombstones_text(ts: &[PrefixRangeTombstone], show: Show) -> String {
+    if ts.is_empty() {
+        return String::new();
+    }
+    let mut t = Table::new(&[("", Align::Left), ("", Align::Left), ("", Align::Left)]);
+    for r in ts {
+        let end = r
+            .tombstone
+            .end
+            .as_deref()
+            .map_or(NO_END.to_string(), |e| show.bytes(e));
+        t.row(vec![
+            format!(
+                "[{} .. {end}) @{}",
+                show.bytes(&r.tombstone.start),
+                r.tombstone.seq
+            ),
+            match r.wal {
+                Some(n) => format!("memtable of {n:06}.log"),
+                None => "manifest".to_string(),
+            },
+            if r.covers_prefix {
+                "every key"
+            } else {
+                "some keys"
+            }
+            .to_string()
+                + " with the prefix",
+        ]);
+    }
+    // The header row is empty: drop it.
+    let rows = t.render("  ");
+    let rows = rows.split_once('\n').map_or("", |(_, r)| r);
+    format!(
+        "range deletions over the prefix, newest first (each hides the older versions of the \
+         keys it covers):\n{rows}"
+    )
+}
+
 /// The human report.
 pub fn prefix_text(e: &PrefixExplain, show: Show) -> String {
     let mut out = format!(
@@ -63,6 +108,7 @@ pub fn prefix_text(e: &PrefixExplain, show: Show) -> String {
             .iter()
             .map(|s| (&s.source, outcome_text(&s.source, &s.outcome))),
     ));
+    out.push_str(&range_tombstones_text(&e.range_tombstones, show));
     out.push_str(&format!(
         "cost: {}, {} skipped by key range, {} skipped by prefix filter, {}\n",
         count(e.blocks_read(), "data-block read"),
@@ -121,5 +167,13 @@ pub fn prefix_json(e: &PrefixExplain, show: Show) -> Value {
         "prefix_negatives": e.prefix_negatives(),
         "prefix_false_positives": e.false_positives(),
         "steps": steps,
+        "range_tombstones": e.range_tombstones.iter().map(|r| json!({
+            "start": show.bytes(&r.tombstone.start),
+            "end": r.tombstone.end.as_deref().map(|x| show.bytes(x)),
+            "seq": r.tombstone.seq.0,
+            "source": if r.wal.is_some() { "memtable" } else { "manifest" },
+            "wal": r.wal,
+            "covers_prefix": r.covers_prefix,
+        })).collect::<Vec<_>>(),
     })
 }

@@ -75,6 +75,7 @@ pub fn info_json(s: &DbSnapshot) -> Value {
             "size": w.size,
             "records": w.records,
             "ops": w.ops,
+            "range_deletions": w.range_deletions,
             "torn_tail": torn_json(&w.torn_tail),
         })).collect::<Vec<_>>(),
         "options": {
@@ -132,7 +133,7 @@ pub fn info_text(s: &DbSnapshot) -> String {
             file_name(&w.path),
             human_bytes(w.size),
             count(w.records, "record"),
-            count(w.ops, "update")
+            super::logs::updates_text(w.ops, w.range_deletions)
         );
         if let Some(t) = &w.torn_tail {
             v.push_str(&format!("; torn tail at offset {}", t.offset));

@@ -5,9 +5,11 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
-use siftdb::inspect::key::ParsedInternalKey;
+use siftdb::inspect::key::{ParsedInternalKey, ValueType};
 use siftdb::inspect::version::edit::{FileMetaData, VersionEdit};
-use siftdb::inspect::{current_manifest, read_live_wals, read_manifest, read_wal, WalContents};
+use siftdb::inspect::{
+    current_manifest, read_live_wals, read_manifest, read_wal, WalContents, WalOp,
+};
 use siftdb::KeyPrediction;
 
 use super::{emit, emit_json, file_name, table_name, torn_json, Show};
@@ -121,7 +123,7 @@ fn edit_fields(e: &VersionEdit, show: Show) -> Vec<(u64, &'static str, Value, St
         let end_text = t
             .end
             .as_deref()
-            .map_or("(no end)".to_string(), |e| show.bytes(e));
+            .map_or(NO_END.to_string(), |e| show.bytes(e));
         let tables: Vec<String> = files.iter().map(|&n| table_name(n)).collect();
         v.push((
             10,
@@ -332,6 +334,42 @@ pub fn wal(args: &WalArgs) -> Result<(), CliError> {
     }
 }
 
+/// A WAL op's value: a range deletion's end (`null`: it has none) or a
+/// put's value.
+fn op_value_json(o: &WalOp, show: Show) -> Value {
+    if o.value_type == ValueType::RangeDeletion && o.value.is_empty() {
+        Value::Null
+    } else {
+        json!(show.bytes(&o.value))
+    }
+}
+
+/// A WAL op's value in the text table: a range deletion's end (`(no
+/// end)` if it has none), cut as values are.
+fn op_value_text(o: &WalOp, show: Show) -> String {
+    if o.value_type != ValueType::RangeDeletion {
+        show.value(&o.value)
+    } else if o.value.is_empty() {
+        NO_END.to_string()
+    } else {
+        show.bytes(&o.value)
+    }
+}
+
+/// How a range with no upper bound shows its end, in `manifest dump`,
+/// `wal dump` and `explain --prefix`.
+pub const NO_END: &str = "(no end)";
+
+/// `N updates`, then `, N range deletions` if there are any: a WAL's
+/// puts and deletes, then its range deletions, as `info` counts them.
+pub fn updates_text(updates: u64, range_deletions: u64) -> String {
+    let mut s = count(updates, "update");
+    if range_deletions > 0 {
+        s.push_str(&format!(", {}", count(range_deletions, "range deletion")));
+    }
+    s
+}
+
 fn wal_json(w: &WalContents, show: Show) -> Value {
     json!({
         "file": w.path.display().to_string(),
@@ -345,7 +383,7 @@ fn wal_json(w: &WalContents, show: Show) -> Value {
                 "seq": o.seq.0,
                 "type": o.value_type.name(),
                 "key": show.bytes(&o.key),
-                "value": show.bytes(&o.value),
+                "value": op_value_json(o, show),
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "torn_tail": torn_json(&w.torn_tail),
@@ -359,7 +397,7 @@ fn wal_text(w: &WalContents, show: Show) -> String {
         file_name(&w.path),
         human_bytes(w.size),
         count(w.records.len() as u64, "record"),
-        count(w.ops(), "update")
+        updates_text(w.ops() - w.range_deletions(), w.range_deletions())
     );
     if !w.records.is_empty() {
         let mut t = Table::new(&[
@@ -390,7 +428,7 @@ fn wal_text(w: &WalContents, show: Show) -> String {
                     o.seq.to_string(),
                     o.value_type.name().to_string(),
                     show.bytes(&o.key),
-                    show.value(&o.value),
+                    op_value_text(o, show),
                 ]);
             }
         }
@@ -452,7 +490,7 @@ fn wal_dump(a: &WalDumpArgs) -> Result<(), CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use siftdb::inspect::key::{InternalKey, SequenceNumber, ValueType};
+    use siftdb::inspect::key::{InternalKey, SequenceNumber};
 
     /// Every field of `VersionEdit` is listed here without `..`, so adding
     /// a field fails to compile until `edit_fields` shows it.
