@@ -300,6 +300,14 @@ impl MemTable {
         Some(Arc::clone(&self.range_tombstones.read().index))
     }
 
+    /// How many range deletions the memtable holds (without copying them).
+    pub fn range_tombstone_count(&self) -> usize {
+        if !self.has_range_tombstones.load(Ordering::Acquire) {
+            return 0;
+        }
+        self.range_tombstones.read().list.len()
+    }
+
     /// The memtable's range deletions with sequence `<= read_seq`, in the
     /// order inserted.
     pub fn range_tombstones(&self, read_seq: SequenceNumber) -> Vec<RangeTombstone> {
@@ -526,6 +534,33 @@ mod tests {
             }
             assert_eq!(a.value(), b"v");
         }
+    }
+
+    #[test]
+    fn range_deletions_are_indexed_as_inserted_and_a_held_index_keeps_its_view() {
+        let m = MemTable::new(1);
+        assert_eq!(m.range_tombstone_index(), None);
+        let s = SequenceNumber;
+        m.insert(b"b", s(5), ValueType::RangeDeletion, b"f");
+        m.insert(b"d", s(7), ValueType::RangeDeletion, b""); // no end
+        assert!(!m.is_empty() && !m.has_entries());
+        assert_eq!(m.range_tombstone_count(), 2);
+        assert_eq!(m.max_range_tombstone(b"c", s(100)), s(5));
+        assert_eq!(m.max_range_tombstone(b"e", s(100)), s(7));
+        assert_eq!(m.max_range_tombstone(b"e", s(6)), s(5), "7 is too new");
+        assert_eq!(m.max_range_tombstone(b"a", s(100)), SequenceNumber::ZERO);
+        assert_eq!(m.max_range_tombstone(b"zzz", s(100)), s(7));
+        let held = m.range_tombstone_index().unwrap();
+        m.insert(b"a", s(9), ValueType::RangeDeletion, b"c");
+        assert_eq!(held.max_covering(b"a", s(100)), SequenceNumber::ZERO);
+        assert_eq!(m.max_range_tombstone(b"a", s(100)), s(9));
+        assert_eq!(m.max_range_tombstone(b"b", s(100)), s(9));
+        let listed: Vec<u64> = m.range_tombstones(s(8)).iter().map(|t| t.seq.0).collect();
+        assert_eq!(
+            listed,
+            [5, 7],
+            "in the order inserted, as a reader at 8 sees them"
+        );
     }
 
     #[test]

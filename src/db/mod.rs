@@ -900,7 +900,7 @@ impl Db {
             .snapshot(levels, filters, totals, memory, predictions);
         let in_mems: usize = std::iter::once(&sv.mem)
             .chain(sv.imms.iter())
-            .map(|m| m.range_tombstones(SequenceNumber::MAX).len())
+            .map(|m| m.range_tombstone_count())
             .sum();
         stats.range_tombstones = (in_mems + sv.version.range_tombstones.len()) as u64;
         stats
