@@ -97,7 +97,7 @@ fn info_human_and_json() {
     let (_tmp, db) = layout();
     let out = stdout(&ok(kvctl(&["info", p(&db)])));
     for line in [
-        "format version    3",
+        "format version    4",
         "manifest          MANIFEST-000002 (4 edits, 197 B)",
         "last sequence     304",
         "log number        7",
@@ -122,7 +122,7 @@ fn info_human_and_json() {
     }
 
     let j = json_ok(&["info", p(&db)]);
-    assert_eq!(j["format_version"], 3);
+    assert_eq!(j["format_version"], 4);
     assert_eq!(
         j["manifest"],
         json!({"name": "MANIFEST-000002", "number": 2, "size": 197, "edits": 4, "torn_tail": null})
@@ -468,7 +468,7 @@ MANIFEST-000002: 4 edits, 197 B
 
 edit 0 at offset 0 (12 bytes), snapshot
   tag  field                value
-    1  format_version       3
+    1  format_version       4
     2  log_number           1
     3  next_file_number     3
     4  last_sequence        0
