@@ -1153,3 +1153,37 @@ fn verify_reports_options_and_key_sketch_damage_once_at_the_real_offset() {
     assert_eq!(first.matches("at offset").count(), 1, "{e}");
     assert!(e.contains("export --salvage"), "{e}");
 }
+
+/// An op in a keyspace other than the default (WAL tag 0x11, DESIGN.md
+/// 12.3) is shown with its keyspace, not as the default's.
+#[test]
+fn wal_dump_shows_the_keyspace_of_an_op() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wal = tmp.path().join("000009.log");
+    let mut batch = 7u64.to_le_bytes().to_vec();
+    batch.extend_from_slice(&2u32.to_le_bytes());
+    batch.extend_from_slice(&[0x01, 0x01, b'k', 0x01, b'v']); // put k=v (default)
+    batch.extend_from_slice(&[0x11, 0x03, 0x01, b'a', 0x01, b'b']); // put a=b in 3
+    let mut w = siftdb::inspect::log::LogWriter::create(&siftdb::fs::StdFs, &wal).unwrap();
+    w.append(&batch).unwrap();
+    w.sync().unwrap();
+    drop(w);
+    let out = stdout(&ok(kvctl(&["wal", "dump", p(&wal)])));
+    assert_eq!(
+        out,
+        "\
+000009.log: 35 B, 1 record, 2 updates
+  offset  bytes  seq  op        key  value
+       0     23    7  put       k    v
+                   8  put ks=3  a    b
+"
+    );
+    let j = json_ok(&["wal", "dump", p(&wal)]);
+    assert_eq!(
+        j["wals"][0]["records"][0]["ops"],
+        json!([
+            {"seq": 7, "type": "put", "key": "k", "value": "v"},
+            {"seq": 8, "type": "put", "key": "a", "value": "b", "keyspace": 3},
+        ])
+    );
+}
