@@ -316,17 +316,159 @@ fn first_manifest_record_version(dir: &Path) -> Option<u32> {
 }
 
 #[test]
-fn version_1_and_2_manifests_open_and_are_rewritten_at_version_3() {
-    for old in [1, 2] {
+fn version_1_2_and_3_manifests_open_and_are_rewritten_at_version_4() {
+    for old in [1, 2, 3] {
         let dir = tempfile::tempdir().unwrap();
         hand_written_db(dir.path(), old, &[]);
         let db = open(dir.path(), &small_options());
         db.put("a", "b").unwrap();
         drop(db);
         // A writable open writes a fresh manifest, at this build's version.
-        assert_eq!(first_manifest_record_version(dir.path()), Some(3));
+        assert_eq!(first_manifest_record_version(dir.path()), Some(4));
         let db = open(dir.path(), &small_options());
         assert_eq!(db.get("a").unwrap().as_deref(), Some(&b"b"[..]));
+    }
+}
+
+/// Tag 16 (next keyspace id 2), then a section for keyspace 1 adding
+/// "logs" with the options text `block_size 16384\n` at log number 5
+/// (DESIGN.md 12.8).
+const ADD_LOGS: &[u8] = &[
+    0x10, 0x02, 0x0c, 0x01, 0x0d, 0x04, b'l', b'o', b'g', b's', 0x11, b'b', b'l', b'o', b'c', b'k',
+    b'_', b's', b'i', b'z', b'e', b' ', b'1', b'6', b'3', b'8', b'4', b'\n', 0x02, 0x05,
+];
+
+#[test]
+fn a_keyspace_field_is_damage_in_a_version_3_manifest() {
+    for field in [&[0x0c, 0x01][..], &[0x10, 0x02], ADD_LOGS] {
+        let dir = tempfile::tempdir().unwrap();
+        hand_written_db(dir.path(), 3, field);
+        match refused_without_changes(dir.path(), || Db::open(dir.path())) {
+            Error::Corruption { file, detail, .. } => {
+                assert_eq!(file, dir.path().join("MANIFEST-000001"));
+                assert!(
+                    detail.contains("a keyspace field (tags 12 to 16) in a format-version-3"),
+                    "{detail}"
+                );
+            }
+            other => panic!("expected Corruption, got {other:?}"),
+        }
+    }
+}
+
+fn assert_unsupported_keyspaces(e: Error, what: &str) {
+    match e {
+        Error::InvalidArgument(m) => {
+            assert!(m.starts_with("unsupported: "), "{m}");
+            assert!(m.contains(what), "{m}");
+            assert!(
+                m.contains("this build of siftdb does not serve keyspaces yet"),
+                "{m}"
+            );
+        }
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_manifest_leaving_a_keyspace_live_is_refused_not_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    hand_written_db(dir.path(), 4, ADD_LOGS);
+    let e = refused_without_changes(dir.path(), || Db::open(dir.path()));
+    assert_unsupported_keyspaces(e, "leaves keyspace 1 (\"logs\") live, 1 in all");
+    let e = refused_without_changes(dir.path(), || {
+        Db::open_read_only(dir.path(), Options::default())
+    });
+    assert_unsupported_keyspaces(e, "leaves keyspace 1 (\"logs\") live");
+    // The same manifest with the keyspace dropped in a second record still
+    // is: a fresh manifest from this build would forget that id 1 was used.
+    fs::write(
+        dir.path().join("MANIFEST-000001"),
+        [
+            log_record(&[&[0x01, 0x04, 0x02, 0x05, 0x03, 0x07][..], ADD_LOGS].concat()),
+            log_record(&[0x0c, 0x01, 0x0e]),
+        ]
+        .concat(),
+    )
+    .unwrap();
+    let e = refused_without_changes(dir.path(), || Db::open(dir.path()));
+    assert_unsupported_keyspaces(
+        e,
+        "has held keyspaces (all dropped; the next keyspace id is 2)",
+    );
+    // Control: at version 4 without keyspace fields, the database opens.
+    let ok = tempfile::tempdir().unwrap();
+    hand_written_db(ok.path(), 4, &[]);
+    open(ok.path(), &small_options());
+}
+
+/// A WAL payload: one batch at sequence 1 holding `ops`.
+fn batch_payload(count: u32, ops: &[u8]) -> Vec<u8> {
+    let mut p = 1u64.to_le_bytes().to_vec();
+    p.extend_from_slice(&count.to_le_bytes());
+    p.extend_from_slice(ops);
+    p
+}
+
+#[test]
+fn a_wal_op_in_another_keyspace_is_refused_not_replayed_into_the_default() {
+    // put k=v (default), then put a=b in keyspace 3 (DESIGN.md 12.3).
+    let ops = [
+        0x01, 0x01, b'k', 0x01, b'v', 0x11, 0x03, 0x01, b'a', 0x01, b'b',
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    hand_written_db(dir.path(), 4, &[]);
+    fs::write(
+        dir.path().join("000005.log"),
+        log_record(&batch_payload(2, &ops)),
+    )
+    .unwrap();
+    let wal = dir.path().join("000005.log");
+    let e = refused_without_changes(dir.path(), || Db::open(dir.path()));
+    assert_unsupported_keyspaces(
+        e,
+        &format!(
+            "{} holds, in the record at offset 0, a write to keyspace 3",
+            wal.display()
+        ),
+    );
+    let e = refused_without_changes(dir.path(), || {
+        Db::open_read_only(dir.path(), Options::default())
+    });
+    assert_unsupported_keyspaces(e, "a write to keyspace 3");
+    // kvctl's read-only view (siftdb::inspect) refuses it too.
+    let e = siftdb::inspect::DbSnapshot::open(dir.path())
+        .map(|_| ())
+        .unwrap_err();
+    assert_unsupported_keyspaces(e, "a write to keyspace 3");
+    // Control: the same batch with both ops in the default opens.
+    let ops = [0x01, 0x01, b'k', 0x01, b'v', 0x01, 0x01, b'a', 0x01, b'b'];
+    fs::write(&wal, log_record(&batch_payload(2, &ops))).unwrap();
+    let db = open(dir.path(), &small_options());
+    assert_eq!(db.get("a").unwrap().as_deref(), Some(&b"b"[..]));
+    assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"v"[..]));
+}
+
+#[test]
+fn a_keyspace_op_naming_keyspace_0_is_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    hand_written_db(dir.path(), 4, &[]);
+    let ops = [0x11, 0x00, 0x01, b'a', 0x01, b'b'];
+    fs::write(
+        dir.path().join("000005.log"),
+        log_record(&batch_payload(1, &ops)),
+    )
+    .unwrap();
+    match refused_without_changes(dir.path(), || Db::open(dir.path())) {
+        Error::Corruption {
+            file,
+            offset,
+            detail,
+        } => {
+            assert_eq!((file, offset), (dir.path().join("000005.log"), 0));
+            assert!(detail.contains("naming keyspace 0"), "{detail}");
+        }
+        other => panic!("expected Corruption, got {other:?}"),
     }
 }
 
@@ -385,18 +527,18 @@ fn a_key_prediction_is_read_at_version_2_and_damage_at_version_1() {
 
 #[test]
 fn a_newer_manifest_format_is_unsupported_version() {
-    // Control: the same hand-written database at version 3 opens, so the
+    // Control: the same hand-written database at version 4 opens, so the
     // refusal below is about the version and nothing else.
     let ok = tempfile::tempdir().unwrap();
-    hand_written_db(ok.path(), 3, &[]);
+    hand_written_db(ok.path(), 4, &[]);
     let db = open(ok.path(), &small_options());
     db.put("a", "b").unwrap();
     drop(db);
 
-    for extra in [&[][..], &[0x0c, 0x01][..]] {
-        // Version 4, alone or with a tag this build does not know.
+    for extra in [&[][..], &[0x11, 0x01][..]] {
+        // Version 5, alone or with a tag this build does not know.
         let dir = tempfile::tempdir().unwrap();
-        hand_written_db(dir.path(), 4, extra);
+        hand_written_db(dir.path(), 5, extra);
         let err = refused_without_changes(dir.path(), || Db::open(dir.path()));
         match err {
             Error::UnsupportedVersion {
@@ -405,7 +547,7 @@ fn a_newer_manifest_format_is_unsupported_version() {
                 supported,
             } => {
                 assert_eq!(file, dir.path().join("MANIFEST-000001"));
-                assert_eq!((found, supported), (4, 3));
+                assert_eq!((found, supported), (5, 4));
             }
             other => panic!("expected UnsupportedVersion, got {other:?}"),
         }

@@ -25,7 +25,7 @@ use siftdb::inspect::key::{InternalKey, SequenceNumber, ValueType};
 use siftdb::inspect::log::{read_log, LogReader};
 use siftdb::inspect::range_tombstone::RangeTombstone;
 use siftdb::inspect::sstable::{Block, BlockBuilder, Table, TableBuilder, TableOptions};
-use siftdb::inspect::version::edit::{FileMetaData, VersionEdit};
+use siftdb::inspect::version::edit::{FileMetaData, KeyspaceAdd, KeyspaceEdit, VersionEdit};
 use siftdb::inspect::version::manifest::replay;
 use siftdb::inspect::write_batch::decode_batch;
 use siftdb::{Error, KeyPrediction};
@@ -127,12 +127,14 @@ fn assert_corruption(e: &Error, what: &str) {
 // ---------------------------------------------------------------------------
 // Write batches (WAL payloads, DESIGN.md 12.3).
 
-/// `(key, Some(value))` puts, `(key, None)` deletes.
-type Ops = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+/// `(keyspace, key, Some(value))` puts, `(keyspace, key, None)` deletes;
+/// keyspace 0 is the default (tags 0 and 1), others tags 0x10 and 0x11.
+type Ops = Vec<(u32, Vec<u8>, Option<Vec<u8>>)>;
 
 fn ops() -> impl Strategy<Value = Ops> {
     prop::collection::vec(
         (
+            prop_oneof![3 => Just(0u32), 1 => 1..=u32::MAX],
             prop::collection::vec(any::<u8>(), 0..12),
             prop::option::of(prop::collection::vec(any::<u8>(), 0..20)),
         ),
@@ -151,8 +153,13 @@ fn encode_batch(seq: u64, ops: &Ops) -> Vec<u8> {
         }
         v.push(n as u8);
     };
-    for (k, val) in ops {
-        v.push(u8::from(val.is_some()));
+    for (ks, k, val) in ops {
+        if *ks == 0 {
+            v.push(u8::from(val.is_some()));
+        } else {
+            v.push(0x10 | u8::from(val.is_some()));
+            varint(&mut v, u64::from(*ks));
+        }
         varint(&mut v, k.len() as u64);
         v.extend_from_slice(k);
         if let Some(val) = val {
@@ -196,7 +203,7 @@ fn internal_key() -> impl Strategy<Value = InternalKey> {
         })
 }
 
-fn version_edit() -> impl Strategy<Value = VersionEdit> {
+fn default_version_edit() -> impl Strategy<Value = VersionEdit> {
     let file = (
         0..7u32,
         any::<u64>(),
@@ -234,6 +241,8 @@ fn version_edit() -> impl Strategy<Value = VersionEdit> {
     )
         .prop_map(
             |(fv, log, next, last, deleted, new, predictions, tombstones, waits)| VersionEdit {
+                next_keyspace_id: None,
+                keyspaces: Default::default(),
                 format_version: fv,
                 log_number: log,
                 next_file_number: next,
@@ -250,6 +259,43 @@ fn version_edit() -> impl Strategy<Value = VersionEdit> {
                     .collect(),
             },
         )
+}
+
+/// A version edit with keyspace sections (format version 4): each adds
+/// a keyspace, writes its log number and files, or drops it alone.
+fn version_edit() -> impl Strategy<Value = VersionEdit> {
+    let section = (
+        prop::option::of(("[a-z][a-z0-9_.-]{0,8}", "[ -~\n]{0,20}")),
+        prop::option::of(any::<u64>()),
+        prop::collection::vec((0..7u32, any::<u64>()), 0..3),
+        any::<bool>(),
+    )
+        .prop_map(|(add, log, deleted, drop)| {
+            if drop {
+                return KeyspaceEdit {
+                    drop: true,
+                    ..KeyspaceEdit::default()
+                };
+            }
+            KeyspaceEdit {
+                add: add
+                    .filter(|(name, _)| name != "default")
+                    .map(|(name, options)| KeyspaceAdd { name, options }),
+                log_number: log,
+                deleted_files: deleted,
+                ..KeyspaceEdit::default()
+            }
+        });
+    (
+        default_version_edit(),
+        prop::option::of(1..=u32::MAX),
+        prop::collection::btree_map(1..=u32::MAX, section, 0..3),
+    )
+        .prop_map(|(e, next_keyspace_id, keyspaces)| VersionEdit {
+            next_keyspace_id,
+            keyspaces,
+            ..e
+        })
 }
 
 fn range_tombstone() -> impl Strategy<Value = (RangeTombstone, Vec<u64>)> {
@@ -476,7 +522,7 @@ fn valid_manifest(edits: &[VersionEdit]) -> Vec<u8> {
     for (i, e) in edits.iter().enumerate() {
         let mut e = e.clone();
         if i == 0 {
-            e.format_version = Some(3);
+            e.format_version = Some(4);
         } else {
             e.format_version = None;
         }
@@ -506,7 +552,8 @@ proptest! {
         let d = decode_batch(&enc).expect("valid batch");
         prop_assert_eq!(d.first_seq.0, seq);
         prop_assert_eq!(d.ops.len(), ops.len());
-        for (op, (k, v)) in d.ops.iter().zip(&ops) {
+        for (op, (ks, k, v)) in d.ops.iter().zip(&ops) {
+            prop_assert_eq!(op.keyspace, *ks);
             prop_assert_eq!(op.key, &k[..]);
             prop_assert_eq!(op.value, v.as_deref().unwrap_or_default());
         }

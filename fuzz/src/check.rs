@@ -387,11 +387,16 @@ pub fn check_log(bytes: &[u8]) -> Option<LogRead> {
 /// must hold the same updates. A batch holding a range deletion (record
 /// type 2) is checked for its bounds (each at most 65,536 bytes, the end
 /// empty or after the start) and then returns `None`: the models here
-/// have no range deletions.
+/// have no range deletions. So does a batch holding an op in a keyspace
+/// other than the default (tags 0x10-0x12): the models have one keyspace,
+/// and a database whose WAL holds such an op does not open in this build.
 pub fn check_batch(payload: &[u8]) -> Option<(u64, Vec<Op>)> {
     let b = decode_batch(payload).ok()?;
     assert!(b.first_seq.0 >= 1);
     assert!(b.first_seq.0 + b.ops.len() as u64 <= SequenceNumber::MAX.0 + 1);
+    if b.ops.iter().any(|op| op.keyspace != 0) {
+        return None;
+    }
     let mut wb = WriteBatch::new();
     let mut ops = Vec::with_capacity(b.ops.len());
     let mut has_range_deletion = false;

@@ -39,6 +39,8 @@ pub fn current_manifest(dir: &Path) -> Result<(u64, PathBuf)> {
 pub struct WalOp {
     /// The update's sequence number.
     pub seq: SequenceNumber,
+    /// The keyspace it writes to: 0 for the default (DESIGN.md 12.3).
+    pub keyspace: u32,
     /// Put or delete.
     pub value_type: ValueType,
     /// The user key.
@@ -72,6 +74,7 @@ impl WalRecord {
             .map_err(|d| Error::corruption(path, record.offset, format!("write batch: {d}")))?;
         let ops = b.ops.iter().enumerate().map(|(i, op)| WalOp {
             seq: SequenceNumber(b.first_seq.0 + i as u64),
+            keyspace: op.keyspace,
             value_type: op.value_type,
             key: op.key.to_vec(),
             value: op.value.to_vec(),

@@ -15,7 +15,7 @@ use crate::log::TornTail;
 use crate::memtable::MemTable;
 use crate::stats::{Counters, MemoryUsage};
 use crate::version::set::{ReplayedState, TableFile, Version};
-use crate::{LevelStats, Result, Stats};
+use crate::{Error, LevelStats, Result, Stats};
 
 /// A live WAL, replayed into the memtable it stands for.
 #[derive(Debug)]
@@ -75,7 +75,9 @@ impl DbSnapshot {
     /// file missing; [`Error::Io`](crate::Error::Io) (kind `NotFound`) for
     /// a file that kept vanishing;
     /// [`Error::UnsupportedVersion`](crate::Error::UnsupportedVersion) for
-    /// a newer format.
+    /// a newer format; [`Error::InvalidArgument`](crate::Error::InvalidArgument)
+    /// for a database with keyspaces other than the default, which this
+    /// build does not serve (DESIGN.md 12.3, 12.8).
     pub fn open(dir: &Path) -> Result<DbSnapshot> {
         current_manifest(dir)?;
         let missing = |p: &Path| match current_manifest(dir) {
@@ -105,7 +107,23 @@ impl DbSnapshot {
             let number = contents.number.unwrap_or_default();
             let range_deletions = contents.range_deletions();
             let mem = MemTable::new(number);
-            for op in contents.records.iter().flat_map(|r| &r.ops) {
+            for (r, op) in contents
+                .records
+                .iter()
+                .flat_map(|r| r.ops.iter().map(move |o| (r, o)))
+            {
+                // As at open (db::recovery): never into the default's
+                // memtable, never skipped.
+                if op.keyspace != 0 {
+                    return Err(Error::InvalidArgument(format!(
+                        "unsupported: {} holds, in the record at offset {}, a write to keyspace \
+                         {}; this build of siftdb does not serve keyspaces yet",
+                        contents.path.display(),
+                        r.offset,
+                        op.keyspace
+                    ))
+                    .into());
+                }
                 mem.insert(&op.key, op.seq, op.value_type, &op.value);
                 last_seq = last_seq.max(op.seq.0);
             }

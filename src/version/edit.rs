@@ -25,18 +25,39 @@
 //! | 10 | new range tombstone | varint sequence number (1 to 2^56 − 1), length-prefixed start key, length-prefixed end key (empty: no end; else it sorts after the start; each at most 65,536 bytes), varint count of tables, then that many varint file numbers: the tables that may hold a version it hides | any number |
 //! | 11 | range tombstone table | varint sequence number of a tombstone, varint file number: one more table that may hold a version it hides | any number |
 //!
+//! | 12 | keyspace section (format version 4) | varint keyspace id ≥ 1: the scoped fields after it, up to the next 12, are that keyspace's | any number, ids ascending |
+//! | 13 | add keyspace (scoped) | length-prefixed name, length-prefixed options text (UTF-8) | at most once per section |
+//! | 14 | drop keyspace (scoped) | none | alone in its section |
+//! | 15 | keyspace options (scoped) | length-prefixed options text (UTF-8): replaces the stored one | at most once per section |
+//! | 16 | `next_keyspace_id` | varint, fits `u32`: the id the next keyspace gets; never decreases | at most once |
+//!
 //! Tags 10 and 11 came with range deletions: a build without them refuses
 //! a manifest holding one ("unknown tag 10") rather than resurrect the keys
 //! it deleted.
+//!
+//! Tags 2, 5, 6, 9, 10 and 11 are *scoped*: they belong to the current
+//! keyspace, which is the default (id 0) until the first tag 12 and then
+//! the keyspace that tag names ([`VersionEdit::keyspaces`]); so do 13, 14
+//! and 15, which only a section may hold. Tags 1, 3, 4, 7, 8 and 16 are
+//! global wherever they appear. An edit without tag 12 or 16 is exactly a
+//! format-version-3 edit. A name is 1 to 64 bytes of ASCII letters,
+//! digits, `_`, `-` and `.`, not starting with `.` or `-`, and not
+//! `default`.
 //!
 //! Tags are frozen on disk: a retired tag is never reused, and a new field
 //! gets the next unused number. A reader rejects an unknown tag, so a newer
 //! field must come with a newer `format_version`.
 //!
-//! [`VersionEdit::encode`] writes tags 1–4 and 7–8 (those present) in tag
-//! order, then every deleted file, then every new file, then every key
-//! prediction, each list in its `Vec` order. [`VersionEdit::decode`] accepts the fields in any order, but
-//! rejects a repeated tag 1–4 or 7–8, a level of 64 or more, a key that is not an
+//! [`VersionEdit::encode`] writes tags 1–4, 7, 8 and 16 (those present) in
+//! that order, then every deleted file, then every new file, then every key
+//! prediction, range tombstone (10) and tombstone table (11), each list in
+//! its `Vec` order; then one section per keyspace in ascending id, each
+//! ordered 12, 13, 15, 2, 5, 6, 9, 10, 11, 14. [`VersionEdit::decode`]
+//! accepts the fields of a keyspace in any order, but rejects a section
+//! id 0, repeated or out of order; a tag 13, 14 or 15 outside a section; a
+//! tag 2, 13 or 15 twice in one keyspace; a tag 14 with any other field of
+//! its section; a name that breaks the rules above or text that is not
+//! UTF-8; a repeated tag 1–4, 7, 8 or 16, a level of 64 or more, a key that is not an
 //! internal key, a smallest key that sorts after the largest, a tombstone
 //! count above the entry count, a sequence number beyond
 //! [`SequenceNumber::MAX`], and a key prediction whose two `f64`s are not
@@ -59,6 +80,7 @@
 //!    02 01              2 entries, 1 tombstone
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -83,6 +105,17 @@ const TAG_TABLE_BYTES_WRITTEN: u64 = 8;
 const TAG_KEY_PREDICTION: u64 = 9;
 const TAG_NEW_RANGE_TOMBSTONE: u64 = 10;
 const TAG_RANGE_TOMBSTONE_FILE: u64 = 11;
+const TAG_KEYSPACE_SECTION: u64 = 12;
+const TAG_ADD_KEYSPACE: u64 = 13;
+const TAG_DROP_KEYSPACE: u64 = 14;
+const TAG_KEYSPACE_OPTIONS: u64 = 15;
+const TAG_NEXT_KEYSPACE_ID: u64 = 16;
+
+/// Longest keyspace name, in bytes.
+pub const MAX_KEYSPACE_NAME_LEN: usize = 64;
+
+/// The name of keyspace 0, which is never added, dropped or renamed.
+pub const DEFAULT_KEYSPACE_NAME: &str = "default";
 
 /// What the manifest records about one SSTable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,6 +174,106 @@ pub struct VersionEdit {
     /// `(tombstone sequence, file number)` (tag 11): a table this edit adds
     /// that may hold a version the tombstone hides.
     pub range_tombstone_files: Vec<(SequenceNumber, u64)>,
+    /// The id the next keyspace created gets (tag 16, format version 4):
+    /// global, and never decreasing. Keyspace ids are never reused.
+    pub next_keyspace_id: Option<u32>,
+    /// The fields of keyspaces other than the default, by id (each at
+    /// least 1), in sections that follow the global and default fields
+    /// (tag 12, format version 4). The fields above that are scoped (tags
+    /// 2, 5, 6, 9, 10 and 11) are the default keyspace's.
+    pub keyspaces: BTreeMap<u32, KeyspaceEdit>,
+}
+
+/// One keyspace's section of a [`VersionEdit`] (tag 12 and the scoped
+/// fields after it, format version 4). `None` and empty lists mean
+/// "unchanged", as in [`VersionEdit`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KeyspaceEdit {
+    /// The keyspace is created by this edit (tag 13).
+    pub add: Option<KeyspaceAdd>,
+    /// The keyspace's stored options text replaces the one before (tag 15).
+    pub options: Option<String>,
+    /// The keyspace's WALs numbered at least this are live (tag 2).
+    pub log_number: Option<u64>,
+    /// Files removed from the keyspace's tree (tag 5).
+    pub deleted_files: Vec<(u32, u64)>,
+    /// Files added to the keyspace's tree (tag 6).
+    pub new_files: Vec<(u32, FileMetaData)>,
+    /// Its compactions' distinct-key predictions (tag 9).
+    pub key_predictions: Vec<KeyPrediction>,
+    /// Range tombstones a flush of the keyspace moves out of its memtable
+    /// (tag 10), with the keyspace's tables each waits on.
+    pub new_range_tombstones: Vec<(RangeTombstone, Vec<u64>)>,
+    /// `(tombstone sequence, file number)` of the keyspace (tag 11).
+    pub range_tombstone_files: Vec<(SequenceNumber, u64)>,
+    /// The keyspace is dropped (tag 14): alone in its section.
+    pub drop: bool,
+}
+
+/// A keyspace created by an edit (tag 13).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyspaceAdd {
+    /// Its name: 1 to [`MAX_KEYSPACE_NAME_LEN`] bytes of ASCII letters,
+    /// digits, `_`, `-` and `.`, not starting with `.` or `-`, and never
+    /// [`DEFAULT_KEYSPACE_NAME`].
+    pub name: String,
+    /// Its stored options, as `NAME VALUE` lines (DESIGN.md 12.8).
+    pub options: String,
+}
+
+impl KeyspaceEdit {
+    /// True if the section carries a field other than tag 14.
+    fn has_fields(&self) -> bool {
+        self.add.is_some()
+            || self.options.is_some()
+            || self.log_number.is_some()
+            || !self.deleted_files.is_empty()
+            || !self.new_files.is_empty()
+            || !self.key_predictions.is_empty()
+            || !self.new_range_tombstones.is_empty()
+            || !self.range_tombstone_files.is_empty()
+    }
+
+    /// The section's tree fields (tags 2, 5, 6, 9, 10, 11) as an edit of
+    /// their own, the shape [`crate::version::set::ReplayedState`] folds
+    /// (and kvctl's `manifest dump` shows).
+    pub fn tree_edit(&self) -> VersionEdit {
+        VersionEdit {
+            log_number: self.log_number,
+            deleted_files: self.deleted_files.clone(),
+            new_files: self.new_files.clone(),
+            key_predictions: self.key_predictions.clone(),
+            new_range_tombstones: self.new_range_tombstones.clone(),
+            range_tombstone_files: self.range_tombstone_files.clone(),
+            ..VersionEdit::default()
+        }
+    }
+}
+
+/// Checks a keyspace name against the rules of [`KeyspaceAdd::name`].
+///
+/// # Errors
+/// What is wrong with it.
+pub(crate) fn check_keyspace_name(name: &str) -> std::result::Result<(), String> {
+    let ok_char = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.');
+    let bytes = name.as_bytes();
+    let why = if bytes.is_empty() {
+        "is empty".to_string()
+    } else if bytes.len() > MAX_KEYSPACE_NAME_LEN {
+        format!("is longer than {MAX_KEYSPACE_NAME_LEN} bytes")
+    } else if !bytes.iter().all(|&b| ok_char(b)) {
+        "holds a byte other than ASCII letters, digits, `_`, `-` and `.`".to_string()
+    } else if matches!(bytes[0], b'.' | b'-') {
+        "starts with `.` or `-`".to_string()
+    } else if name == DEFAULT_KEYSPACE_NAME {
+        "is the default keyspace's".to_string()
+    } else {
+        return Ok(());
+    };
+    Err(format!(
+        "keyspace name \"{}\" {why}",
+        crate::escape::escape_bytes(&bytes[..bytes.len().min(80)])
+    ))
 }
 
 impl VersionEdit {
@@ -180,47 +313,45 @@ impl VersionEdit {
             put_varint(&mut out, TAG_TABLE_BYTES_WRITTEN);
             put_varint(&mut out, n);
         }
-        for &(level, number) in &self.deleted_files {
-            put_varint(&mut out, TAG_DELETED_FILE);
-            put_varint(&mut out, u64::from(level));
-            put_varint(&mut out, number);
+        if let Some(n) = self.next_keyspace_id {
+            put_varint(&mut out, TAG_NEXT_KEYSPACE_ID);
+            put_varint(&mut out, u64::from(n));
         }
-        for (level, f) in &self.new_files {
-            put_varint(&mut out, TAG_NEW_FILE);
-            put_varint(&mut out, u64::from(*level));
-            put_varint(&mut out, f.number);
-            put_varint(&mut out, f.file_size);
-            put_length_prefixed(&mut out, f.smallest.encoded());
-            put_length_prefixed(&mut out, f.largest.encoded());
-            put_varint(&mut out, f.num_entries);
-            put_varint(&mut out, f.num_tombstones);
-        }
-        for p in &self.key_predictions {
-            put_varint(&mut out, TAG_KEY_PREDICTION);
-            put_varint(&mut out, p.output_level as u64);
-            put_varint(&mut out, p.input_tables as u64);
-            put_varint(&mut out, p.input_entries);
-            put_varint(&mut out, p.summed_distinct_keys);
-            put_u64(&mut out, p.predicted_distinct_keys.to_bits());
-            put_u64(&mut out, p.relative_std_error.to_bits());
-            put_varint(&mut out, p.distinct_input_keys);
-            put_varint(&mut out, p.distinct_output_keys);
-            put_varint(&mut out, p.finished_at_unix_secs);
-        }
-        for (t, files) in &self.new_range_tombstones {
-            put_varint(&mut out, TAG_NEW_RANGE_TOMBSTONE);
-            put_varint(&mut out, t.seq.get());
-            put_length_prefixed(&mut out, &t.start);
-            put_length_prefixed(&mut out, t.end.as_deref().unwrap_or_default());
-            put_varint(&mut out, files.len() as u64);
-            for &n in files {
+        encode_tree_fields(
+            &mut out,
+            &self.deleted_files,
+            &self.new_files,
+            &self.key_predictions,
+            &self.new_range_tombstones,
+            &self.range_tombstone_files,
+        );
+        for (&id, ks) in &self.keyspaces {
+            put_varint(&mut out, TAG_KEYSPACE_SECTION);
+            put_varint(&mut out, u64::from(id));
+            if let Some(add) = &ks.add {
+                put_varint(&mut out, TAG_ADD_KEYSPACE);
+                put_length_prefixed(&mut out, add.name.as_bytes());
+                put_length_prefixed(&mut out, add.options.as_bytes());
+            }
+            if let Some(options) = &ks.options {
+                put_varint(&mut out, TAG_KEYSPACE_OPTIONS);
+                put_length_prefixed(&mut out, options.as_bytes());
+            }
+            if let Some(n) = ks.log_number {
+                put_varint(&mut out, TAG_LOG_NUMBER);
                 put_varint(&mut out, n);
             }
-        }
-        for &(seq, n) in &self.range_tombstone_files {
-            put_varint(&mut out, TAG_RANGE_TOMBSTONE_FILE);
-            put_varint(&mut out, seq.get());
-            put_varint(&mut out, n);
+            encode_tree_fields(
+                &mut out,
+                &ks.deleted_files,
+                &ks.new_files,
+                &ks.key_predictions,
+                &ks.new_range_tombstones,
+                &ks.range_tombstone_files,
+            );
+            if ks.drop {
+                put_varint(&mut out, TAG_DROP_KEYSPACE);
+            }
         }
         out
     }
@@ -256,6 +387,22 @@ impl VersionEdit {
         }
         for &(seq, _) in &self.range_tombstone_files {
             check_tombstone_seq(seq)?;
+        }
+        for (&id, ks) in &self.keyspaces {
+            if id == 0 {
+                return Err("keyspace section 0: the default keyspace has no section".into());
+            }
+            if ks.drop && ks.has_fields() {
+                return Err(format!(
+                    "keyspace {id}: a drop (tag 14) with other fields in its section"
+                ));
+            }
+            if let Some(add) = &ks.add {
+                check_keyspace_name(&add.name).map_err(|e| format!("keyspace {id}: {e}"))?;
+            }
+            ks.tree_edit()
+                .check()
+                .map_err(|e| format!("keyspace {id}: {e}"))?;
         }
         Ok(())
     }
@@ -293,6 +440,60 @@ impl VersionEdit {
     }
 }
 
+/// Tags 5, 6, 9, 10 and 11 of one keyspace (the default's or a
+/// section's), in that order, each list in its `Vec` order.
+fn encode_tree_fields(
+    out: &mut Vec<u8>,
+    deleted_files: &[(u32, u64)],
+    new_files: &[(u32, FileMetaData)],
+    key_predictions: &[KeyPrediction],
+    new_range_tombstones: &[(RangeTombstone, Vec<u64>)],
+    range_tombstone_files: &[(SequenceNumber, u64)],
+) {
+    for &(level, number) in deleted_files {
+        put_varint(out, TAG_DELETED_FILE);
+        put_varint(out, u64::from(level));
+        put_varint(out, number);
+    }
+    for (level, f) in new_files {
+        put_varint(out, TAG_NEW_FILE);
+        put_varint(out, u64::from(*level));
+        put_varint(out, f.number);
+        put_varint(out, f.file_size);
+        put_length_prefixed(out, f.smallest.encoded());
+        put_length_prefixed(out, f.largest.encoded());
+        put_varint(out, f.num_entries);
+        put_varint(out, f.num_tombstones);
+    }
+    for p in key_predictions {
+        put_varint(out, TAG_KEY_PREDICTION);
+        put_varint(out, p.output_level as u64);
+        put_varint(out, p.input_tables as u64);
+        put_varint(out, p.input_entries);
+        put_varint(out, p.summed_distinct_keys);
+        put_u64(out, p.predicted_distinct_keys.to_bits());
+        put_u64(out, p.relative_std_error.to_bits());
+        put_varint(out, p.distinct_input_keys);
+        put_varint(out, p.distinct_output_keys);
+        put_varint(out, p.finished_at_unix_secs);
+    }
+    for (t, files) in new_range_tombstones {
+        put_varint(out, TAG_NEW_RANGE_TOMBSTONE);
+        put_varint(out, t.seq.get());
+        put_length_prefixed(out, &t.start);
+        put_length_prefixed(out, t.end.as_deref().unwrap_or_default());
+        put_varint(out, files.len() as u64);
+        for &n in files {
+            put_varint(out, n);
+        }
+    }
+    for &(seq, n) in range_tombstone_files {
+        put_varint(out, TAG_RANGE_TOMBSTONE_FILE);
+        put_varint(out, seq.get());
+        put_varint(out, n);
+    }
+}
+
 /// A decoding failure inside an edit.
 struct EditError {
     offset: usize,
@@ -311,18 +512,27 @@ impl From<DecodeError> for EditError {
 fn decode_fields(bytes: &[u8]) -> std::result::Result<VersionEdit, EditError> {
     let mut d = Decoder::new(bytes);
     let mut edit = VersionEdit::default();
+    // The keyspace the scoped fields belong to: `None` for the default
+    // (until the first tag 12), else the id of the last tag 12.
+    let mut section: Option<u32> = None;
     while !d.is_empty() {
         let at = d.position();
         let fail = |detail: String| EditError { offset: at, detail };
         let tag = d.varint()?;
+        // A section dropping its keyspace holds nothing else (tag 14 last,
+        // as written, or any scoped field after it).
+        if let Some(id) = section {
+            let dropped = edit.keyspaces.get(&id).is_some_and(|k| k.drop);
+            if dropped && is_scoped(tag) {
+                return Err(fail(format!(
+                    "keyspace {id}: a drop (tag 14) with other fields in its section"
+                )));
+            }
+        }
         match tag {
             TAG_FORMAT_VERSION => {
                 let v = d.varint32()?;
                 set_once(&mut edit.format_version, v, "format_version").map_err(fail)?;
-            }
-            TAG_LOG_NUMBER => {
-                let n = d.varint()?;
-                set_once(&mut edit.log_number, n, "log_number").map_err(fail)?;
             }
             TAG_NEXT_FILE_NUMBER => {
                 let n = d.varint()?;
@@ -341,80 +551,244 @@ fn decode_fields(bytes: &[u8]) -> std::result::Result<VersionEdit, EditError> {
                 let n = d.varint()?;
                 set_once(&mut edit.table_bytes_written, n, "table_bytes_written").map_err(fail)?;
             }
-            TAG_DELETED_FILE => {
-                let level = d.varint32()?;
-                check_level(level).map_err(fail)?;
-                let number = d.varint()?;
-                edit.deleted_files.push((level, number));
+            TAG_NEXT_KEYSPACE_ID => {
+                let n = d.varint32()?;
+                set_once(&mut edit.next_keyspace_id, n, "next_keyspace_id").map_err(fail)?;
             }
-            TAG_NEW_FILE => {
-                let level = d.varint32()?;
-                check_level(level).map_err(fail)?;
-                let number = d.varint()?;
-                let file_size = d.varint()?;
-                let smallest = internal_key(&mut d, "smallest")?;
-                let largest = internal_key(&mut d, "largest")?;
-                let num_entries = d.varint()?;
-                let num_tombstones = d.varint()?;
-                let f = FileMetaData {
-                    number,
-                    file_size,
-                    smallest,
-                    largest,
-                    num_entries,
-                    num_tombstones,
-                };
-                check_file(&f).map_err(fail)?;
-                edit.new_files.push((level, f));
-            }
-            TAG_KEY_PREDICTION => {
-                let output_level = d.varint32()?;
-                check_level(output_level).map_err(fail)?;
-                let input_tables = usize::try_from(d.varint()?)
-                    .map_err(|_| fail("key prediction: input tables overflow usize".into()))?;
-                let p = KeyPrediction {
-                    output_level: output_level as usize,
-                    input_tables,
-                    input_entries: d.varint()?,
-                    summed_distinct_keys: d.varint()?,
-                    predicted_distinct_keys: f64::from_bits(d.u64()?),
-                    relative_std_error: f64::from_bits(d.u64()?),
-                    distinct_input_keys: d.varint()?,
-                    distinct_output_keys: d.varint()?,
-                    finished_at_unix_secs: d.varint()?,
-                };
-                check_prediction(&p).map_err(fail)?;
-                edit.key_predictions.push(p);
-            }
-            TAG_NEW_RANGE_TOMBSTONE => {
-                let seq = SequenceNumber(d.varint()?);
-                let start = d.length_prefixed()?.to_vec();
-                let end = d.length_prefixed()?;
-                let t = RangeTombstone {
-                    start,
-                    end: (!end.is_empty()).then(|| end.to_vec()),
-                    seq,
-                };
-                check_range_tombstone(&t).map_err(fail)?;
-                let n = d.varint()?;
-                // Each number takes at least a byte: a huge count fails
-                // below without a huge allocation.
-                let mut files = Vec::with_capacity((n as usize).min(d.remaining()));
-                for _ in 0..n {
-                    files.push(d.varint()?);
+            TAG_KEYSPACE_SECTION => {
+                let id = d.varint32()?;
+                if id == 0 {
+                    return Err(fail(
+                        "keyspace section 0: the default keyspace has no section".into(),
+                    ));
                 }
-                edit.new_range_tombstones.push((t, files));
+                if let Some(last) = edit.keyspaces.keys().next_back() {
+                    if id <= *last {
+                        return Err(fail(format!(
+                            "keyspace section {id} repeated or out of order (after section \
+                             {last}; sections are in ascending id)"
+                        )));
+                    }
+                }
+                edit.keyspaces.insert(id, KeyspaceEdit::default());
+                section = Some(id);
             }
-            TAG_RANGE_TOMBSTONE_FILE => {
-                let seq = SequenceNumber(d.varint()?);
-                check_tombstone_seq(seq).map_err(fail)?;
-                let n = d.varint()?;
-                edit.range_tombstone_files.push((seq, n));
+            TAG_ADD_KEYSPACE | TAG_DROP_KEYSPACE | TAG_KEYSPACE_OPTIONS => {
+                let Some(id) = section else {
+                    return Err(fail(format!(
+                        "{} (tag {tag}) outside a keyspace section",
+                        keyspace_tag_name(tag)
+                    )));
+                };
+                let ks = edit.keyspaces.entry(id).or_default();
+                match tag {
+                    TAG_ADD_KEYSPACE => {
+                        let name = text(&mut d, "keyspace name")?;
+                        check_keyspace_name(&name)
+                            .map_err(|e| fail(format!("keyspace {id}: {e}")))?;
+                        let options = text(&mut d, "keyspace options")?;
+                        set_once(&mut ks.add, KeyspaceAdd { name, options }, "add keyspace")
+                            .map_err(|e| fail(format!("keyspace {id}: {e}")))?;
+                    }
+                    TAG_KEYSPACE_OPTIONS => {
+                        let options = text(&mut d, "keyspace options")?;
+                        set_once(&mut ks.options, options, "keyspace options")
+                            .map_err(|e| fail(format!("keyspace {id}: {e}")))?;
+                    }
+                    _ => {
+                        if ks.drop || ks.has_fields() {
+                            return Err(fail(format!(
+                                "keyspace {id}: a drop (tag 14) with other fields in its section"
+                            )));
+                        }
+                        ks.drop = true;
+                    }
+                }
             }
-            other => return Err(fail(format!("unknown tag {other}"))),
+            _ => {
+                let mut scope = match section {
+                    None => Scope {
+                        log_number: &mut edit.log_number,
+                        deleted_files: &mut edit.deleted_files,
+                        new_files: &mut edit.new_files,
+                        key_predictions: &mut edit.key_predictions,
+                        new_range_tombstones: &mut edit.new_range_tombstones,
+                        range_tombstone_files: &mut edit.range_tombstone_files,
+                    },
+                    Some(id) => {
+                        let ks = edit.keyspaces.entry(id).or_default();
+                        Scope {
+                            log_number: &mut ks.log_number,
+                            deleted_files: &mut ks.deleted_files,
+                            new_files: &mut ks.new_files,
+                            key_predictions: &mut ks.key_predictions,
+                            new_range_tombstones: &mut ks.new_range_tombstones,
+                            range_tombstone_files: &mut ks.range_tombstone_files,
+                        }
+                    }
+                };
+                decode_scoped(&mut d, tag, &mut scope).map_err(|e| match (e, section) {
+                    (ScopedError::Field(e), _) => e,
+                    (ScopedError::Rule(detail), None) => fail(detail),
+                    (ScopedError::Rule(detail), Some(id)) => {
+                        fail(format!("keyspace {id}: {detail}"))
+                    }
+                })?;
+            }
         }
     }
     Ok(edit)
+}
+
+/// The scoped fields of the keyspace being decoded (the default's or a
+/// section's).
+struct Scope<'a> {
+    log_number: &'a mut Option<u64>,
+    deleted_files: &'a mut Vec<(u32, u64)>,
+    new_files: &'a mut Vec<(u32, FileMetaData)>,
+    key_predictions: &'a mut Vec<KeyPrediction>,
+    new_range_tombstones: &'a mut Vec<(RangeTombstone, Vec<u64>)>,
+    range_tombstone_files: &'a mut Vec<(SequenceNumber, u64)>,
+}
+
+/// Why a scoped field failed: its bytes (located), or a rule (located at
+/// the field's tag by the caller).
+enum ScopedError {
+    Field(EditError),
+    Rule(String),
+}
+
+impl From<DecodeError> for ScopedError {
+    fn from(e: DecodeError) -> Self {
+        ScopedError::Field(e.into())
+    }
+}
+
+impl From<EditError> for ScopedError {
+    fn from(e: EditError) -> Self {
+        ScopedError::Field(e)
+    }
+}
+
+/// True for the tags that apply to the current keyspace (DESIGN.md 12.8).
+fn is_scoped(tag: u64) -> bool {
+    matches!(
+        tag,
+        TAG_LOG_NUMBER
+            | TAG_DELETED_FILE
+            | TAG_NEW_FILE
+            | TAG_KEY_PREDICTION
+            | TAG_NEW_RANGE_TOMBSTONE
+            | TAG_RANGE_TOMBSTONE_FILE
+            | TAG_ADD_KEYSPACE
+            | TAG_DROP_KEYSPACE
+            | TAG_KEYSPACE_OPTIONS
+    )
+}
+
+fn keyspace_tag_name(tag: u64) -> &'static str {
+    match tag {
+        TAG_ADD_KEYSPACE => "add keyspace",
+        TAG_DROP_KEYSPACE => "drop keyspace",
+        _ => "keyspace options",
+    }
+}
+
+/// A length-prefixed UTF-8 string.
+fn text(d: &mut Decoder<'_>, what: &str) -> std::result::Result<String, EditError> {
+    let at = d.position();
+    let raw = d.length_prefixed()?;
+    String::from_utf8(raw.to_vec()).map_err(|_| EditError {
+        offset: at,
+        detail: format!("{what} is not UTF-8"),
+    })
+}
+
+/// Decodes the scoped field `tag` (2, 5, 6, 9, 10 or 11) into `scope`.
+fn decode_scoped(
+    d: &mut Decoder<'_>,
+    tag: u64,
+    scope: &mut Scope<'_>,
+) -> std::result::Result<(), ScopedError> {
+    match tag {
+        TAG_LOG_NUMBER => {
+            let n = d.varint()?;
+            set_once(scope.log_number, n, "log_number").map_err(ScopedError::Rule)?;
+        }
+        TAG_DELETED_FILE => {
+            let level = d.varint32()?;
+            check_level(level).map_err(ScopedError::Rule)?;
+            let number = d.varint()?;
+            scope.deleted_files.push((level, number));
+        }
+        TAG_NEW_FILE => {
+            let level = d.varint32()?;
+            check_level(level).map_err(ScopedError::Rule)?;
+            let number = d.varint()?;
+            let file_size = d.varint()?;
+            let smallest = internal_key(d, "smallest")?;
+            let largest = internal_key(d, "largest")?;
+            let num_entries = d.varint()?;
+            let num_tombstones = d.varint()?;
+            let f = FileMetaData {
+                number,
+                file_size,
+                smallest,
+                largest,
+                num_entries,
+                num_tombstones,
+            };
+            check_file(&f).map_err(ScopedError::Rule)?;
+            scope.new_files.push((level, f));
+        }
+        TAG_KEY_PREDICTION => {
+            let output_level = d.varint32()?;
+            check_level(output_level).map_err(ScopedError::Rule)?;
+            let input_tables = usize::try_from(d.varint()?).map_err(|_| {
+                ScopedError::Rule("key prediction: input tables overflow usize".into())
+            })?;
+            let p = KeyPrediction {
+                output_level: output_level as usize,
+                input_tables,
+                input_entries: d.varint()?,
+                summed_distinct_keys: d.varint()?,
+                predicted_distinct_keys: f64::from_bits(d.u64()?),
+                relative_std_error: f64::from_bits(d.u64()?),
+                distinct_input_keys: d.varint()?,
+                distinct_output_keys: d.varint()?,
+                finished_at_unix_secs: d.varint()?,
+            };
+            check_prediction(&p).map_err(ScopedError::Rule)?;
+            scope.key_predictions.push(p);
+        }
+        TAG_NEW_RANGE_TOMBSTONE => {
+            let seq = SequenceNumber(d.varint()?);
+            let start = d.length_prefixed()?.to_vec();
+            let end = d.length_prefixed()?;
+            let t = RangeTombstone {
+                start,
+                end: (!end.is_empty()).then(|| end.to_vec()),
+                seq,
+            };
+            check_range_tombstone(&t).map_err(ScopedError::Rule)?;
+            let n = d.varint()?;
+            // Each number takes at least a byte: a huge count fails
+            // below without a huge allocation.
+            let mut files = Vec::with_capacity((n as usize).min(d.remaining()));
+            for _ in 0..n {
+                files.push(d.varint()?);
+            }
+            scope.new_range_tombstones.push((t, files));
+        }
+        TAG_RANGE_TOMBSTONE_FILE => {
+            let seq = SequenceNumber(d.varint()?);
+            check_tombstone_seq(seq).map_err(ScopedError::Rule)?;
+            let n = d.varint()?;
+            scope.range_tombstone_files.push((seq, n));
+        }
+        other => return Err(ScopedError::Rule(format!("unknown tag {other}"))),
+    }
+    Ok(())
 }
 
 fn set_once<T>(slot: &mut Option<T>, v: T, name: &str) -> std::result::Result<(), String> {
@@ -541,6 +915,8 @@ mod tests {
             key_predictions: Vec::new(),
             new_range_tombstones: Vec::new(),
             range_tombstone_files: Vec::new(),
+            next_keyspace_id: None,
+            keyspaces: BTreeMap::new(),
         }
     }
 
@@ -649,6 +1025,279 @@ mod tests {
         let inverted = [0x0a, 0x01, 0x01, b'c', 0x01, b'a', 0x00];
         assert!(detail(dec(&inverted).unwrap_err()).contains("does not sort after"));
         assert!(detail(dec(&[0x0b, 0x00, 0x01]).unwrap_err()).contains("not in 1.."));
+    }
+
+    /// "logs" with the options text shortened, as in DESIGN.md 12.8.
+    const LOGS_OPTIONS: &str = "block_size 16384\n";
+
+    fn add_logs() -> VersionEdit {
+        VersionEdit {
+            next_keyspace_id: Some(2),
+            keyspaces: BTreeMap::from([(
+                1,
+                KeyspaceEdit {
+                    add: Some(KeyspaceAdd {
+                        name: "logs".into(),
+                        options: LOGS_OPTIONS.into(),
+                    }),
+                    log_number: Some(9),
+                    ..KeyspaceEdit::default()
+                },
+            )]),
+            ..VersionEdit::default()
+        }
+    }
+
+    #[test]
+    fn keyspace_sections_golden_bytes() {
+        // Add keyspace 1 "logs" at log 9.
+        #[rustfmt::skip]
+        let add = [
+            0x10, 0x02, // next_keyspace_id 2
+            0x0c, 0x01, // section: keyspace 1
+            0x0d, 0x04, b'l', b'o', b'g', b's', // add "logs"
+            0x11, b'b', b'l', b'o', b'c', b'k', b'_', b's', b'i', b'z', b'e', b' ',
+            b'1', b'6', b'3', b'8', b'4', b'\n', // its options text (17 bytes)
+            0x02, 0x09, // its log number 9
+        ];
+        assert_eq!(add_logs().encode(), add);
+        assert_eq!(dec(&add).unwrap(), add_logs());
+
+        // Drop keyspace 1.
+        let drop = VersionEdit {
+            keyspaces: BTreeMap::from([(
+                1,
+                KeyspaceEdit {
+                    drop: true,
+                    ..KeyspaceEdit::default()
+                },
+            )]),
+            ..VersionEdit::default()
+        };
+        assert_eq!(drop.encode(), [0x0c, 0x01, 0x0e]);
+        assert_eq!(dec(&[0x0c, 0x01, 0x0e]).unwrap(), drop);
+
+        // A flush of keyspace 1 that also persists the default's bumped log
+        // number: the default's fields first, then the section.
+        let table = FileMetaData {
+            number: 12,
+            file_size: 1000,
+            smallest: ik("a", 1, ValueType::Value),
+            largest: ik("b", 2, ValueType::Deletion),
+            num_entries: 2,
+            num_tombstones: 1,
+        };
+        let flush = VersionEdit {
+            log_number: Some(11),
+            keyspaces: BTreeMap::from([(
+                1,
+                KeyspaceEdit {
+                    log_number: Some(11),
+                    new_files: vec![(0, table)],
+                    ..KeyspaceEdit::default()
+                },
+            )]),
+            ..VersionEdit::default()
+        };
+        #[rustfmt::skip]
+        let bytes = [
+            0x02, 0x0b, // the default's log number 11
+            0x0c, 0x01, 0x02, 0x0b, // keyspace 1: log number 11
+            0x06, 0x00, 0x0c, 0xe8, 0x07, // new file: level 0, number 12, 1000 bytes
+            0x09, b'a', 0x01, 0x01, 0, 0, 0, 0, 0, 0,
+            0x09, b'b', 0x00, 0x02, 0, 0, 0, 0, 0, 0,
+            0x02, 0x01,
+        ];
+        assert_eq!(flush.encode(), bytes);
+        assert_eq!(dec(&bytes).unwrap(), flush);
+    }
+
+    #[test]
+    fn sections_encode_in_id_order_and_fields_in_canonical_order() {
+        // Section fields come out 13, 15, 2, 5, 6, ..., whatever order
+        // they were decoded in; sections in ascending id.
+        let e = dec(&[
+            0x0c, 0x02, 0x02, 0x07, 0x05, 0x00, 0x03, 0x0f, 0x01, b'x', 0x0c, 0x05, 0x0e,
+        ])
+        .unwrap();
+        assert_eq!(
+            e.encode(),
+            [0x0c, 0x02, 0x0f, 0x01, b'x', 0x02, 0x07, 0x05, 0x00, 0x03, 0x0c, 0x05, 0x0e]
+        );
+        // Global fields after a section are still global.
+        let e = dec(&[0x0c, 0x01, 0x02, 0x03, 0x03, 0x09]).unwrap();
+        assert_eq!((e.next_file_number, e.log_number), (Some(9), None));
+        assert_eq!(e.keyspaces[&1].log_number, Some(3));
+    }
+
+    #[test]
+    fn a_default_only_edit_encodes_as_at_version_3() {
+        // Every default field set; no tag 12 or 16 comes out.
+        let e = example();
+        assert_eq!(e.encode(), EXAMPLE_BYTES);
+        assert!(e.encode().iter().all(|&b| b != 0x0c && b != 0x10));
+    }
+
+    #[test]
+    fn a_keyspace_section_0_is_refused() {
+        let d = detail(dec(&[0x0c, 0x00, 0x02, 0x05]).unwrap_err());
+        assert_eq!(
+            d,
+            "version edit, byte 0: keyspace section 0: the default keyspace has no section"
+        );
+        let mut e = add_logs();
+        let ks = e.keyspaces.remove(&1).unwrap();
+        e.keyspaces.insert(0, ks);
+        assert!(matches!(e.validate(), Err(Error::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn a_repeated_or_out_of_order_section_is_refused() {
+        let d = detail(dec(&[0x0c, 0x02, 0x0c, 0x02]).unwrap_err());
+        assert_eq!(
+            d,
+            "version edit, byte 2: keyspace section 2 repeated or out of order (after section 2; \
+             sections are in ascending id)"
+        );
+        let d = detail(dec(&[0x0c, 0x03, 0x02, 0x01, 0x0c, 0x02]).unwrap_err());
+        assert!(
+            d.starts_with("version edit, byte 4: keyspace section 2 repeated"),
+            "{d}"
+        );
+        assert!(dec(&[0x0c, 0x02, 0x0c, 0x03]).is_ok());
+        // An id above u32::MAX.
+        assert!(dec(&[0x0c, 0x80, 0x80, 0x80, 0x80, 0x10]).is_err());
+    }
+
+    #[test]
+    fn keyspace_tags_outside_a_section_are_refused() {
+        for (bytes, name) in [
+            (&[0x0d, 0x01, b'a', 0x00][..], "add keyspace (tag 13)"),
+            (&[0x0e][..], "drop keyspace (tag 14)"),
+            (&[0x0f, 0x00][..], "keyspace options (tag 15)"),
+        ] {
+            let d = detail(dec(bytes).unwrap_err());
+            assert_eq!(
+                d,
+                format!("version edit, byte 0: {name} outside a keyspace section")
+            );
+        }
+    }
+
+    #[test]
+    fn log_number_add_or_options_twice_in_a_section_is_refused() {
+        let d = detail(dec(&[0x0c, 0x01, 0x02, 0x05, 0x02, 0x06]).unwrap_err());
+        assert_eq!(
+            d,
+            "version edit, byte 4: keyspace 1: log_number appears twice"
+        );
+        let add = [0x0d, 0x01, b'a', 0x00];
+        let twice = [&[0x0c, 0x01][..], &add, &add].concat();
+        let d = detail(dec(&twice).unwrap_err());
+        assert_eq!(
+            d,
+            "version edit, byte 6: keyspace 1: add keyspace appears twice"
+        );
+        let d = detail(dec(&[0x0c, 0x01, 0x0f, 0x00, 0x0f, 0x00]).unwrap_err());
+        assert_eq!(
+            d,
+            "version edit, byte 4: keyspace 1: keyspace options appears twice"
+        );
+        // The default's log number and a section's are two fields.
+        assert!(dec(&[0x02, 0x05, 0x0c, 0x01, 0x02, 0x05]).is_ok());
+    }
+
+    #[test]
+    fn a_drop_with_other_fields_is_refused() {
+        // Drop after a field, a field after a drop, and a drop twice.
+        for (bytes, at) in [
+            (&[0x0c, 0x01, 0x02, 0x05, 0x0e][..], 4),
+            (&[0x0c, 0x01, 0x0e, 0x05, 0x00, 0x01][..], 3),
+            (&[0x0c, 0x01, 0x0e, 0x0f, 0x00][..], 3),
+            (&[0x0c, 0x01, 0x0e, 0x0e][..], 3),
+        ] {
+            let d = detail(dec(bytes).unwrap_err());
+            assert_eq!(
+                d,
+                format!(
+                    "version edit, byte {at}: keyspace 1: a drop (tag 14) with other fields in \
+                     its section"
+                )
+            );
+        }
+        let mut e = add_logs();
+        e.keyspaces.get_mut(&1).unwrap().drop = true;
+        assert!(matches!(e.validate(), Err(Error::InvalidArgument(_))));
+        // A drop followed by a global field, or another section, is fine.
+        assert!(dec(&[0x0c, 0x01, 0x0e, 0x03, 0x05, 0x0c, 0x02, 0x0e]).is_ok());
+    }
+
+    #[test]
+    fn an_invalid_keyspace_name_is_refused() {
+        let long = "n".repeat(MAX_KEYSPACE_NAME_LEN + 1);
+        for (name, why) in [
+            ("", "is empty"),
+            (long.as_str(), "is longer than 64 bytes"),
+            (
+                "a b",
+                "holds a byte other than ASCII letters, digits, `_`, `-` and `.`",
+            ),
+            (
+                "caf\u{e9}",
+                "holds a byte other than ASCII letters, digits, `_`, `-` and `.`",
+            ),
+            (".hidden", "starts with `.` or `-`"),
+            ("-x", "starts with `.` or `-`"),
+            ("default", "is the default keyspace's"),
+        ] {
+            let mut bytes = vec![0x0c, 0x01, 0x0d];
+            put_length_prefixed(&mut bytes, name.as_bytes());
+            bytes.push(0x00);
+            let d = detail(dec(&bytes).unwrap_err());
+            assert!(
+                d.starts_with("version edit, byte 2: keyspace 1: keyspace name \"")
+                    && d.ends_with(why),
+                "{name:?}: {d}"
+            );
+            let mut e = add_logs();
+            e.keyspaces.get_mut(&1).unwrap().add.as_mut().unwrap().name = name.into();
+            assert!(e.validate().is_err(), "{name:?}");
+        }
+        for good in [
+            "a",
+            "Logs_2026.v1",
+            "0-9",
+            &"n".repeat(MAX_KEYSPACE_NAME_LEN),
+        ] {
+            assert!(check_keyspace_name(good).is_ok(), "{good}");
+        }
+        // A name or options text that is not UTF-8.
+        let d = detail(dec(&[0x0c, 0x01, 0x0d, 0x01, 0xff, 0x00]).unwrap_err());
+        assert_eq!(d, "version edit, byte 3: keyspace name is not UTF-8");
+        let d = detail(dec(&[0x0c, 0x01, 0x0f, 0x01, 0xff]).unwrap_err());
+        assert_eq!(d, "version edit, byte 3: keyspace options is not UTF-8");
+    }
+
+    #[test]
+    fn section_fields_obey_the_default_fields_rules() {
+        // A level of 64 and an inverted tombstone, inside a section.
+        let d = detail(dec(&[0x0c, 0x01, 0x05, 0x40, 0x01]).unwrap_err());
+        assert_eq!(
+            d,
+            "version edit, byte 2: keyspace 1: level 64 is not below 64"
+        );
+        let d = detail(dec(&[0x0c, 0x01, 0x0a, 0x01, 0x01, b'c', 0x01, b'a', 0x00]).unwrap_err());
+        assert!(
+            d.contains("keyspace 1: range tombstone 1: its end does not sort"),
+            "{d}"
+        );
+        // Every cut inside the golden section fails, or is a shorter edit.
+        let bytes = add_logs().encode();
+        for cut in 0..bytes.len() {
+            if let Ok(e) = dec(&bytes[..cut]) {
+                assert!([0, 2, 4, 28].contains(&cut), "cut {cut}: {e:?}");
+            }
+        }
     }
 
     #[test]
@@ -780,6 +1429,27 @@ mod tests {
                 vec![u64::MAX, 0],
             )],
             range_tombstone_files: vec![(SequenceNumber::MAX, u64::MAX)],
+            next_keyspace_id: Some(u32::MAX),
+            keyspaces: BTreeMap::from([
+                (
+                    1,
+                    KeyspaceEdit {
+                        add: Some(KeyspaceAdd {
+                            name: "a".repeat(MAX_KEYSPACE_NAME_LEN),
+                            options: String::new(),
+                        }),
+                        log_number: Some(u64::MAX),
+                        ..KeyspaceEdit::default()
+                    },
+                ),
+                (
+                    u32::MAX,
+                    KeyspaceEdit {
+                        drop: true,
+                        ..KeyspaceEdit::default()
+                    },
+                ),
+            ]),
         };
         e.validate().unwrap();
         assert_eq!(dec(&e.encode()).unwrap(), e);
@@ -787,8 +1457,11 @@ mod tests {
 
     #[test]
     fn unknown_and_reserved_tags_are_rejected() {
-        let d = detail(dec(&[0x02, 0x05, 0x0c, 0x01]).unwrap_err());
-        assert_eq!(d, "version edit, byte 2: unknown tag 12");
+        let d = detail(dec(&[0x02, 0x05, 0x11, 0x01]).unwrap_err());
+        assert_eq!(d, "version edit, byte 2: unknown tag 17");
+        // Inside a keyspace section too.
+        let d = detail(dec(&[0x0c, 0x01, 0x11]).unwrap_err());
+        assert_eq!(d, "version edit, byte 2: keyspace 1: unknown tag 17");
         let d = detail(dec(&[0x00]).unwrap_err());
         assert_eq!(d, "version edit, byte 0: unknown tag 0");
     }
@@ -931,7 +1604,64 @@ mod tests {
             })
     }
 
+    fn arb_keyspace_name() -> impl Strategy<Value = String> {
+        "[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,12}".prop_filter("not the default's", |n| n != "default")
+    }
+
+    fn arb_keyspace_edit() -> impl Strategy<Value = KeyspaceEdit> {
+        let options = || "[ -~\n]{0,24}";
+        let fields = (
+            proptest::option::of((arb_keyspace_name(), options())),
+            proptest::option::of(options()),
+            proptest::option::of(any::<u64>()),
+            proptest::collection::vec((0..MAX_LEVELS, any::<u64>()), 0..3),
+            proptest::collection::vec((0..MAX_LEVELS, arb_file()), 0..3),
+            proptest::collection::vec(arb_prediction(), 0..2),
+            proptest::collection::vec(arb_range_tombstone(), 0..2),
+            proptest::collection::vec(
+                (
+                    (1..=SequenceNumber::MAX.0).prop_map(SequenceNumber),
+                    any::<u64>(),
+                ),
+                0..2,
+            ),
+        )
+            .prop_map(|(add, opts, log, del, new, predictions, tombs, waits)| {
+                KeyspaceEdit {
+                    add: add.map(|(name, options)| KeyspaceAdd { name, options }),
+                    options: opts,
+                    log_number: log,
+                    deleted_files: del,
+                    new_files: new,
+                    key_predictions: predictions,
+                    new_range_tombstones: tombs,
+                    range_tombstone_files: waits,
+                    drop: false,
+                }
+            });
+        prop_oneof![
+            1 => Just(KeyspaceEdit {
+                drop: true,
+                ..KeyspaceEdit::default()
+            }),
+            4 => fields,
+        ]
+    }
+
     fn arb_edit() -> impl Strategy<Value = VersionEdit> {
+        (
+            arb_default_edit(),
+            proptest::option::of(any::<u32>()),
+            proptest::collection::btree_map(1..=u32::MAX, arb_keyspace_edit(), 0..3),
+        )
+            .prop_map(|(e, next_keyspace_id, keyspaces)| VersionEdit {
+                next_keyspace_id,
+                keyspaces,
+                ..e
+            })
+    }
+
+    fn arb_default_edit() -> impl Strategy<Value = VersionEdit> {
         (
             proptest::option::of(any::<u32>()),
             proptest::option::of(any::<u64>()),
@@ -965,6 +1695,7 @@ mod tests {
                         key_predictions: predictions,
                         new_range_tombstones: tombs,
                         range_tombstone_files: waits,
+                        ..VersionEdit::default()
                     }
                 },
             )

@@ -20,13 +20,19 @@
 //! open upgrades such a manifest, and a build that reads at most version 2
 //! refuses a version-3 one with `UnsupportedVersion` instead of opening it
 //! without the range deletions (which would bring deleted keys back).
+//! Format version 4 added tags 12 to 16 (keyspaces), with the same rules
+//! again: in a version-3 or older manifest they are corruption, and a
+//! writable open upgrades such a manifest to 4. An edit that touches only
+//! the default keyspace encodes exactly as at version 3. This build reads
+//! the keyspace sections but serves only the default keyspace:
+//! [`ManifestContents::replay`] refuses a state that leaves another live.
 //!
 //! Worked example (pinned by the `golden_manifest_bytes` test): a manifest
-//! whose snapshot is `{ format_version: 3, log_number: 5, next_file_number:
+//! whose snapshot is `{ format_version: 4, log_number: 5, next_file_number:
 //! 7 }` is the 18 bytes
 //!
 //! ```text
-//! 06 00 00 00   c0 80 2f 04   d6 c4 b5 24   01 03 02 05 03 07
+//! 06 00 00 00   c0 80 2f 04   c6 18 95 96   01 04 02 05 03 07
 //! len = 6       crc32(len)    crc32(payload) payload: tags 1, 2, 3
 //! ```
 //!
@@ -73,7 +79,7 @@ use crate::version::set::ReplayedState;
 pub use crate::log::sync_dir;
 
 /// The on-disk format version this build writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 /// Longest `CURRENT` this build accepts: `MANIFEST-` plus 20 digits (the
 /// digits of `u64::MAX`) plus the newline.
@@ -269,10 +275,27 @@ impl ManifestContents {
     /// The state the edits replay to: live files per level and counters.
     ///
     /// # Errors
-    /// [`Error::Corruption`] naming this manifest and the offset of the
-    /// record whose edit deletes a file that is not live or names a level
-    /// beyond the tree.
+    /// - [`Error::Corruption`] naming this manifest and the offset of the
+    ///   record whose edit breaks a rule of [`ReplayedState::apply`]
+    ///   (deletes a file that is not live, names a level beyond the tree, a
+    ///   keyspace that is not live, ...).
+    /// - [`Error::InvalidArgument`] if the state leaves a keyspace other
+    ///   than the default live ([`ReplayedState::refuse_keyspaces`]): this
+    ///   build serves only the default, and every reader of the state
+    ///   (open, read-only open, `crate::inspect`) would otherwise ignore
+    ///   the others' tables.
     pub fn replay(&self) -> Result<ReplayedState> {
+        let state = self.replay_all()?;
+        state.refuse_keyspaces(&self.path)?;
+        Ok(state)
+    }
+
+    /// As [`ManifestContents::replay`], but a state with live keyspaces
+    /// other than the default is returned, not refused.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] as [`ManifestContents::replay`].
+    pub fn replay_all(&self) -> Result<ReplayedState> {
         let mut state = ReplayedState::new();
         for r in &self.records {
             state
@@ -335,6 +358,17 @@ pub fn read_manifest(path: &Path) -> Result<ManifestContents> {
                 record.offset,
                 format!(
                     "a range tombstone (tag 10 or 11) in a format-version-{} manifest",
+                    version.unwrap_or(0)
+                ),
+            ));
+        }
+        // Tags 12 to 16 came with format version 4 (keyspaces).
+        if version < Some(4) && (edit.next_keyspace_id.is_some() || !edit.keyspaces.is_empty()) {
+            return Err(Error::corruption(
+                path,
+                record.offset,
+                format!(
+                    "a keyspace field (tags 12 to 16) in a format-version-{} manifest",
                     version.unwrap_or(0)
                 ),
             ));
@@ -619,8 +653,8 @@ mod tests {
         let expected: &[u8] = &[
             0x06, 0x00, 0x00, 0x00, // len
             0xc0, 0x80, 0x2f, 0x04, // crc32(len)
-            0xd6, 0xc4, 0xb5, 0x24, // crc32(payload)
-            0x01, 0x03, 0x02, 0x05, 0x03, 0x07,
+            0xc6, 0x18, 0x95, 0x96, // crc32(payload)
+            0x01, 0x04, 0x02, 0x05, 0x03, 0x07,
         ];
         assert_eq!(
             std::fs::read(dir.path().join("MANIFEST-000001")).unwrap(),
@@ -699,11 +733,11 @@ mod tests {
         let path = dir.path().join("MANIFEST-000003");
         let mut w = LogWriter::create(&StdFs, &path).unwrap();
         w.append(&snapshot().encode()).unwrap();
-        let at = w.append(&[0x0c, 0x01]).unwrap();
+        let at = w.append(&[0x11, 0x01]).unwrap();
         w.sync().unwrap();
         let (_, offset, detail) = corruption(replay(dir.path(), 3).unwrap_err());
         assert_eq!(offset, at);
-        assert!(detail.contains("unknown tag 12"), "{detail}");
+        assert!(detail.contains("unknown tag 17"), "{detail}");
     }
 
     #[test]
@@ -732,12 +766,121 @@ mod tests {
     }
 
     #[test]
+    fn a_keyspace_field_in_a_version_3_manifest_is_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        for (number, field) in [(6, &[0x0c, 0x01][..]), (7, &[0x10, 0x02][..])] {
+            let path = dir.path().join(manifest_name(number));
+            let mut w = LogWriter::create(&StdFs, &path).unwrap();
+            w.append(&[0x01, 0x03, 0x02, 0x05]).unwrap();
+            let at = w.append(field).unwrap();
+            w.sync().unwrap();
+            let (_, offset, detail) = corruption(replay(dir.path(), number).unwrap_err());
+            assert_eq!(offset, at);
+            assert_eq!(
+                detail,
+                "a keyspace field (tags 12 to 16) in a format-version-3 manifest"
+            );
+        }
+        // In the first record too, and in a version-1 manifest.
+        let path = dir.path().join(manifest_name(8));
+        let mut w = LogWriter::create(&StdFs, &path).unwrap();
+        w.append(&[0x01, 0x01, 0x10, 0x02]).unwrap();
+        w.sync().unwrap();
+        let (_, _, detail) = corruption(replay(dir.path(), 8).unwrap_err());
+        assert!(detail.contains("format-version-1 manifest"), "{detail}");
+        // The same records at version 4 read.
+        let path = dir.path().join(manifest_name(9));
+        let mut w = LogWriter::create(&StdFs, &path).unwrap();
+        w.append(&[0x01, 0x04, 0x02, 0x05, 0x10, 0x02]).unwrap();
+        w.append(&[0x0c, 0x01]).unwrap();
+        w.sync().unwrap();
+        assert_eq!(replay(dir.path(), 9).unwrap().records.len(), 2);
+    }
+
+    #[test]
+    fn replay_refuses_a_live_keyspace_and_replay_all_returns_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(manifest_name(3));
+        let mut w = LogWriter::create(&StdFs, &path).unwrap();
+        // Version 4, next keyspace id 2, keyspace 1 "logs" added.
+        w.append(&[
+            0x01, 0x04, 0x02, 0x05, 0x10, 0x02, 0x0c, 0x01, 0x0d, 0x04, b'l', b'o', b'g', b's',
+            0x00,
+        ])
+        .unwrap();
+        w.sync().unwrap();
+        let contents = replay(dir.path(), 3).unwrap();
+        match contents.replay().map(|_| ()).unwrap_err() {
+            Error::InvalidArgument(m) => {
+                assert!(m.contains("leaves keyspace 1 (\"logs\") live"), "{m}")
+            }
+            other => panic!("{other:?}"),
+        }
+        let all = contents.replay_all().unwrap();
+        assert_eq!(all.keyspaces[&1].name, "logs");
+        assert_eq!(all.next_keyspace_id, 2);
+    }
+
+    /// A version-4 manifest whose snapshot adds keyspace 1 and whose next
+    /// record drops it, byte for byte (DESIGN.md 12.8).
+    #[test]
+    fn golden_keyspace_manifest_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = VersionEdit {
+            log_number: Some(5),
+            next_keyspace_id: Some(2),
+            ..VersionEdit::default()
+        };
+        s.keyspaces.insert(
+            1,
+            crate::version::edit::KeyspaceEdit {
+                add: Some(crate::version::edit::KeyspaceAdd {
+                    name: "logs".into(),
+                    options: String::new(),
+                }),
+                ..Default::default()
+            },
+        );
+        let mut m = Manifest::create(&StdFs, dir.path(), 1, &s).unwrap();
+        let mut drop = VersionEdit::default();
+        drop.keyspaces.insert(
+            1,
+            crate::version::edit::KeyspaceEdit {
+                drop: true,
+                ..Default::default()
+            },
+        );
+        m.log_edit(&drop).unwrap();
+        #[rustfmt::skip]
+        let expected: &[u8] = &[
+            0x0f, 0x00, 0x00, 0x00, // len 15
+            0x4a, 0xcf, 0x27, 0x79,
+            0x6c, 0xdb, 0xad, 0x83,
+            0x01, 0x04, 0x02, 0x05, 0x10, 0x02, // version 4, log 5, next keyspace id 2
+            0x0c, 0x01, 0x0d, 0x04, b'l', b'o', b'g', b's', 0x00, // keyspace 1: add "logs"
+            0x03, 0x00, 0x00, 0x00, // len 3
+            0xf2, 0x70, 0xf1, 0x33,
+            0x30, 0x3c, 0xf8, 0x08,
+            0x0c, 0x01, 0x0e, // keyspace 1: drop
+        ];
+        assert_eq!(
+            std::fs::read(dir.path().join("MANIFEST-000001")).unwrap(),
+            expected
+        );
+        let r = replay(dir.path(), 1).unwrap();
+        assert_eq!(edits(&r)[1], drop);
+        // Every keyspace dropped: still refused (the used id would be lost).
+        assert!(matches!(r.replay(), Err(Error::InvalidArgument(_))));
+        assert!(r.replay_all().unwrap().keyspaces.is_empty());
+    }
+
+    #[test]
     fn newer_format_version_is_unsupported() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("MANIFEST-000004");
         let mut w = LogWriter::create(&StdFs, &path).unwrap();
-        // Format 4 with a tag this build does not know.
-        w.append(&[0x01, 0x04, 0x63, 0x00]).unwrap();
+        // Format 5 with a tag this build does not know.
+        w.append(&[0x01, 0x05, 0x63, 0x00]).unwrap();
         w.sync().unwrap();
         match replay(dir.path(), 4).unwrap_err() {
             Error::UnsupportedVersion {
@@ -746,13 +889,13 @@ mod tests {
                 supported,
             } => {
                 assert_eq!(file, path);
-                assert_eq!((found, supported), (4, 3));
+                assert_eq!((found, supported), (5, 4));
             }
             other => panic!("{other:?}"),
         }
         // And writing one is refused.
         let mut s = snapshot();
-        s.format_version = Some(4);
+        s.format_version = Some(5);
         assert!(matches!(
             Manifest::create(&StdFs, dir.path(), 5, &s),
             Err(Error::InvalidArgument(_))
@@ -828,7 +971,7 @@ mod tests {
             Err(Error::InvalidArgument(_))
         ));
         let bad_version = VersionEdit {
-            format_version: Some(4),
+            format_version: Some(5),
             ..VersionEdit::default()
         };
         assert!(matches!(

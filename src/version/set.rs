@@ -256,6 +256,29 @@ pub struct ReplayedState {
     pub key_predictions: VecDeque<KeyPrediction>,
     /// The live range tombstones.
     pub range_tombstones: RangeTombstoneSet,
+    /// The id the next keyspace created gets (tag 16; 1 before any).
+    pub next_keyspace_id: u32,
+    /// The live keyspaces other than the default, by id. The fields above
+    /// (files, log number, key predictions, range tombstones) are the
+    /// default keyspace's.
+    pub keyspaces: BTreeMap<u32, KeyspaceReplayed>,
+}
+
+/// The replayed state of one keyspace other than the default.
+#[derive(Debug, Clone)]
+pub struct KeyspaceReplayed {
+    /// Its name (tag 13).
+    pub name: String,
+    /// Its stored options text (tag 13, replaced by tag 15).
+    pub options_text: String,
+    /// Its live files, `files[level][number]`.
+    pub files: Vec<BTreeMap<u64, FileMetaData>>,
+    /// Its WALs numbered at least this are live (tag 2; 0 until one).
+    pub log_number: u64,
+    /// Its last [`crate::KEY_PREDICTIONS_KEPT`] key predictions.
+    pub key_predictions: VecDeque<KeyPrediction>,
+    /// Its live range tombstones.
+    pub range_tombstones: RangeTombstoneSet,
 }
 
 impl Default for ReplayedState {
@@ -276,20 +299,26 @@ impl ReplayedState {
             table_bytes_written: 0,
             key_predictions: VecDeque::new(),
             range_tombstones: RangeTombstoneSet::default(),
+            next_keyspace_id: 1,
+            keyspaces: BTreeMap::new(),
         }
     }
 
-    /// Folds one edit into the state.
+    /// Folds one edit into the state: the global fields, the default
+    /// keyspace's, then each keyspace section in id order (its add, its
+    /// options, its files and tombstones as the default's, then its drop).
     ///
     /// # Errors
     /// What is wrong (`"version edit deletes file 7 absent from level 0"`)
     /// if the edit deletes a file that is not live or names a level beyond
-    /// [`NUM_LEVELS`]; the caller knows the file and offset to report in an
-    /// [`Error::Corruption`].
+    /// [`NUM_LEVELS`], breaks a rule of [`RangeTombstoneSet::apply`] (a
+    /// tombstone list naming a table of another keyspace among them),
+    /// decreases `next_keyspace_id`, adds a keyspace that is live, whose
+    /// id is not below `next_keyspace_id` after the edit or whose name a
+    /// live keyspace has, names a keyspace that is not live, or leaves a
+    /// table it adds live in two keyspaces; the caller knows the file and
+    /// offset to report in an [`Error::Corruption`].
     pub fn apply(&mut self, e: &VersionEdit) -> std::result::Result<(), String> {
-        if let Some(n) = e.log_number {
-            self.log_number = n;
-        }
         if let Some(n) = e.next_file_number {
             self.next_file_number = n;
         }
@@ -302,32 +331,420 @@ impl ReplayedState {
         if let Some(n) = e.table_bytes_written {
             self.table_bytes_written = n;
         }
-        let level_out_of_range = |level: u32| format!("version edit level {level} out of range");
-        for &(level, number) in &e.deleted_files {
-            let files = self
-                .files
-                .get_mut(level as usize)
-                .ok_or_else(|| level_out_of_range(level))?;
-            if files.remove(&number).is_none() {
+        if let Some(n) = e.next_keyspace_id {
+            if n < self.next_keyspace_id {
                 return Err(format!(
-                    "version edit deletes file {number} absent from level {level}"
+                    "version edit decreases next_keyspace_id from {} to {n}",
+                    self.next_keyspace_id
+                ));
+            }
+            self.next_keyspace_id = n;
+        }
+        apply_tree(
+            &mut self.files,
+            &mut self.log_number,
+            &mut self.key_predictions,
+            &mut self.range_tombstones,
+            e,
+        )?;
+        for (&id, ks) in &e.keyspaces {
+            if let Some(add) = &ks.add {
+                if self.keyspaces.contains_key(&id) {
+                    return Err(format!("version edit adds keyspace {id}, which is live"));
+                }
+                if id >= self.next_keyspace_id {
+                    return Err(format!(
+                        "version edit adds keyspace {id}, not below next_keyspace_id {}",
+                        self.next_keyspace_id
+                    ));
+                }
+                if let Some((other, _)) = self.keyspaces.iter().find(|(_, k)| k.name == add.name) {
+                    return Err(format!(
+                        "version edit adds keyspace {id} named \"{}\", the name of live keyspace \
+                         {other}",
+                        add.name
+                    ));
+                }
+                self.keyspaces.insert(
+                    id,
+                    KeyspaceReplayed {
+                        name: add.name.clone(),
+                        options_text: add.options.clone(),
+                        files: vec![BTreeMap::new(); NUM_LEVELS],
+                        log_number: 0,
+                        key_predictions: VecDeque::new(),
+                        range_tombstones: RangeTombstoneSet::default(),
+                    },
+                );
+            }
+            let Some(state) = self.keyspaces.get_mut(&id) else {
+                return Err(format!(
+                    "version edit names keyspace {id}, which is not live"
+                ));
+            };
+            if let Some(options) = &ks.options {
+                state.options_text.clone_from(options);
+            }
+            apply_tree(
+                &mut state.files,
+                &mut state.log_number,
+                &mut state.key_predictions,
+                &mut state.range_tombstones,
+                &ks.tree_edit(),
+            )
+            .map_err(|d| format!("keyspace {id}: {d}"))?;
+            if ks.drop {
+                self.keyspaces.remove(&id);
+            }
+        }
+        // A table is one keyspace's: one the edit adds must not be live in
+        // another (a move between keyspaces deletes it from the first).
+        let added = e.new_files.iter().map(|(_, f)| f.number).chain(
+            e.keyspaces
+                .values()
+                .flat_map(|k| k.new_files.iter().map(|(_, f)| f.number)),
+        );
+        for n in added {
+            let holders: Vec<u32> = std::iter::once((0, &self.files))
+                .chain(self.keyspaces.iter().map(|(&id, k)| (id, &k.files)))
+                .filter(|(_, files)| files.iter().any(|l| l.contains_key(&n)))
+                .map(|(id, _)| id)
+                .collect();
+            if holders.len() > 1 {
+                return Err(format!(
+                    "version edit leaves table {n} live in keyspaces {} and {}",
+                    holders[0], holders[1]
                 ));
             }
         }
-        for (level, meta) in &e.new_files {
-            self.files
-                .get_mut(*level as usize)
-                .ok_or_else(|| level_out_of_range(*level))?
-                .insert(meta.number, meta.clone());
-        }
-        for p in &e.key_predictions {
-            KeyPrediction::keep(&mut self.key_predictions, *p);
-        }
-        let files = &self.files;
-        self.range_tombstones = self
-            .range_tombstones
-            .apply(e, |n| files.iter().any(|l| l.contains_key(&n)))
-            .map_err(|d| format!("version edit {d}"))?;
         Ok(())
+    }
+
+    /// Refuses a state that has ever had a keyspace other than the
+    /// default: this build serves only the default keyspace (DESIGN.md
+    /// 12.8). It must neither open a database whose other keyspaces are
+    /// live as if they did not exist nor mix their tables into the
+    /// default's; and since its fresh manifests carry no tag 16, a
+    /// writable open would forget the ids already used (`next_keyspace_id`
+    /// above 1, every keyspace dropped), which are never to be reused.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming `manifest` and the first live
+    /// keyspace, or the next keyspace id.
+    pub fn refuse_keyspaces(&self, manifest: &Path) -> Result<()> {
+        let what = match self.keyspaces.iter().next() {
+            Some((id, k)) => format!(
+                "leaves keyspace {id} (\"{}\") live, {} in all beside the default",
+                k.name,
+                self.keyspaces.len()
+            ),
+            None if self.next_keyspace_id > 1 => format!(
+                "has held keyspaces (all dropped; the next keyspace id is {})",
+                self.next_keyspace_id
+            ),
+            None => return Ok(()),
+        };
+        Err(Error::InvalidArgument(format!(
+            "unsupported: {} {what}; this build of siftdb does not serve keyspaces yet: open \
+             the database with a build that does",
+            manifest.display()
+        )))
+    }
+}
+
+/// Folds the tree fields of `e` (tags 2, 5, 6, 9, 10, 11) into one
+/// keyspace's state.
+fn apply_tree(
+    files: &mut [BTreeMap<u64, FileMetaData>],
+    log_number: &mut u64,
+    key_predictions: &mut VecDeque<KeyPrediction>,
+    range_tombstones: &mut RangeTombstoneSet,
+    e: &VersionEdit,
+) -> std::result::Result<(), String> {
+    if let Some(n) = e.log_number {
+        *log_number = n;
+    }
+    let level_out_of_range = |level: u32| format!("version edit level {level} out of range");
+    for &(level, number) in &e.deleted_files {
+        let level_files = files
+            .get_mut(level as usize)
+            .ok_or_else(|| level_out_of_range(level))?;
+        if level_files.remove(&number).is_none() {
+            return Err(format!(
+                "version edit deletes file {number} absent from level {level}"
+            ));
+        }
+    }
+    for (level, meta) in &e.new_files {
+        files
+            .get_mut(*level as usize)
+            .ok_or_else(|| level_out_of_range(*level))?
+            .insert(meta.number, meta.clone());
+    }
+    for p in &e.key_predictions {
+        KeyPrediction::keep(key_predictions, *p);
+    }
+    let files = &*files;
+    *range_tombstones = range_tombstones
+        .apply(e, |n| files.iter().any(|l| l.contains_key(&n)))
+        .map_err(|d| format!("version edit {d}"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{InternalKey, ValueType};
+    use crate::range_tombstone::RangeTombstone;
+    use crate::version::edit::{KeyspaceAdd, KeyspaceEdit};
+
+    fn table(number: u64) -> FileMetaData {
+        let k = |s: &str| InternalKey::new(s.as_bytes(), SequenceNumber(1), ValueType::Value);
+        FileMetaData {
+            number,
+            file_size: 100,
+            smallest: k("a"),
+            largest: k("z"),
+            num_entries: 1,
+            num_tombstones: 0,
+        }
+    }
+
+    fn section(id: u32, ks: KeyspaceEdit) -> VersionEdit {
+        VersionEdit {
+            keyspaces: BTreeMap::from([(id, ks)]),
+            ..VersionEdit::default()
+        }
+    }
+
+    fn add(id: u32, name: &str) -> VersionEdit {
+        VersionEdit {
+            next_keyspace_id: Some(id + 1),
+            ..section(
+                id,
+                KeyspaceEdit {
+                    add: Some(KeyspaceAdd {
+                        name: name.into(),
+                        options: "block_size 16384\n".into(),
+                    }),
+                    ..KeyspaceEdit::default()
+                },
+            )
+        }
+    }
+
+    fn files(id: u32, new: &[u64], deleted: &[u64]) -> VersionEdit {
+        section(
+            id,
+            KeyspaceEdit {
+                new_files: new.iter().map(|&n| (0, table(n))).collect(),
+                deleted_files: deleted.iter().map(|&n| (0, n)).collect(),
+                ..KeyspaceEdit::default()
+            },
+        )
+    }
+
+    fn drop_ks(id: u32) -> VersionEdit {
+        section(
+            id,
+            KeyspaceEdit {
+                drop: true,
+                ..KeyspaceEdit::default()
+            },
+        )
+    }
+
+    /// A state with keyspace 1 "logs" holding table 7, the default table 4.
+    fn with_logs() -> ReplayedState {
+        let mut s = ReplayedState::new();
+        s.apply(&VersionEdit {
+            new_files: vec![(0, table(4))],
+            ..add(1, "logs")
+        })
+        .unwrap();
+        s.apply(&files(1, &[7], &[])).unwrap();
+        s
+    }
+
+    #[test]
+    fn keyspaces_replay_add_options_files_and_drop() {
+        let mut s = with_logs();
+        assert_eq!(s.next_keyspace_id, 2);
+        let logs = &s.keyspaces[&1];
+        assert_eq!(logs.name, "logs");
+        assert_eq!(logs.options_text, "block_size 16384\n");
+        assert_eq!(logs.files[0].keys().copied().collect::<Vec<_>>(), [7]);
+        assert_eq!(s.files[0].keys().copied().collect::<Vec<_>>(), [4]);
+        // Tag 15 replaces the options; tag 2 in the section is its own.
+        s.apply(&VersionEdit {
+            log_number: Some(3),
+            ..section(
+                1,
+                KeyspaceEdit {
+                    options: Some("block_size 4096\n".into()),
+                    log_number: Some(9),
+                    ..KeyspaceEdit::default()
+                },
+            )
+        })
+        .unwrap();
+        assert_eq!(s.keyspaces[&1].options_text, "block_size 4096\n");
+        assert_eq!((s.log_number, s.keyspaces[&1].log_number), (3, 9));
+        assert!(s.refuse_keyspaces(Path::new("MANIFEST-000001")).is_err());
+        s.apply(&drop_ks(1)).unwrap();
+        assert!(s.keyspaces.is_empty());
+        assert_eq!(s.next_keyspace_id, 2);
+        // A name is free again once its keyspace is dropped (new id).
+        s.apply(&add(2, "logs")).unwrap();
+        assert_eq!(s.keyspaces[&2].name, "logs");
+    }
+
+    #[test]
+    fn adding_a_live_keyspace_is_refused() {
+        let mut s = with_logs();
+        let e = s.apply(&add(1, "other")).unwrap_err();
+        assert_eq!(e, "version edit adds keyspace 1, which is live");
+    }
+
+    #[test]
+    fn adding_a_keyspace_at_or_above_next_keyspace_id_is_refused() {
+        let mut s = ReplayedState::new();
+        let mut e = add(1, "logs");
+        e.next_keyspace_id = None; // still 1 after the edit
+        assert_eq!(
+            s.apply(&e).unwrap_err(),
+            "version edit adds keyspace 1, not below next_keyspace_id 1"
+        );
+        e.next_keyspace_id = Some(2);
+        s.apply(&e).unwrap();
+        // An id above the one the edit itself sets.
+        let mut s = ReplayedState::new();
+        let mut e = add(3, "logs");
+        e.next_keyspace_id = Some(3);
+        assert_eq!(
+            s.apply(&e).unwrap_err(),
+            "version edit adds keyspace 3, not below next_keyspace_id 3"
+        );
+    }
+
+    #[test]
+    fn adding_a_keyspace_under_a_live_name_is_refused() {
+        let mut s = with_logs();
+        assert_eq!(
+            s.apply(&add(2, "logs")).unwrap_err(),
+            "version edit adds keyspace 2 named \"logs\", the name of live keyspace 1"
+        );
+    }
+
+    #[test]
+    fn fields_for_a_keyspace_not_live_are_refused() {
+        let mut s = with_logs();
+        for e in [
+            files(2, &[8], &[]),
+            drop_ks(2),
+            section(2, KeyspaceEdit::default()),
+        ] {
+            assert_eq!(
+                s.apply(&e).unwrap_err(),
+                "version edit names keyspace 2, which is not live"
+            );
+        }
+        // Nor after a drop.
+        s.apply(&drop_ks(1)).unwrap();
+        assert_eq!(
+            s.apply(&files(1, &[8], &[])).unwrap_err(),
+            "version edit names keyspace 1, which is not live"
+        );
+    }
+
+    #[test]
+    fn a_table_live_in_two_keyspaces_is_refused() {
+        let mut s = with_logs();
+        // Table 4 is the default's.
+        assert_eq!(
+            s.apply(&files(1, &[4], &[])).unwrap_err(),
+            "version edit leaves table 4 live in keyspaces 0 and 1"
+        );
+        let mut s = with_logs();
+        s.apply(&add(2, "metrics")).unwrap();
+        assert_eq!(
+            s.apply(&files(2, &[7], &[])).unwrap_err(),
+            "version edit leaves table 7 live in keyspaces 1 and 2"
+        );
+        // Moved: deleted from keyspace 1 in the same edit, it is one's.
+        let mut s = with_logs();
+        s.apply(&add(2, "metrics")).unwrap();
+        let mut e = files(1, &[], &[7]);
+        e.keyspaces.extend(files(2, &[7], &[]).keyspaces);
+        s.apply(&e).unwrap();
+        assert!(s.keyspaces[&1].files[0].is_empty());
+    }
+
+    #[test]
+    fn a_tombstone_list_naming_another_keyspaces_table_is_refused() {
+        let tombstone = |files: Vec<u64>| {
+            section(
+                1,
+                KeyspaceEdit {
+                    new_range_tombstones: vec![(
+                        RangeTombstone {
+                            start: b"a".to_vec(),
+                            end: None,
+                            seq: SequenceNumber(5),
+                        },
+                        files,
+                    )],
+                    ..KeyspaceEdit::default()
+                },
+            )
+        };
+        let mut s = with_logs();
+        // Table 4 is the default's, not keyspace 1's.
+        let e = s.apply(&tombstone(vec![4])).unwrap_err();
+        assert!(e.starts_with("keyspace 1: version edit "), "{e}");
+        assert!(e.contains("not live"), "{e}");
+        // Its own table 7 is fine, and the tombstone is the keyspace's.
+        s.apply(&tombstone(vec![7])).unwrap();
+        assert_eq!(s.keyspaces[&1].range_tombstones.len(), 1);
+        assert_eq!(s.range_tombstones.len(), 0);
+    }
+
+    #[test]
+    fn a_decreasing_next_keyspace_id_is_refused() {
+        let mut s = with_logs();
+        let e = VersionEdit {
+            next_keyspace_id: Some(1),
+            ..VersionEdit::default()
+        };
+        assert_eq!(
+            s.apply(&e).unwrap_err(),
+            "version edit decreases next_keyspace_id from 2 to 1"
+        );
+        // The same value again is no decrease.
+        s.apply(&VersionEdit {
+            next_keyspace_id: Some(2),
+            ..VersionEdit::default()
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn only_a_state_that_never_held_keyspaces_is_served() {
+        let m = Path::new("MANIFEST-000001");
+        assert!(ReplayedState::new().refuse_keyspaces(m).is_ok());
+        let mut s = with_logs();
+        let e = s.refuse_keyspaces(m).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid argument: unsupported: MANIFEST-000001 leaves keyspace 1 (\"logs\") live, 1 \
+             in all beside the default; this build of siftdb does not serve keyspaces yet: open \
+             the database with a build that does"
+        );
+        s.apply(&drop_ks(1)).unwrap();
+        let e = s.refuse_keyspaces(m).unwrap_err().to_string();
+        assert!(
+            e.contains("has held keyspaces (all dropped; the next keyspace id is 2)"),
+            "{e}"
+        );
     }
 }

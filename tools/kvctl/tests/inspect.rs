@@ -97,7 +97,7 @@ fn info_human_and_json() {
     let (_tmp, db) = layout();
     let out = stdout(&ok(kvctl(&["info", p(&db)])));
     for line in [
-        "format version    3",
+        "format version    4",
         "manifest          MANIFEST-000002 (4 edits, 197 B)",
         "last sequence     304",
         "log number        7",
@@ -122,7 +122,7 @@ fn info_human_and_json() {
     }
 
     let j = json_ok(&["info", p(&db)]);
-    assert_eq!(j["format_version"], 3);
+    assert_eq!(j["format_version"], 4);
     assert_eq!(
         j["manifest"],
         json!({"name": "MANIFEST-000002", "number": 2, "size": 197, "edits": 4, "torn_tail": null})
@@ -468,7 +468,7 @@ MANIFEST-000002: 4 edits, 197 B
 
 edit 0 at offset 0 (12 bytes), snapshot
   tag  field                value
-    1  format_version       3
+    1  format_version       4
     2  log_number           1
     3  next_file_number     3
     4  last_sequence        0
@@ -1365,5 +1365,39 @@ fn explain_prefix_lists_the_range_deletions_over_the_prefix() {
     assert_eq!(
         json_ok(&["explain", p(&db), "--prefix", "k00"])["range_tombstones"],
         json!([])
+    );
+}
+
+/// An op in a keyspace other than the default (WAL tag 0x11, DESIGN.md
+/// 12.3) is shown with its keyspace, not as the default's.
+#[test]
+fn wal_dump_shows_the_keyspace_of_an_op() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wal = tmp.path().join("000009.log");
+    let mut batch = 7u64.to_le_bytes().to_vec();
+    batch.extend_from_slice(&2u32.to_le_bytes());
+    batch.extend_from_slice(&[0x01, 0x01, b'k', 0x01, b'v']); // put k=v (default)
+    batch.extend_from_slice(&[0x11, 0x03, 0x01, b'a', 0x01, b'b']); // put a=b in 3
+    let mut w = siftdb::inspect::log::LogWriter::create(&siftdb::fs::StdFs, &wal).unwrap();
+    w.append(&batch).unwrap();
+    w.sync().unwrap();
+    drop(w);
+    let out = stdout(&ok(kvctl(&["wal", "dump", p(&wal)])));
+    assert_eq!(
+        out,
+        "\
+000009.log: 35 B, 1 record, 2 updates
+  offset  bytes  seq  op        key  value
+       0     23    7  put       k    v
+                   8  put ks=3  a    b
+"
+    );
+    let j = json_ok(&["wal", "dump", p(&wal)]);
+    assert_eq!(
+        j["wals"][0]["records"][0]["ops"],
+        json!([
+            {"seq": 7, "type": "put", "key": "k", "value": "v"},
+            {"seq": 8, "type": "put", "key": "a", "value": "b", "keyspace": 3},
+        ])
     );
 }

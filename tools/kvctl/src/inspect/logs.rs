@@ -95,6 +95,9 @@ fn edit_fields(e: &VersionEdit, show: Show) -> Vec<(u64, &'static str, Value, St
     if let Some(x) = e.table_bytes_written {
         v.push((8, "table_bytes_written", json!(x), x.to_string()));
     }
+    if let Some(x) = e.next_keyspace_id {
+        v.push((16, "next_keyspace_id", json!(x), x.to_string()));
+    }
     for &(level, number) in &e.deleted_files {
         v.push((
             5,
@@ -154,6 +157,31 @@ fn edit_fields(e: &VersionEdit, show: Show) -> Vec<(u64, &'static str, Value, St
             json!({ "seq": seq.0, "number": number }),
             format!("@{seq} waits on {}", table_name(number)),
         ));
+    }
+    // Then each keyspace's section (DESIGN.md 12.8): its fields follow
+    // the tag 12 that names it.
+    for (&id, ks) in &e.keyspaces {
+        v.push((12, "keyspace", json!(id), format!("ks={id}")));
+        if let Some(add) = &ks.add {
+            v.push((
+                13,
+                "add_keyspace",
+                json!({ "name": add.name, "options": add.options }),
+                format!("\"{}\"  {} bytes of options", add.name, add.options.len()),
+            ));
+        }
+        if let Some(o) = &ks.options {
+            v.push((
+                15,
+                "keyspace_options",
+                json!(o),
+                format!("{} bytes of options", o.len()),
+            ));
+        }
+        v.extend(edit_fields(&ks.tree_edit(), show));
+        if ks.drop {
+            v.push((14, "drop_keyspace", Value::Null, String::new()));
+        }
     }
     v
 }
@@ -379,12 +407,19 @@ fn wal_json(w: &WalContents, show: Show) -> Value {
             "offset": r.offset,
             "batch_bytes": r.batch_len,
             "first_seq": r.first_seq.0,
-            "ops": r.ops.iter().map(|o| json!({
-                "seq": o.seq.0,
-                "type": o.value_type.name(),
-                "key": show.bytes(&o.key),
-                "value": op_value_json(o, show),
-            })).collect::<Vec<_>>(),
+            "ops": r.ops.iter().map(|o| {
+                let mut op = json!({
+                    "seq": o.seq.0,
+                    "type": o.value_type.name(),
+                    "key": show.bytes(&o.key),
+                    "value": op_value_json(o, show),
+                });
+                // Only outside the default keyspace (DESIGN.md 12.3).
+                if o.keyspace != 0 {
+                    op["keyspace"] = json!(o.keyspace);
+                }
+                op
+            }).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "torn_tail": torn_json(&w.torn_tail),
         "corruption": w.corruption.as_ref().map(|e| e.to_string()),
@@ -426,7 +461,11 @@ fn wal_text(w: &WalContents, show: Show) -> String {
                     offset,
                     bytes,
                     o.seq.to_string(),
-                    o.value_type.name().to_string(),
+                    if o.keyspace == 0 {
+                        o.value_type.name().to_string()
+                    } else {
+                        format!("{} ks={}", o.value_type.name(), o.keyspace)
+                    },
                     show.bytes(&o.key),
                     op_value_text(o, show),
                 ]);
@@ -490,7 +529,8 @@ fn wal_dump(a: &WalDumpArgs) -> Result<(), CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use siftdb::inspect::key::{InternalKey, SequenceNumber};
+    use siftdb::inspect::key::{InternalKey, SequenceNumber, ValueType};
+    use siftdb::inspect::version::edit::{KeyspaceAdd, KeyspaceEdit};
 
     /// Every field of `VersionEdit` is listed here without `..`, so adding
     /// a field fails to compile until `edit_fields` shows it.
@@ -536,8 +576,59 @@ mod tests {
                 vec![6],
             )],
             range_tombstone_files: vec![(SequenceNumber(9), 10)],
+            next_keyspace_id: Some(4),
+            keyspaces: std::collections::BTreeMap::from([
+                (
+                    2,
+                    KeyspaceEdit {
+                        add: Some(KeyspaceAdd {
+                            name: "logs".into(),
+                            options: "block_size 16384\n".into(),
+                        }),
+                        options: Some("block_size 4096\n".into()),
+                        log_number: Some(11),
+                        deleted_files: vec![(0, 12)],
+                        ..KeyspaceEdit::default()
+                    },
+                ),
+                (
+                    3,
+                    KeyspaceEdit {
+                        drop: true,
+                        ..KeyspaceEdit::default()
+                    },
+                ),
+            ]),
         };
         let show = Show { hex: false };
+        let tags: Vec<u64> = edit_fields(&e, show).iter().map(|f| f.0).collect();
+        assert_eq!(
+            tags,
+            [1, 2, 3, 4, 7, 8, 16, 5, 6, 9, 10, 11, 12, 13, 15, 2, 5, 12, 14]
+        );
+        let text: Vec<String> = edit_fields(&e, show).into_iter().map(|f| f.3).collect();
+        assert_eq!(
+            text[12..],
+            [
+                "ks=2",
+                "\"logs\"  17 bytes of options",
+                "16 bytes of options",
+                "11",
+                "L0 000012.sst",
+                "ks=3",
+                ""
+            ]
+        );
+        let json: Vec<Value> = edit_fields(&e, show).into_iter().map(|f| f.2).collect();
+        assert_eq!(
+            json[13],
+            json!({ "name": "logs", "options": "block_size 16384\n" })
+        );
+        let e = VersionEdit {
+            next_keyspace_id: None,
+            keyspaces: Default::default(),
+            ..e
+        };
         let tags: Vec<u64> = edit_fields(&e, show).iter().map(|f| f.0).collect();
         assert_eq!(tags, [1, 2, 3, 4, 7, 8, 5, 6, 9, 10, 11]);
         let text: Vec<String> = edit_fields(&e, show).into_iter().map(|f| f.3).collect();
