@@ -177,7 +177,7 @@ impl WriteBatch {
 
     /// Adds `key = value` in keyspace `keyspace` (0: the default, as
     /// [`WriteBatch::put`]). The id is not checked against any database:
-    /// increment 3 of the keyspaces plan gives this a `Keyspace` handle;
+    /// increment 3 of docs/keyspaces-plan.md gives this a `Keyspace` handle;
     /// until then only the default's `put` and tests call it.
     ///
     /// # Errors
