@@ -567,7 +567,7 @@ pub(crate) fn merge(
                 continue;
             }
             let hiding = ctx.range_tombstones.covering(p.user_key);
-            let hiding = hiding.iter().take_while(|&&s| s > p.seq).copied();
+            let hiding = hiding.iter().rev().take_while(|&&s| s > p.seq).copied();
             // Cut a full output only at a user-key boundary.
             if new_key {
                 if let Some((_, b)) = &builder {

@@ -76,7 +76,8 @@ pub fn half_open(lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> Option<(Vec<u8>, Opt
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Fragment {
     end: Option<Vec<u8>>,
-    /// Sequence numbers of the tombstones over the piece, newest first.
+    /// Sequence numbers of the tombstones over the piece, oldest first
+    /// (so a memtable's newest tombstone is pushed at the end).
     seqs: Vec<SequenceNumber>,
 }
 
@@ -137,7 +138,7 @@ impl FragmentedRangeTombstones {
                 continue; // a gap between tombstones
             }
             let mut seqs: Vec<SequenceNumber> = active.iter().map(|t| t.seq).collect();
-            seqs.sort_unstable_by(|a, b| b.cmp(a));
+            seqs.sort_unstable();
             seqs.dedup();
             let end = end.clone();
             fragments.insert(start.clone(), Fragment { end, seqs });
@@ -147,82 +148,68 @@ impl FragmentedRangeTombstones {
 
     /// Adds one tombstone in place: the same fragments as [`Self::new`]
     /// over the old tombstones and `t`, in `O((k + 1) log n)` (`k` the
-    /// fragments `t` overlaps). The memtable keeps its range deletions
-    /// fragmented this way, so no read fragments them again.
+    /// fragments `t` overlaps; each gains `t`'s sequence number at its
+    /// end when `t` is the newest, as in a memtable). The memtable keeps
+    /// its range deletions fragmented this way, so no read fragments them
+    /// again.
     pub fn insert(&mut self, t: &RangeTombstone) {
-        let start = t.start.as_slice();
-        // The fragments overlapping `[start, end)`, in key order: perhaps
-        // one beginning before `start`, then those beginning inside.
-        let before = self
-            .fragments
-            .range::<[u8], _>((Bound::Unbounded, Bound::Excluded(start)))
-            .next_back()
-            .filter(|(_, f)| f.end.as_deref().is_none_or(|e| e > start))
-            .map(|(k, _)| k.clone());
-        let inside = self
-            .fragments
-            .range::<[u8], _>((Bound::Included(start), Bound::Unbounded))
-            .take_while(|(k, _)| t.end.as_deref().is_none_or(|e| k.as_slice() < e))
-            .map(|(k, _)| k.clone());
-        let overlapping: Vec<Vec<u8>> = before.into_iter().chain(inside).collect();
-        let with_t = |seqs: &[SequenceNumber]| {
-            let mut seqs = seqs.to_vec();
-            if let Err(at) = seqs.binary_search_by(|s| t.seq.cmp(s)) {
-                seqs.insert(at, t.seq);
-            }
-            seqs
+        // Cut the fragments straddling `start` and `end`: then every
+        // fragment overlapping `t` lies inside it.
+        self.split_at(&t.start);
+        if let Some(end) = &t.end {
+            self.split_at(end);
+        }
+        let upper = match &t.end {
+            Some(e) => Bound::Excluded(e.as_slice()),
+            None => Bound::Unbounded,
         };
-        // Where the part of `[start, end)` not yet placed begins; `None`
-        // once nothing is left (an unbounded `t` met an unbounded fragment).
-        let mut cursor = Some(t.start.clone());
-        for key in overlapping {
-            let Some(f) = self.fragments.remove(&key) else {
-                continue; // listed just above: always present
-            };
-            let Some(at) = cursor.take() else { break };
-            match key.cmp(&at) {
-                // Only the first can begin before `start`: its head keeps
-                // its own tombstones.
-                Ordering::Less => {
-                    let head = Fragment {
-                        end: Some(at.clone()),
-                        seqs: f.seqs.clone(),
-                    };
-                    self.fragments.insert(key.clone(), head);
-                }
-                // A gap between fragments inside `t`.
-                Ordering::Greater => {
-                    let gap = Fragment {
-                        end: Some(key.clone()),
-                        seqs: vec![t.seq],
-                    };
-                    self.fragments.insert(at.clone(), gap);
-                }
-                Ordering::Equal => {}
-            }
-            let past_end = cmp_end(&f.end, &t.end) == Ordering::Greater;
-            let to = if past_end { &t.end } else { &f.end };
-            let middle = Fragment {
-                end: to.clone(),
-                seqs: with_t(&f.seqs),
-            };
-            self.fragments.insert(at.max(key), middle);
-            cursor = to.clone();
-            if let (true, Some(end)) = (past_end, &t.end) {
-                // Only the last can reach past `end`: its tail keeps its
-                // own tombstones.
-                self.fragments.insert(end.clone(), f);
-            }
-        }
-        if let Some(at) = cursor {
-            if t.end.as_deref().is_none_or(|e| at.as_slice() < e) {
-                let rest = Fragment {
-                    end: t.end.clone(),
+        let mut gaps: Vec<(Vec<u8>, Fragment)> = Vec::new();
+        // Where the part of `t` not yet covered begins (`None`: nowhere).
+        let mut covered_to: Option<&[u8]> = Some(&t.start);
+        let gap = |from: &[u8], to: Option<&[u8]>| {
+            let end = to.map(<[u8]>::to_vec);
+            (
+                from.to_vec(),
+                Fragment {
+                    end,
                     seqs: vec![t.seq],
-                };
-                self.fragments.insert(at, rest);
+                },
+            )
+        };
+        let inside = (Bound::Included(t.start.as_slice()), upper);
+        for (start, f) in self.fragments.range_mut::<[u8], _>(inside) {
+            if let Some(from) = covered_to.filter(|&from| from < start.as_slice()) {
+                gaps.push(gap(from, Some(start)));
+            }
+            if let Err(at) = f.seqs.binary_search(&t.seq) {
+                f.seqs.insert(at, t.seq);
+            }
+            let f: &Fragment = f;
+            covered_to = f.end.as_deref();
+        }
+        if let Some(from) = covered_to {
+            if t.end.as_deref().is_none_or(|e| from < e) {
+                gaps.push(gap(from, t.end.as_deref()));
             }
         }
+        self.fragments.extend(gaps);
+    }
+
+    /// Cuts the fragment holding `at` in two at `at`, if one holds it and
+    /// begins before it: both halves keep its tombstones.
+    fn split_at(&mut self, at: &[u8]) {
+        let before = (Bound::Unbounded, Bound::Excluded(at));
+        let Some((_, f)) = self.fragments.range_mut::<[u8], _>(before).next_back() else {
+            return;
+        };
+        if f.end.as_deref().is_some_and(|e| e <= at) {
+            return;
+        }
+        let tail = Fragment {
+            end: f.end.replace(at.to_vec()),
+            seqs: f.seqs.clone(),
+        };
+        self.fragments.insert(at.to_vec(), tail);
     }
 
     /// True if there is no tombstone: every lookup answers 0 at once.
@@ -266,7 +253,7 @@ impl FragmentedRangeTombstones {
         let before = self.at_or_before(key);
         if let Some((start, f)) = before {
             if f.end.as_deref().is_none_or(|e| key < e) {
-                let seq = f.seqs.iter().find(|&&s| s <= read_seq).copied();
+                let seq = f.seqs.iter().rev().find(|&&s| s <= read_seq).copied();
                 return (
                     seq.unwrap_or(SequenceNumber::ZERO),
                     Some(start),
@@ -284,7 +271,7 @@ impl FragmentedRangeTombstones {
         (SequenceNumber::ZERO, start, end)
     }
 
-    /// The sequence numbers of every tombstone covering `key`, newest
+    /// The sequence numbers of every tombstone covering `key`, oldest
     /// first (empty if none).
     pub fn covering(&self, key: &[u8]) -> &[SequenceNumber] {
         self.fragment(key).map_or(&[], |f| &f.seqs)
@@ -326,7 +313,7 @@ mod tests {
         assert_eq!(f.max_covering(b"h", s(100)), s(0), "ends are exclusive");
         assert_eq!(f.max_covering(b"w", s(100)), s(0));
         assert_eq!(f.max_covering(b"zzzz", s(100)), s(3), "no upper bound");
-        assert_eq!(f.covering(b"e"), &[s(9), s(5)]);
+        assert_eq!(f.covering(b"e"), &[s(5), s(9)]);
         assert!(f.covering(b"a").is_empty());
     }
 
@@ -437,7 +424,7 @@ mod tests {
         let mut f = FragmentedRangeTombstones::new(&[t("c", Some("e"), 5)]);
         f.insert(&t("a", Some("d"), 7));
         f.insert(&t("g", None, 8));
-        // Each fragment as "start..end: seqs", newest first.
+        // Each fragment as "start..end: seqs", oldest first.
         let cuts: Vec<String> = f
             .fragments
             .iter()
@@ -451,7 +438,7 @@ mod tests {
                 )
             })
             .collect();
-        assert_eq!(cuts, ["a..c: [7]", "c..d: [7, 5]", "d..e: [5]", "g..: [8]"]);
+        assert_eq!(cuts, ["a..c: [7]", "c..d: [5, 7]", "d..e: [5]", "g..: [8]"]);
         let s = SequenceNumber;
         assert_eq!(
             f.max_covering(b"f", SequenceNumber::MAX),
