@@ -13,7 +13,7 @@
 //! 3.7, 12.8).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::key::SequenceNumber;
 use crate::range_tombstone::{FragmentedRangeTombstones, RangeTombstone};
@@ -32,10 +32,15 @@ pub struct LiveRangeTombstone {
 
 /// The range tombstones of one version, keyed by sequence number (unique:
 /// every operation of a batch has its own), with their fragmented index.
+///
+/// Versions are immutable and each edit makes a new one, so the set is
+/// cheap to copy: the tombstones are shared (`Arc`) until an edit changes
+/// one, and the index is built on first use, once per version that is
+/// read, not once per edit (a replay of many edits builds none).
 #[derive(Debug, Clone, Default)]
 pub struct RangeTombstoneSet {
-    live: BTreeMap<SequenceNumber, LiveRangeTombstone>,
-    index: Arc<FragmentedRangeTombstones>,
+    live: BTreeMap<SequenceNumber, Arc<LiveRangeTombstone>>,
+    index: OnceLock<Arc<FragmentedRangeTombstones>>,
 }
 
 impl RangeTombstoneSet {
@@ -52,81 +57,113 @@ impl RangeTombstoneSet {
 
     /// The tombstones, oldest first.
     pub fn iter(&self) -> impl Iterator<Item = &LiveRangeTombstone> {
-        self.live.values()
+        self.live.values().map(|t| &**t)
     }
 
     /// The tombstone written at `seq`, if the set holds it.
     pub fn get(&self, seq: SequenceNumber) -> Option<&LiveRangeTombstone> {
-        self.live.get(&seq)
+        self.live.get(&seq).map(|t| &**t)
     }
 
-    /// The fragmented index over every tombstone, for reads.
+    /// The fragmented index over every tombstone, for reads: built by the
+    /// first call on this set, `O(n log n)`, then shared.
     pub fn index(&self) -> &Arc<FragmentedRangeTombstones> {
-        &self.index
+        self.index.get_or_init(|| {
+            Arc::new(FragmentedRangeTombstones::new(
+                self.live.values().map(|t| &t.tombstone),
+            ))
+        })
     }
 
     /// The set after `edit`, whose live tables afterwards satisfy
-    /// `is_live`. Tables the edit deletes (and does not add back: a move)
-    /// leave every list; the edit's new tombstones join with their lists;
-    /// the edit's `(seq, file)` pairs extend lists; a tombstone whose list
-    /// is then empty leaves the set.
+    /// `is_live`: a copy with [`Self::apply_in_place`] applied.
     ///
     /// # Errors
-    /// What is wrong (the caller reports it as corruption of the edit): a
-    /// tombstone added twice, a list extended for an absent tombstone, or a
-    /// list naming a table that is not live.
+    /// As [`Self::apply_in_place`].
     pub fn apply(
         &self,
         edit: &VersionEdit,
         is_live: impl Fn(u64) -> bool,
     ) -> std::result::Result<RangeTombstoneSet, String> {
+        let mut next = self.clone();
+        next.apply_in_place(edit, is_live)?;
+        Ok(next)
+    }
+
+    /// Applies `edit`, whose live tables afterwards satisfy `is_live`.
+    /// Tables the edit deletes (and does not add back: a move) leave every
+    /// list; the edit's new tombstones join with their lists; the edit's
+    /// `(seq, file)` pairs extend lists; a tombstone whose list is then
+    /// empty leaves the set. Only the lists the edit adds to are checked
+    /// against `is_live`: the others held live tables before it, and it
+    /// removed the tables it deletes from them. `O(tombstones × tables
+    /// deleted + the edit's own tombstone fields)`.
+    ///
+    /// # Errors
+    /// What is wrong (the caller reports it as corruption of the edit): a
+    /// tombstone added twice, a list extended for an absent tombstone, or a
+    /// list naming a table that is not live. The set is then left part
+    /// applied: callers drop it.
+    pub fn apply_in_place(
+        &mut self,
+        edit: &VersionEdit,
+        is_live: impl Fn(u64) -> bool,
+    ) -> std::result::Result<(), String> {
         if self.live.is_empty()
             && edit.new_range_tombstones.is_empty()
             && edit.range_tombstone_files.is_empty()
         {
-            return Ok(self.clone());
+            return Ok(());
         }
-        let mut live = self.live.clone();
+        let before = self.live.len();
+        let mut emptied = false;
         let readded: BTreeSet<u64> = edit.new_files.iter().map(|(_, f)| f.number).collect();
         for &(_, number) in &edit.deleted_files {
-            if !readded.contains(&number) {
-                for t in live.values_mut() {
+            if readded.contains(&number) {
+                continue;
+            }
+            for t in self.live.values_mut() {
+                if t.pending.contains(&number) {
+                    let t = Arc::make_mut(t);
                     t.pending.remove(&number);
+                    emptied |= t.pending.is_empty();
                 }
             }
         }
+        let not_live = |seq: SequenceNumber, n: u64| {
+            format!("range tombstone {seq} waits on table {n}, which is not live")
+        };
         for (t, files) in &edit.new_range_tombstones {
+            if let Some(&n) = files.iter().find(|&&n| !is_live(n)) {
+                return Err(not_live(t.seq, n));
+            }
             let entry = LiveRangeTombstone {
                 tombstone: t.clone(),
                 pending: files.iter().copied().collect(),
             };
-            if live.insert(t.seq, entry).is_some() {
+            emptied |= entry.pending.is_empty();
+            if self.live.insert(t.seq, Arc::new(entry)).is_some() {
                 return Err(format!("adds range tombstone {} twice", t.seq));
             }
         }
         for &(seq, number) in &edit.range_tombstone_files {
-            live.get_mut(&seq)
-                .ok_or_else(|| format!("extends range tombstone {seq}, which is absent"))?
-                .pending
-                .insert(number);
-        }
-        for (seq, t) in &live {
-            if let Some(n) = t.pending.iter().find(|&&n| !is_live(n)) {
-                return Err(format!(
-                    "range tombstone {seq} waits on table {n}, which is not live"
-                ));
+            let t = self
+                .live
+                .get_mut(&seq)
+                .ok_or_else(|| format!("extends range tombstone {seq}, which is absent"))?;
+            if !is_live(number) {
+                return Err(not_live(seq, number));
             }
+            Arc::make_mut(t).pending.insert(number);
         }
-        live.retain(|_, t| !t.pending.is_empty());
-        let same = live.len() == self.live.len() && live.keys().eq(self.live.keys());
-        let index = if same {
-            Arc::clone(&self.index)
-        } else {
-            Arc::new(FragmentedRangeTombstones::new(
-                live.values().map(|t| &t.tombstone),
-            ))
-        };
-        Ok(RangeTombstoneSet { live, index })
+        if emptied {
+            self.live.retain(|_, t| !t.pending.is_empty());
+        }
+        if self.live.len() != before || emptied {
+            // The tombstones changed: the next read builds the index anew.
+            self.index = OnceLock::new();
+        }
+        Ok(())
     }
 
     /// The tombstones as a manifest snapshot lists them.
@@ -165,6 +202,43 @@ mod tests {
     }
 
     #[test]
+    fn applied_in_place_as_by_copy_and_the_index_follows_the_tombstones() {
+        let live = |n: u64| n < 100;
+        let add = |seq: u64, files: Vec<u64>| VersionEdit {
+            new_range_tombstones: vec![(tomb(seq), files)],
+            ..Default::default()
+        };
+        let mut in_place = RangeTombstoneSet::default();
+        let mut by_copy = RangeTombstoneSet::default();
+        let c = SequenceNumber(100);
+        for (i, e) in [add(7, vec![3]), add(9, vec![3, 4])].iter().enumerate() {
+            in_place.apply_in_place(e, live).unwrap();
+            by_copy = by_copy.apply(e, live).unwrap();
+            let newest = SequenceNumber([7, 9][i]);
+            assert_eq!(in_place.index().max_covering(b"c", c), newest);
+            assert_eq!(by_copy.index().max_covering(b"c", c), newest);
+        }
+        // Table 4 goes: tombstone 9 still waits on 3. Then 3 goes: none.
+        let drop_table = |n: u64| VersionEdit {
+            deleted_files: vec![(0, n)],
+            ..Default::default()
+        };
+        in_place.apply_in_place(&drop_table(4), live).unwrap();
+        assert_eq!(in_place.len(), 2);
+        in_place.apply_in_place(&drop_table(3), live).unwrap();
+        assert!(in_place.is_empty());
+        assert_eq!(in_place.index().max_covering(b"c", c), SequenceNumber::ZERO);
+        let by_copy = by_copy.apply(&drop_table(3), live).unwrap();
+        assert_eq!(by_copy.len(), 1, "9 still waits on 4");
+        assert_eq!(by_copy.index().max_covering(b"c", c), SequenceNumber(9));
+        // A list naming a table that is not live is refused.
+        let err = RangeTombstoneSet::default()
+            .apply_in_place(&add(5, vec![200]), live)
+            .unwrap_err();
+        assert!(err.contains("waits on table 200"), "{err}");
+    }
+
+    #[test]
     fn a_tombstone_lives_until_its_last_table_is_gone() {
         let live = |n: u64| n < 100;
         let add = VersionEdit {
@@ -195,8 +269,13 @@ mod tests {
             new_files: vec![(1, meta(4))],
             ..Default::default()
         };
+        let before = Arc::clone(s.index());
         let s = s.apply(&mv, live).unwrap();
         assert_eq!(s.get(SequenceNumber(7)).unwrap().pending.len(), 2);
+        assert!(
+            Arc::ptr_eq(&before, s.index()),
+            "the same tombstones share the index"
+        );
         let gone = VersionEdit {
             deleted_files: vec![(1, 4), (1, 5)],
             new_files: vec![(2, meta(6))],
