@@ -1264,6 +1264,32 @@ fn info_counts_a_wals_range_deletions() {
     );
 }
 
+/// Found by a new-user trial: `info` showed nothing of the range
+/// tombstones a flush had moved to the manifest (`stats` counted them).
+#[test]
+fn info_counts_the_manifests_range_tombstones() {
+    // `[c, d)` is in the manifest, `[b, no end)` only in the WAL.
+    let (_tmp, db) = range_deleted_db();
+    let out = stdout(&ok(kvctl(&["info", p(&db)])));
+    let line = "range tombstones  1 live in the manifest";
+    assert!(
+        out.lines().any(|l| l == line),
+        "missing {line:?} in:\n{out}"
+    );
+    let j = json_ok(&["info", p(&db)]);
+    assert_eq!(j["range_tombstones"], 1);
+    assert_eq!(j["wals"][0]["range_deletions"], 1);
+    // None: the line says so.
+    let (_tmp, db) = layout();
+    assert_eq!(json_ok(&["info", p(&db)])["range_tombstones"], 0);
+    let out = stdout(&ok(kvctl(&["info", p(&db)])));
+    assert!(
+        out.lines()
+            .any(|l| l == "range tombstones  0 live in the manifest"),
+        "{out}"
+    );
+}
+
 /// The `answer:` line of `kvctl explain DB KEY`.
 fn answer(db: &Path, key: &str) -> String {
     let out = stdout(&ok(kvctl(&["explain", p(db), key])));
