@@ -344,3 +344,31 @@ fn empty_and_inverted_ranges_are_usage_errors() {
         "b\\xff\n"
     );
 }
+
+/// Found by a new-user trial: an import flushing a memtable that held only
+/// a range deletion said "1 SSTable flushed" where none was written.
+#[test]
+fn import_counts_only_the_sstables_a_flush_wrote() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let empty = tmp.path().join("empty.tsv");
+    std::fs::write(&empty, "").unwrap();
+    ok(kvctl(&["import", p(&db), p(&empty)]));
+    ok(kvctl(&["delete-range", p(&db), "--from", "a", "--to", "b"]));
+    let out = stdout(&ok(kvctl(&["import", p(&db), p(&empty)])));
+    let second = out.lines().nth(1).unwrap_or_default();
+    assert_eq!(
+        second, "0 SSTables flushed, 0 compactions; the database now has 0 SSTables, 0 B",
+        "{out}"
+    );
+    // A memtable holding a range deletion and a put writes one table.
+    ok(kvctl(&["delete-range", p(&db), "--from", "c", "--to", "d"]));
+    let one = tmp.path().join("one.tsv");
+    std::fs::write(&one, "k\tv\n").unwrap();
+    let out = stdout(&ok(kvctl(&["import", p(&db), p(&one)])));
+    let second = out.lines().nth(1).unwrap_or_default();
+    assert!(
+        second.starts_with("1 SSTable flushed, 0 compactions; the database now has 1 SSTable, "),
+        "{out}"
+    );
+}
