@@ -673,7 +673,7 @@ cost: 1 data-block read, 0 sources skipped by key range, 2 SSTables skipped by f
     assert_eq!(j["range_skips"], 0);
     assert_eq!(
         j["steps"][0],
-        json!({"step": 1, "source": "memtable", "wal": 7, "entries": 2, "outcome": "not_in_memtable"})
+        json!({"step": 1, "source": "memtable", "wal": 7, "entries": 2, "range_deletions": 0, "outcome": "not_in_memtable"})
     );
     assert_eq!(
         j["steps"][3],
@@ -1287,6 +1287,46 @@ fn info_counts_the_manifests_range_tombstones() {
         out.lines()
             .any(|l| l == "range tombstones  0 live in the manifest"),
         "{out}"
+    );
+}
+
+/// Found by a new-user trial: `explain` showed a memtable's entries but
+/// not its range deletions.
+#[test]
+fn explain_counts_a_memtables_range_deletions() {
+    // The WAL holds `[b, no end)` and `put z 26`.
+    let (_tmp, db) = range_deleted_db();
+    let wal = only_wal(&db);
+    let name = wal.file_name().unwrap().to_str().unwrap().to_string();
+    let out = stdout(&ok(kvctl(&["explain", p(&db), "a"])));
+    let source = format!("memtable ({name}, 1 entry, 1 range deletion)");
+    assert!(out.contains(&source), "missing {source:?} in:\n{out}");
+    let j = json_ok(&["explain", p(&db), "a"]);
+    assert_eq!(j["steps"][0]["source"], "memtable");
+    assert_eq!(j["steps"][0]["entries"], 1);
+    assert_eq!(j["steps"][0]["range_deletions"], 1);
+    // Only range deletions: "0 entries, 1 range deletion".
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let d = Db::open_with(&dir, options()).unwrap();
+    d.delete_range("m".."n").unwrap();
+    d.close().unwrap();
+    let name = only_wal(&dir)
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let out = stdout(&ok(kvctl(&["explain", p(&dir), "m"])));
+    let source = format!("memtable ({name}, 0 entries, 1 range deletion)");
+    assert!(out.contains(&source), "missing {source:?} in:\n{out}");
+    // Without range deletions, the source reads as before.
+    let (_tmp, db) = layout();
+    let out = stdout(&ok(kvctl(&["explain", p(&db), "a"])));
+    assert!(out.contains("memtable (000007.log, 2 entries)"), "{out}");
+    assert_eq!(
+        json_ok(&["explain", p(&db), "a"])["steps"][0]["range_deletions"],
+        0
     );
 }
 
