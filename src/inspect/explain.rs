@@ -27,8 +27,10 @@ pub enum ExplainSource {
     Memtable {
         /// The WAL's file number.
         wal: u64,
-        /// Entries in it.
+        /// Entries in it (puts and deletes).
         entries: u64,
+        /// Range deletions in it (not in `entries`).
+        range_deletions: u64,
     },
     /// One SSTable.
     Table {
@@ -192,6 +194,7 @@ pub fn explain(snap: &DbSnapshot, key: &[u8]) -> Result<Explain> {
         let source = ExplainSource::Memtable {
             wal: wal.number,
             entries: wal.mem.len() as u64,
+            range_deletions: wal.range_deletions,
         };
         match wal.mem.get(key, seq) {
             Some((s, value_type, value)) => {

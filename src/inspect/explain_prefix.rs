@@ -165,6 +165,7 @@ pub fn explain_prefix(snap: &DbSnapshot, prefix: &[u8]) -> Result<PrefixExplain>
             source: ExplainSource::Memtable {
                 wal: wal.number,
                 entries: wal.mem.len() as u64,
+                range_deletions: wal.range_deletions,
             },
             outcome: PrefixOutcome::Memtable { entries },
         });

@@ -595,7 +595,6 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     let new_database = !args.db.exists();
     let db = open_or_create_waiting(builder, args.wait.wait)?;
     let before = db.stats();
-    let (flushes_before, compactions_before) = (before.flushes, before.compactions);
     crate::interrupt::on_interrupt(crate::interrupt::Task::Import {
         source: source.clone(),
     });
@@ -622,8 +621,8 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     db.wait_for_compactions()
         .map_err(|e| import_write_failed(e, sum.keys))?;
     let after = db.stats();
-    let created = after.flushes - flushes_before;
-    let compactions = after.compactions - compactions_before;
+    let created = tables_flushed(&before, &after);
+    let compactions = after.compactions - before.compactions;
     let (files, bytes) = total_files(&db);
     db.close()?;
     // The time the keys took to be on disk in tables, not just in the log.
@@ -651,6 +650,23 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
         )
     })
     .map_err(write_failed)
+}
+
+/// The SSTables the flushes between two `stats` wrote. A flush writes one
+/// table, except that of a memtable holding only range deletions, which
+/// writes none (they go to the manifest). Range deletions add nothing to a
+/// memtable's size, so one that held only them is never rotated by an
+/// import's puts: such a flush happens only in an import of no pairs, where
+/// it is the one flush. So no byte of SSTable from flushes (flushes and
+/// compactions' bytes less compactions') means no table, and otherwise
+/// every flush wrote one.
+fn tables_flushed(before: &siftdb::Stats, after: &siftdb::Stats) -> u64 {
+    let flush_bytes = |s: &siftdb::Stats| s.table_bytes_written - s.compaction_bytes_written;
+    if flush_bytes(after) == flush_bytes(before) {
+        0
+    } else {
+        after.flushes - before.flushes
+    }
 }
 
 #[cfg(test)]

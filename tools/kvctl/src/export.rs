@@ -76,23 +76,29 @@ pub fn export(args: &ExportArgs) -> Result<(), CliError> {
     if args.salvage {
         return export_salvage(args);
     }
+    let bounded = args.from.is_some() || args.to.is_some();
+    let range = if bounded {
+        crate::scan::checked_key_range(
+            "export",
+            args.prefix.as_deref(),
+            args.from.as_deref(),
+            args.to.as_deref(),
+            false,
+            false,
+        )?
+    } else {
+        None
+    };
     // Damage met here is `Corruption`, whose hint points at `--salvage`.
     let db = open_read_only(&args.db)?;
-    let iter: Box<dyn Iterator<Item = siftdb::Result<Pair>>> =
-        match (&args.prefix, args.from.is_some() || args.to.is_some()) {
-            // A prefix alone scans with the prefix filters' help.
-            (Some(p), false) => Box::new(db.prefix(p)),
-            (None, false) => Box::new(db.iter()),
-            (p, true) => match crate::scan::key_range(
-                p.as_deref(),
-                args.from.as_deref(),
-                args.to.as_deref(),
-                false,
-            ) {
-                Some(range) => Box::new(db.range(range)),
-                None => Box::new(std::iter::empty()),
-            },
-        };
+    let iter: Box<dyn Iterator<Item = siftdb::Result<Pair>>> = match (&args.prefix, range) {
+        (_, Some(range)) => Box::new(db.range(range)),
+        // The bounds leave no key (`--prefix b --to a`): an empty export.
+        (_, None) if bounded => Box::new(std::iter::empty()),
+        // A prefix alone scans with the prefix filters' help.
+        (Some(p), None) => Box::new(db.prefix(p)),
+        (None, None) => Box::new(db.iter()),
+    };
     // The bar counts keys against the entries in SSTables, an upper bound
     // (old versions and tombstones are not exported).
     let progress = if args.quiet || args.file == Path::new("-") || !io::stderr().is_terminal() {

@@ -201,14 +201,7 @@ pub fn delete_range(args: &DeleteRangeArgs) -> Result<(), CliError> {
             "delete-range needs --prefix (not empty), --from or --to (or --all to delete every key)",
         ));
     }
-    if let (Some(from), Some(to)) = (&b.from, &b.to) {
-        if from > to {
-            return Err(CliError::usage(
-                "delete-range: --from sorts after --to, so the range is inverted",
-            ));
-        }
-    }
-    let range = b.range(false);
+    let range = b.checked_range("delete-range", false, true)?;
     let db = open_existing_waiting(&args.db, siftdb::Db::builder(&args.db), args.wait.wait)?;
     if let Some(range) = range {
         db.delete_range(range)?;

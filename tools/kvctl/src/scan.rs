@@ -71,15 +71,65 @@ pub struct KeyBoundsArgs {
 }
 
 impl KeyBoundsArgs {
-    /// The keys in the bounds, in scan order ([`key_range`]); `None` if
-    /// no key can be in them.
-    pub fn range(&self, reverse: bool) -> Option<KeyRange> {
-        key_range(
+    /// The keys in the bounds, in scan order ([`key_range`]), or a usage
+    /// error naming `command` when they are inverted or empty
+    /// ([`checked_key_range`]).
+    pub fn checked_range(
+        &self,
+        command: &str,
+        reverse: bool,
+        writes: bool,
+    ) -> Result<Option<KeyRange>, CliError> {
+        checked_key_range(
+            command,
             self.prefix.as_deref(),
             self.from.as_deref(),
             self.to.as_deref(),
             reverse,
+            writes,
         )
+    }
+}
+
+/// [`key_range`], or a usage error naming `command` when `--from` and
+/// `--to` alone leave no key: inverted (in scan order) or equal. Bounds
+/// that exclude each other (`--prefix b --from c`) are an error only with
+/// `writes` (a command that would write nothing, whose message then says
+/// so); a read gets `None`, an empty result, as a cursor past the prefix
+/// does.
+pub fn checked_key_range(
+    command: &str,
+    prefix: Option<&[u8]>,
+    from: Option<&[u8]>,
+    to: Option<&[u8]>,
+    reverse: bool,
+    writes: bool,
+) -> Result<Option<KeyRange>, CliError> {
+    let nothing = if writes { "; nothing was written" } else { "" };
+    if let (Some(f), Some(t)) = (from, to) {
+        if (!reverse && f > t) || (reverse && f < t) {
+            let (order, note) = if reverse {
+                ("before", " (with --reverse, --from is the largest key)")
+            } else {
+                ("after", "")
+            };
+            return Err(CliError::usage(format!(
+                "{command}: --from sorts {order} --to, so the range is inverted{note}{nothing}"
+            )));
+        }
+        if f == t {
+            return Err(CliError::usage(format!(
+                "{command}: the range holds no key (--from equals --to, which is \
+                 exclusive){nothing}"
+            )));
+        }
+    }
+    match key_range(prefix, from, to, reverse) {
+        None if writes => Err(CliError::usage(format!(
+            "{command}: the range holds no key (--prefix and --from/--to do not \
+             overlap){nothing}"
+        ))),
+        r => Ok(r),
     }
 }
 
@@ -170,8 +220,8 @@ fn pair_json(k: &[u8], v: Option<&[u8]>) -> String {
 }
 
 pub fn scan(args: &ScanArgs) -> Result<(), CliError> {
+    let bounds = args.bounds.checked_range("scan", args.reverse, false)?;
     let db = open_read_only(&args.db)?;
-    let bounds = args.bounds.range(args.reverse);
     let iter: Box<dyn Iterator<Item = siftdb::Result<Pair>>> = match bounds {
         None => Box::new(std::iter::empty()),
         Some(b) if args.reverse => Box::new(db.range(b).rev()),

@@ -673,7 +673,7 @@ cost: 1 data-block read, 0 sources skipped by key range, 2 SSTables skipped by f
     assert_eq!(j["range_skips"], 0);
     assert_eq!(
         j["steps"][0],
-        json!({"step": 1, "source": "memtable", "wal": 7, "entries": 2, "outcome": "not_in_memtable"})
+        json!({"step": 1, "source": "memtable", "wal": 7, "entries": 2, "range_deletions": 0, "outcome": "not_in_memtable"})
     );
     assert_eq!(
         j["steps"][3],
@@ -1261,6 +1261,72 @@ fn info_counts_a_wals_range_deletions() {
     assert_eq!(j["wals"][0]["range_deletions"], 0);
     assert!(
         stdout(&ok(kvctl(&["info", p(&db)]))).contains("000007.log  65 B, 2 records, 2 updates\n")
+    );
+}
+
+/// Found by a new-user trial: `info` showed nothing of the range
+/// tombstones a flush had moved to the manifest (`stats` counted them).
+#[test]
+fn info_counts_the_manifests_range_tombstones() {
+    // `[c, d)` is in the manifest, `[b, no end)` only in the WAL.
+    let (_tmp, db) = range_deleted_db();
+    let out = stdout(&ok(kvctl(&["info", p(&db)])));
+    let line = "range tombstones  1 live in the manifest";
+    assert!(
+        out.lines().any(|l| l == line),
+        "missing {line:?} in:\n{out}"
+    );
+    let j = json_ok(&["info", p(&db)]);
+    assert_eq!(j["range_tombstones"], 1);
+    assert_eq!(j["wals"][0]["range_deletions"], 1);
+    // None: the line says so.
+    let (_tmp, db) = layout();
+    assert_eq!(json_ok(&["info", p(&db)])["range_tombstones"], 0);
+    let out = stdout(&ok(kvctl(&["info", p(&db)])));
+    assert!(
+        out.lines()
+            .any(|l| l == "range tombstones  0 live in the manifest"),
+        "{out}"
+    );
+}
+
+/// Found by a new-user trial: `explain` showed a memtable's entries but
+/// not its range deletions.
+#[test]
+fn explain_counts_a_memtables_range_deletions() {
+    // The WAL holds `[b, no end)` and `put z 26`.
+    let (_tmp, db) = range_deleted_db();
+    let wal = only_wal(&db);
+    let name = wal.file_name().unwrap().to_str().unwrap().to_string();
+    let out = stdout(&ok(kvctl(&["explain", p(&db), "a"])));
+    let source = format!("memtable ({name}, 1 entry, 1 range deletion)");
+    assert!(out.contains(&source), "missing {source:?} in:\n{out}");
+    let j = json_ok(&["explain", p(&db), "a"]);
+    assert_eq!(j["steps"][0]["source"], "memtable");
+    assert_eq!(j["steps"][0]["entries"], 1);
+    assert_eq!(j["steps"][0]["range_deletions"], 1);
+    // Only range deletions: "0 entries, 1 range deletion".
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let d = Db::open_with(&dir, options()).unwrap();
+    d.delete_range("m".."n").unwrap();
+    d.close().unwrap();
+    let name = only_wal(&dir)
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let out = stdout(&ok(kvctl(&["explain", p(&dir), "m"])));
+    let source = format!("memtable ({name}, 0 entries, 1 range deletion)");
+    assert!(out.contains(&source), "missing {source:?} in:\n{out}");
+    // Without range deletions, the source reads as before.
+    let (_tmp, db) = layout();
+    let out = stdout(&ok(kvctl(&["explain", p(&db), "a"])));
+    assert!(out.contains("memtable (000007.log, 2 entries)"), "{out}");
+    assert_eq!(
+        json_ok(&["explain", p(&db), "a"])["steps"][0]["range_deletions"],
+        0
     );
 }
 

@@ -150,8 +150,10 @@ fn export_from_to_exports_a_key_range() {
         "b\\x01",
     ]));
     assert_eq!(stdout(&o), "#kvctl-export escaped v1\nb\t2\n");
-    let o = ok(kvctl(&["export", p(&db), "--from", "e", "--to", "c"]));
-    assert_eq!(stdout(&o), "#kvctl-export escaped v1\n");
+    // An inverted range is a usage error (empty_and_inverted_ranges_are_usage_errors).
+    let o = kvctl(&["export", p(&db), "--from", "e", "--to", "c"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "");
     // The range imports into a database of its own.
     let part = tmp.path().join("part.tsv");
     ok(kvctl(&["export", p(&db), p(&part), "--to", "c", "-q"]));
@@ -218,4 +220,155 @@ fn delete_range_deletes_a_range_and_explain_names_the_tombstone() {
     assert_eq!(stdout(&ok(kvctl(&["scan", p(&db), "--count"]))), "3\n");
     ok(kvctl(&["delete-range", p(&db), "--all"]));
     assert_eq!(stdout(&ok(kvctl(&["scan", p(&db), "--count"]))), "0\n");
+}
+
+/// Runs kvctl expecting a usage error (exit 2, nothing on stdout) and
+/// returns its stderr.
+fn usage_error(args: &[&str]) -> String {
+    let o = kvctl(args);
+    assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+    assert_eq!(stdout(&o), "", "{args:?}");
+    stderr(&o)
+}
+
+/// Found by a new-user trial: `scan --from z --to a` and `export` printed
+/// nothing and exited 0 where `delete-range` refused; `delete-range
+/// --prefix b --from c` wrote nothing and said nothing.
+#[test]
+fn empty_and_inverted_ranges_are_usage_errors() {
+    let (tmp, db) = letters_db();
+    let out = tmp.path().join("out.tsv");
+    let inverted = "kvctl: scan: --from sorts after --to, so the range is inverted\n";
+    assert_eq!(
+        usage_error(&["scan", p(&db), "--from", "z", "--to", "a"]),
+        inverted
+    );
+    assert_eq!(
+        usage_error(&["scan", p(&db), "--from", "z", "--to", "a", "--count"]),
+        inverted
+    );
+    assert_eq!(
+        usage_error(&["export", p(&db), p(&out), "--from", "z", "--to", "a"]),
+        "kvctl: export: --from sorts after --to, so the range is inverted\n"
+    );
+    assert!(!out.exists());
+    assert_eq!(
+        usage_error(&["delete-range", p(&db), "--from", "c", "--to", "a"]),
+        "kvctl: delete-range: --from sorts after --to, so the range is inverted; nothing was \
+         written\n"
+    );
+    // With --reverse, --from is the largest key: `--from z --to a` is the
+    // keys <= z and > a, and `--from a --to z` is inverted.
+    assert_eq!(
+        stdout(&ok(kvctl(&[
+            "scan",
+            p(&db),
+            "--reverse",
+            "--from",
+            "z",
+            "--to",
+            "a",
+            "--keys-only"
+        ]))),
+        "f\ne\nd\nc\nb\\xff\nb\n"
+    );
+    assert_eq!(
+        usage_error(&["scan", p(&db), "--reverse", "--from", "a", "--to", "z"]),
+        "kvctl: scan: --from sorts before --to, so the range is inverted (with --reverse, \
+         --from is the largest key)\n"
+    );
+    // Bounds that exclude each other.
+    let disjoint = "the range holds no key (--prefix and --from/--to do not overlap)";
+    assert_eq!(
+        usage_error(&["delete-range", p(&db), "--prefix", "b", "--from", "c"]),
+        format!("kvctl: delete-range: {disjoint}; nothing was written\n")
+    );
+    // A read over such bounds is an empty result, as a cursor past the
+    // prefix gives: nothing to refuse.
+    assert_eq!(
+        stdout(&ok(kvctl(&[
+            "scan",
+            p(&db),
+            "--prefix",
+            "b",
+            "--from",
+            "c"
+        ]))),
+        ""
+    );
+    assert_eq!(
+        stdout(&ok(kvctl(&[
+            "scan",
+            p(&db),
+            "--prefix",
+            "b",
+            "--from",
+            "a",
+            "--reverse"
+        ]))),
+        ""
+    );
+    assert_eq!(
+        stdout(&ok(kvctl(&[
+            "export",
+            p(&db),
+            "--prefix",
+            "b",
+            "--to",
+            "a"
+        ]))),
+        "#kvctl-export escaped v1\n"
+    );
+    // --from equal to --to: --to is exclusive.
+    assert_eq!(
+        usage_error(&["delete-range", p(&db), "--from", "c", "--to", "c"]),
+        "kvctl: delete-range: the range holds no key (--from equals --to, which is \
+         exclusive); nothing was written\n"
+    );
+    assert_eq!(
+        usage_error(&["scan", p(&db), "--from", "c", "--to", "c"]),
+        "kvctl: scan: the range holds no key (--from equals --to, which is exclusive)\n"
+    );
+    // Nothing was deleted; a range that holds keys still works.
+    assert_eq!(stdout(&ok(kvctl(&["scan", p(&db), "--count"]))), "7\n");
+    assert_eq!(
+        stdout(&ok(kvctl(&[
+            "scan",
+            p(&db),
+            "--prefix",
+            "b",
+            "--from",
+            "b\\x01",
+            "--keys-only"
+        ]))),
+        "b\\xff\n"
+    );
+}
+
+/// Found by a new-user trial: an import flushing a memtable that held only
+/// a range deletion said "1 SSTable flushed" where none was written.
+#[test]
+fn import_counts_only_the_sstables_a_flush_wrote() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let empty = tmp.path().join("empty.tsv");
+    std::fs::write(&empty, "").unwrap();
+    ok(kvctl(&["import", p(&db), p(&empty)]));
+    ok(kvctl(&["delete-range", p(&db), "--from", "a", "--to", "b"]));
+    let out = stdout(&ok(kvctl(&["import", p(&db), p(&empty)])));
+    let second = out.lines().nth(1).unwrap_or_default();
+    assert_eq!(
+        second, "0 SSTables flushed, 0 compactions; the database now has 0 SSTables, 0 B",
+        "{out}"
+    );
+    // A memtable holding a range deletion and a put writes one table.
+    ok(kvctl(&["delete-range", p(&db), "--from", "c", "--to", "d"]));
+    let one = tmp.path().join("one.tsv");
+    std::fs::write(&one, "k\tv\n").unwrap();
+    let out = stdout(&ok(kvctl(&["import", p(&db), p(&one)])));
+    let second = out.lines().nth(1).unwrap_or_default();
+    assert!(
+        second.starts_with("1 SSTable flushed, 0 compactions; the database now has 1 SSTable, "),
+        "{out}"
+    );
 }

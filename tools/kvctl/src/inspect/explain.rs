@@ -67,10 +67,15 @@ pub fn tally(e: &Explain) -> Tally {
 
 pub(super) fn source_json(s: &ExplainSource, show: Show) -> Value {
     match s {
-        ExplainSource::Memtable { wal, entries } => json!({
+        ExplainSource::Memtable {
+            wal,
+            entries,
+            range_deletions,
+        } => json!({
             "source": "memtable",
             "wal": wal,
             "entries": entries,
+            "range_deletions": range_deletions,
         }),
         ExplainSource::Table {
             level,
@@ -173,8 +178,17 @@ pub fn explain_json(e: &Explain, show: Show) -> Value {
 
 pub(super) fn source_text(s: &ExplainSource) -> String {
     match s {
-        ExplainSource::Memtable { wal, entries } => {
-            format!("memtable ({wal:06}.log, {})", entries_text(*entries))
+        ExplainSource::Memtable {
+            wal,
+            entries,
+            range_deletions,
+        } => {
+            let mut s = format!("memtable ({wal:06}.log, {}", entries_text(*entries));
+            if *range_deletions > 0 {
+                s.push_str(&format!(", {}", count(*range_deletions, "range deletion")));
+            }
+            s.push(')');
+            s
         }
         ExplainSource::Table {
             level,

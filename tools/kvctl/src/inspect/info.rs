@@ -78,6 +78,7 @@ pub fn info_json(s: &DbSnapshot) -> Value {
             "range_deletions": w.range_deletions,
             "torn_tail": torn_json(&w.torn_tail),
         })).collect::<Vec<_>>(),
+        "range_tombstones": s.version.range_tombstones.len(),
         "options": {
             "persisted": stored.is_some(),
             "stored": stored,
@@ -140,6 +141,13 @@ pub fn info_text(s: &DbSnapshot) -> String {
         }
         kv("WAL", v);
     }
+    kv(
+        "range tombstones",
+        format!(
+            "{} live in the manifest",
+            group(s.version.range_tombstones.len() as u64)
+        ),
+    );
     match siftdb::Db::stored_options(&s.dir) {
         Ok(Some(settings)) => {
             kv("options", "stored in OPTIONS:".into());
