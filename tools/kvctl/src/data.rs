@@ -654,12 +654,12 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
 
 /// The SSTables the flushes between two `stats` wrote. A flush writes one
 /// table, except that of a memtable holding only range deletions, which
-/// writes none (they go to the manifest). Range deletions add nothing to a
-/// memtable's size, so one that held only them is never rotated by an
-/// import's puts: such a flush happens only in an import of no pairs, where
-/// it is the one flush. So no byte of SSTable from flushes (flushes and
-/// compactions' bytes less compactions') means no table, and otherwise
-/// every flush wrote one.
+/// writes none (they go to the manifest). No byte of SSTable from flushes
+/// (flushes' and compactions' bytes less compactions') means no table;
+/// otherwise every flush is counted as one. That is exact unless the
+/// memtable the import began with held only range deletions and was full
+/// enough to rotate at its first put (its flush wrote no table, and is
+/// counted); the engine has no per-flush table counter to tell.
 fn tables_flushed(before: &siftdb::Stats, after: &siftdb::Stats) -> u64 {
     let flush_bytes = |s: &siftdb::Stats| s.table_bytes_written - s.compaction_bytes_written;
     if flush_bytes(after) == flush_bytes(before) {
