@@ -126,6 +126,16 @@ impl Error {
         }
     }
 
+    /// The [`Error::InvalidArgument`] for a database holding keyspaces
+    /// other than the default, which this build decodes but does not serve
+    /// (DESIGN.md 12.3, 12.8): `what` names the file and what it holds.
+    pub(crate) fn keyspaces_not_served(what: impl std::fmt::Display) -> Error {
+        Error::InvalidArgument(format!(
+            "unsupported: {what}; this build of siftdb does not serve keyspaces yet: open the \
+             database with a build that does"
+        ))
+    }
+
     /// True for [`Error::Corruption`].
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption { .. })

@@ -22,7 +22,7 @@ use crate::util::file::{check_regular, open_regular};
 use crate::version::edit::VersionEdit;
 use crate::version::manifest::{self, Manifest};
 use crate::version::set::{ReplayedState, Version};
-use crate::write_batch::{decode_batch, DecodedBatch};
+use crate::write_batch::{decode_batch, refuse_keyspace_ops};
 use crate::{Error, Options, Result};
 
 use super::background::{background_main, flushed_range_tombstones, write_table};
@@ -467,7 +467,11 @@ fn check_wal(wal: &OpenWal, next_seq: &mut Option<u64>) -> Result<WalReplay> {
             while let Some(rec) = reader.next_record()? {
                 let batch = decode_batch(&rec.payload)
                     .map_err(|d| Error::corruption(&wal.path, rec.offset, d))?;
-                refuse_keyspace_ops(&wal.path, rec.offset, &batch)?;
+                refuse_keyspace_ops(
+                    &wal.path,
+                    rec.offset,
+                    batch.ops.iter().map(|op| op.keyspace),
+                )?;
                 if batch.first_seq.0 > expected {
                     gap = Some(TornTail {
                         offset: rec.offset,
@@ -496,27 +500,6 @@ fn check_wal(wal: &OpenWal, next_seq: &mut Option<u64>) -> Result<WalReplay> {
         entries,
         torn_tail: gap.or_else(|| reader.torn_tail().cloned()),
     })
-}
-
-/// Refuses a batch holding an op in a keyspace other than the default: a
-/// build that serves only the default keyspace must not replay it into
-/// the default's memtable, nor skip it (DESIGN.md 12.3). Checked in the
-/// first pass over the WALs, before replay changes any file.
-///
-/// # Errors
-/// [`Error::InvalidArgument`] naming the WAL, the record's offset and the
-/// keyspace.
-fn refuse_keyspace_ops(wal: &Path, offset: u64, batch: &DecodedBatch<'_>) -> Result<()> {
-    match batch.ops.iter().find(|op| op.keyspace != 0) {
-        None => Ok(()),
-        Some(op) => Err(Error::InvalidArgument(format!(
-            "unsupported: {} holds, in the record at offset {offset}, a write to keyspace {}; \
-             this build of siftdb does not serve keyspaces yet: open the database with a \
-             build that does",
-            wal.display(),
-            op.keyspace
-        ))),
-    }
 }
 
 /// Opens tables, replays WALs (flushing each memtable that fills), keeps

@@ -15,7 +15,8 @@ use crate::log::TornTail;
 use crate::memtable::MemTable;
 use crate::stats::{Counters, MemoryUsage};
 use crate::version::set::{ReplayedState, TableFile, Version};
-use crate::{Error, LevelStats, Result, Stats};
+use crate::write_batch::refuse_keyspace_ops;
+use crate::{LevelStats, Result, Stats};
 
 /// A live WAL, replayed into the memtable it stands for.
 #[derive(Debug)]
@@ -107,23 +108,12 @@ impl DbSnapshot {
             let number = contents.number.unwrap_or_default();
             let range_deletions = contents.range_deletions();
             let mem = MemTable::new(number);
-            for (r, op) in contents
-                .records
-                .iter()
-                .flat_map(|r| r.ops.iter().map(move |o| (r, o)))
-            {
+            for r in &contents.records {
                 // As at open (db::recovery): never into the default's
                 // memtable, never skipped.
-                if op.keyspace != 0 {
-                    return Err(Error::InvalidArgument(format!(
-                        "unsupported: {} holds, in the record at offset {}, a write to keyspace \
-                         {}; this build of siftdb does not serve keyspaces yet",
-                        contents.path.display(),
-                        r.offset,
-                        op.keyspace
-                    ))
-                    .into());
-                }
+                refuse_keyspace_ops(&contents.path, r.offset, r.ops.iter().map(|o| o.keyspace))?;
+            }
+            for op in contents.records.iter().flat_map(|r| &r.ops) {
                 mem.insert(&op.key, op.seq, op.value_type, &op.value);
                 last_seq = last_seq.max(op.seq.0);
             }

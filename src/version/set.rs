@@ -444,9 +444,8 @@ impl ReplayedState {
             ),
             None => return Ok(()),
         };
-        Err(Error::InvalidArgument(format!(
-            "unsupported: {} {what}; this build of siftdb does not serve keyspaces yet: open \
-             the database with a build that does",
+        Err(Error::keyspaces_not_served(format_args!(
+            "{} {what}",
             manifest.display()
         )))
     }
