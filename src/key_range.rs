@@ -84,12 +84,7 @@ impl<K: AsRef<[u8]>> KeyRange for (Bound<K>, Bound<K>) {
 
 /// True if a file spanning user keys `[smallest, largest]` may hold a key
 /// within `(lo, hi)`.
-pub(crate) fn overlaps(
-    smallest: &[u8],
-    largest: &[u8],
-    lo: &Bound<Vec<u8>>,
-    hi: &Bound<Vec<u8>>,
-) -> bool {
+pub fn overlaps(smallest: &[u8], largest: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
     let above_lo = match lo {
         Bound::Included(k) => largest >= k.as_slice(),
         Bound::Excluded(k) => largest > k.as_slice(),
@@ -106,7 +101,7 @@ pub(crate) fn overlaps(
 /// True if `(lo, hi)` holds no key because its bounds are in the wrong
 /// order: both are keys and `lo` sorts after `hi` (an empty range such as
 /// `a..a` is not inverted).
-pub(crate) fn inverted(lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
+pub fn inverted(lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
     match (lo, hi) {
         (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => a > b,
         _ => false,

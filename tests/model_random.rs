@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use common::Rng;
+use siftdb::inspect::key_range::inverted;
 use siftdb::{CompactionStyle, Db, Options, Snapshot, TableReads, WriteBatch};
 
 fn key(rng: &mut Rng) -> Vec<u8> {
@@ -43,15 +44,6 @@ fn valid_range(lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
         }
         (Bound::Excluded(a), Bound::Excluded(b)) => a < b,
         _ => true,
-    }
-}
-
-/// True if `delete_range` refuses the bounds: both are keys, in the wrong
-/// order (an empty range such as `a..a` is accepted and deletes nothing).
-fn inverted(lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
-    match (lo, hi) {
-        (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => a > b,
-        _ => false,
     }
 }
 

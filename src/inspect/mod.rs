@@ -99,6 +99,7 @@ unstable_modules! {
     escape: "The TSV escaping kvctl's `import` and `export` use (DESIGN.md 12.11).",
     filename: "Names of the files in a database directory (DESIGN.md 1).",
     key: "Internal keys: user key, sequence number and value type (DESIGN.md 12.1).",
+    key_range: "Key ranges: `KeyRange`, overlap with a table's keys, inverted bounds.",
     log: "The log format the WAL and the manifest share (DESIGN.md 12.2).",
     memtable: "The memtable: a crossbeam skiplist of internal keys (DESIGN.md 2).",
     range_tombstone: "Range tombstones and their fragmented index (DESIGN.md 3.7).",

@@ -12,6 +12,7 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use siftdb::inspect::key_range::overlaps;
 use siftdb::{Db, WriteBatch};
 
 use super::Rng;
@@ -47,21 +48,6 @@ impl Update {
     }
 }
 
-/// True if `key` lies between `lo` and `hi`.
-pub fn in_bounds(lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>, key: &[u8]) -> bool {
-    let above = match lo {
-        Bound::Included(l) => key >= l.as_slice(),
-        Bound::Excluded(l) => key > l.as_slice(),
-        Bound::Unbounded => true,
-    };
-    let below = match hi {
-        Bound::Included(h) => key <= h.as_slice(),
-        Bound::Excluded(h) => key < h.as_slice(),
-        Bound::Unbounded => true,
-    };
-    above && below
-}
-
 /// `updates` as a `WriteBatch`, in order.
 pub fn write_batch(updates: &[Update]) -> WriteBatch {
     let mut b = WriteBatch::new();
@@ -87,7 +73,7 @@ pub fn apply(model: &mut State, updates: &[Update]) {
             Update::Delete(k) => {
                 model.remove(k);
             }
-            Update::DeleteRange(lo, hi) => model.retain(|k, _| !in_bounds(lo, hi, k)),
+            Update::DeleteRange(lo, hi) => model.retain(|k, _| !overlaps(k, k, lo, hi)),
         }
     }
 }
