@@ -140,13 +140,10 @@ fn layout_changes(db: &siftdb::Db, options: &Options) -> Vec<String> {
 /// down to the deepest level holding data, and prints the levels before
 /// and after, plus a line saying so when no SSTable needed rewriting.
 pub fn run(args: &CompactArgs) -> Result<(), CliError> {
+    // Both bounds or neither (clap requires it): no bounds compact all.
     let range = match (&args.from, &args.to) {
-        (Some(lo), Some(hi)) if lo < hi => Some(lo.to_vec()..hi.to_vec()),
-        (Some(_), Some(_)) => {
-            return Err(CliError::usage(
-                "--from must sort before --to: the range [--from, --to) excludes --to, so it \
-                 is empty",
-            ))
+        (Some(lo), Some(hi)) => {
+            crate::scan::checked_key_range("compact", None, Some(lo), Some(hi), false, false)?
         }
         _ => None,
     };
