@@ -27,9 +27,15 @@ pub struct LevelFilterMemory {
     pub runs: usize,
     /// Distinct keys, summed over the level's tables.
     pub keys: u64,
-    /// Bytes of the level's filter blocks.
+    /// Bytes of the level's filter blocks: the memory they take, with each
+    /// block's few bytes of parameters beside its bit array.
     pub filter_bytes: u64,
-    /// Filter bits per key in force: `8 · filter_bytes / keys`.
+    /// Bits of the level's filters' bit arrays (`m`, summed over tables;
+    /// Ribbon: slots × result width), what the false-positive rates are
+    /// bought with.
+    pub filter_bits: u64,
+    /// Filter bits per key in force: `filter_bits / keys` (the figure
+    /// `kvctl stats` shows per level).
     pub bits_per_key: f64,
     /// Expected false positives an absent-key lookup meets in this level:
     /// the sum of its runs' rates.
@@ -62,8 +68,11 @@ pub struct FilterMemory {
     /// Expected false positives (so data-block reads) of an absent-key
     /// lookup with the filters the tables hold: `Σ p` over runs.
     pub expected_false_positives: f64,
-    /// The same, if the same filter memory gave every run the same bits
-    /// per key ([`crate::filter::budget::uniform`]).
+    /// The same, if the same filter bits (`filter_bits`) gave every run
+    /// the same bits per key ([`crate::filter::budget::uniform`]).
+    /// Counted in bits of bit array, not bytes of filter block, so that a
+    /// one-level tree compares equal to itself: a small table's block
+    /// carries a few bytes of parameters that buy no rate.
     pub uniform_false_positives: f64,
     /// The same, if the same filter memory were spread over the runs as
     /// [`crate::filter::budget::allocate`] spreads it: the optimum for this
@@ -72,6 +81,9 @@ pub struct FilterMemory {
     pub optimal_false_positives: f64,
     /// Bytes of every filter block.
     pub filter_bytes: u64,
+    /// Bits of every filter's bit array (see
+    /// [`LevelFilterMemory::filter_bits`]).
+    pub filter_bits: u64,
     /// Distinct keys summed over every table.
     pub keys: u64,
     /// The budget in force, in bytes (`None` without
@@ -99,6 +111,9 @@ impl FilterMemory {
                 let (keys, fpr) = (f.table.properties().num_distinct_keys, design_fpr(&f.table));
                 l.keys += keys;
                 l.filter_bytes += f.table.filter_bytes().map_or(0, |b| b.len() as u64);
+                if f.table.has_filter() {
+                    l.filter_bits += f.table.properties().filter_bits;
+                }
                 if level == 0 {
                     l.false_positives += fpr;
                     runs.push(RunShape {
@@ -126,14 +141,15 @@ impl FilterMemory {
             l.bits_per_key = if l.keys == 0 {
                 0.0
             } else {
-                8.0 * l.filter_bytes as f64 / l.keys as f64
+                l.filter_bits as f64 / l.keys as f64
             };
             report.keys += l.keys;
             report.filter_bytes += l.filter_bytes;
+            report.filter_bits += l.filter_bits;
             report.expected_false_positives += l.false_positives;
             report.levels.push(l);
         }
-        let bits = 8.0 * report.filter_bytes as f64;
+        let bits = report.filter_bits as f64;
         report.uniform_false_positives = uniform(&runs, bits).expected_false_positives();
         let optimal = allocate(&runs, bits);
         report.optimal_false_positives = optimal.expected_false_positives();

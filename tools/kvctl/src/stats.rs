@@ -93,12 +93,12 @@ fn filter_memory_line(stats: &Stats) -> String {
         return String::new();
     }
     format!(
-        "filters {} for {} keys ({:.2} bits per key): {:.5} expected false positives per \
-         absent-key lookup; {:.5} with the same memory as uniform bits per key, {:.5} spread \
+        "filters {} for {} keys ({:.2} filter bits per key): {:.5} expected false positives \
+         per absent-key lookup; {:.5} with the same bits as uniform bits per key, {:.5} spread \
          optimally (per level: kvctl filters)\n",
         human_bytes(m.filter_bytes),
         group(m.keys),
-        8.0 * m.filter_bytes as f64 / m.keys as f64,
+        m.filter_bits as f64 / m.keys as f64,
         m.expected_false_positives,
         m.uniform_false_positives,
         m.optimal_false_positives

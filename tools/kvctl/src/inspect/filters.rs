@@ -22,11 +22,11 @@ for its m bits, k probes and n keys. blocked-bloom: implied = the mean over its 
 implied rate is more than twice its design (built over more keys than the table \
 holds, or damaged bits).\n\n\
 Below the tables, one row per level: runs (each level-0 table, one per deeper level), keys, \
-filter bytes, bits per key in force, the bits per key the same total memory would give the \
+filter bytes, bits per key in force, the bits per key the same total filter bits would give the \
 level spread optimally (Monkey; for level 0, the mean over its runs), and the expected false \
 positives per absent-key lookup the level adds (level 0: the sum of its tables' design rates; \
 a deeper level: their mean weighted by keys). Then the whole tree's expected false positives \
-against the same memory as uniform bits per key and spread optimally (DESIGN.md 3.2).")]
+against the same filter bits as uniform bits per key and spread optimally (DESIGN.md 3.2).")]
 pub struct FiltersArgs {
     /// Database directory
     pub db: PathBuf,
@@ -46,6 +46,7 @@ pub fn memory_json(m: &FilterMemory) -> Value {
                 "runs": l.runs,
                 "keys": l.keys,
                 "filter_bytes": l.filter_bytes,
+                "filter_bits": l.filter_bits,
                 "bits_per_key": l.bits_per_key,
                 "optimal_bits_per_key": l.optimal_bits_per_key,
                 "false_positives": l.false_positives,
@@ -56,6 +57,7 @@ pub fn memory_json(m: &FilterMemory) -> Value {
         "levels": levels,
         "keys": m.keys,
         "filter_bytes": m.filter_bytes,
+        "filter_bits": m.filter_bits,
         "expected_false_positives": m.expected_false_positives,
         "uniform_false_positives": m.uniform_false_positives,
         "optimal_false_positives": m.optimal_false_positives,
@@ -89,11 +91,11 @@ pub fn memory_text(m: &FilterMemory) -> String {
     let bits = if m.keys == 0 {
         0.0
     } else {
-        8.0 * m.filter_bytes as f64 / m.keys as f64
+        m.filter_bits as f64 / m.keys as f64
     };
     out.push_str(&format!(
         "expected false positives per absent-key lookup: {:.5} ({} bytes of filters, {bits:.2} \
-         bits per key); the same memory as uniform bits per key: {:.5}; spread optimally \
+         filter bits per key); the same bits as uniform bits per key: {:.5}; spread optimally \
          (Monkey): {:.5}\n",
         m.expected_false_positives,
         group(m.filter_bytes),
