@@ -65,7 +65,8 @@ pub fn run(args: &DistinctArgs) -> Result<(), CliError> {
     let db = open_read_only(&args.db)?;
     let total_estimate = db.approximate_len()?;
     // The manifest keeps the last compactions' predictions (tag 9).
-    let history = db.stats().key_predictions;
+    let stats = db.stats();
+    let history = stats.key_predictions;
     let mut tables = Vec::new();
     let mut notes = Vec::new();
     for f in db.live_files() {
@@ -90,6 +91,15 @@ pub fn run(args: &DistinctArgs) -> Result<(), CliError> {
         });
     }
     db.close()?;
+    if stats.range_tombstones > 0 {
+        // The sketches count keys as the tables hold them: a range deletion
+        // hides keys without removing them until a compaction does.
+        notes.push(format!(
+            "{} live: the estimates still count the keys they hide, until a compaction \
+             drops them (kvctl compact)",
+            crate::format::count(stats.range_tombstones, "range deletion")
+        ));
+    }
     let unsketched = tables.iter().filter(|t| t.sketch.is_none()).count();
     let all = union(tables.iter().filter_map(|t| t.sketch.as_ref()));
     let rse = all.as_ref().map_or(

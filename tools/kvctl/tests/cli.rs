@@ -1455,6 +1455,29 @@ fn distinct_estimates_tables_levels_and_overlaps_from_the_sketches() {
     assert!(text.contains("relative standard error 1.62%"), "{text}");
 }
 
+/// Found by a new-user trial: after `delete-range`, `distinct` went on
+/// estimating the hidden keys without a word. It now says so, until a
+/// compaction drops them.
+#[test]
+fn distinct_notes_range_deletions_that_hide_counted_keys() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = many_tsv(tmp.path());
+    let db = tmp.path().join("db");
+    ok(kvctl(&["import", p(&db), p(&input)]));
+    let note = "1 range deletion live: the estimates still count the keys they hide";
+    let text = stdout(&ok(kvctl(&["distinct", p(&db)])));
+    assert!(!text.contains("range deletion"), "{text}");
+    ok(kvctl(&["delete-range", p(&db), "--all"]));
+    let text = stdout(&ok(kvctl(&["distinct", p(&db)])));
+    assert!(text.contains(note), "{text}");
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout(&ok(kvctl(&["distinct", p(&db), "--json"])))).unwrap();
+    assert!(v["notes"][0].as_str().unwrap().starts_with(note), "{v}");
+    ok(kvctl(&["compact", p(&db)]));
+    let text = stdout(&ok(kvctl(&["distinct", p(&db)])));
+    assert!(!text.contains("range deletion"), "{text}");
+}
+
 /// The compaction's prediction is in the manifest (tag 9), so a later
 /// kvctl process shows it.
 #[test]
