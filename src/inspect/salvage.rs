@@ -21,7 +21,10 @@
 //!   tombstone hides the key. WAL entries carry the sequence numbers of
 //!   their batch headers, so they win over older table entries.
 //! - **Damage.** A data block that fails its checksum (or does not decode)
-//!   is skipped: its entries are lost ([`SkippedBlock`]). A table whose
+//!   is skipped: its entries are lost ([`SkippedBlock`]), unless a range
+//!   deletion newer than every entry of its table covers every key it may
+//!   hold: then it is a note, since no reader could see any of them. A
+//!   table whose
 //!   footer or index cannot be read is walked to find its data blocks
 //!   ([`TableBlocks::open_by_scan`]); if the walk stops short of the
 //!   table's largest key, the rest is lost (one [`SkippedBlock`] from the
@@ -849,7 +852,9 @@ impl Salvage {
     fn refill(&mut self, s: usize) {
         let next = match &mut self.sources[s] {
             Source::Wal(entries) => entries.next(),
-            Source::Table(cursor) => cursor.next_entry(&mut self.report, &mut self.active),
+            Source::Table(cursor) => {
+                cursor.next_entry(&mut self.report, &mut self.active, &self.range_index)
+            }
         };
         if let Some((key, value)) = next {
             self.heap.push(Head {
@@ -932,8 +937,14 @@ impl Iterator for Salvage {
 impl TableCursor {
     /// The table's next entry, reading (and checking) the next data block
     /// when the current one is used up; damaged blocks are recorded in
-    /// `report` and their key ranges added to `lost`.
-    fn next_entry(&mut self, report: &mut SalvageReport, lost: &mut Vec<Lost>) -> Option<Entry> {
+    /// `report` and their key ranges added to `lost`, except those whose
+    /// every key the range deletions in `hidden_by` hide (a note).
+    fn next_entry(
+        &mut self,
+        report: &mut SalvageReport,
+        lost: &mut Vec<Lost>,
+        hidden_by: &FragmentedRangeTombstones,
+    ) -> Option<Entry> {
         loop {
             if let Some(e) = self.buffered.next() {
                 return Some(e);
@@ -967,6 +978,15 @@ impl TableCursor {
                         Error::Corruption { detail, .. } => detail,
                         e => e.to_string(),
                     };
+                    if let Some(seq) = self.largest_seq {
+                        if hides_all(hidden_by, &keys, seq) {
+                            t.notes.push(format!(
+                                "data block {i} damaged ({detail}): every key it may hold is \
+                                 hidden by a newer range deletion, so nothing visible was lost"
+                            ));
+                            continue;
+                        }
+                    }
                     t.skipped_blocks.push(SkippedBlock {
                         block: i as u64,
                         handle: entry.handle,
@@ -1022,6 +1042,30 @@ struct LiveSet {
 }
 
 /// The WALs in `listing` numbered at least `log_number`, in order.
+/// True if range deletions in `index` newer than `seq` cover every user
+/// key of `keys` (`first` `None`: from the smallest key): a block whose
+/// table's entries are all at or below `seq` then holds nothing a reader
+/// could see, nor anything that hides an older visible version (every
+/// older version is older than the deletions too).
+fn hides_all(index: &FragmentedRangeTombstones, keys: &KeyRange, seq: u64) -> bool {
+    let Some(last) = keys.last.as_deref() else {
+        return false;
+    };
+    let mut key = keys.first.clone().unwrap_or_default();
+    // Each step moves past one fragment or gap, so this ends.
+    loop {
+        let (covering, _, end) = index.covering_span(&key, SequenceNumber(u64::MAX));
+        if covering.0 <= seq {
+            return false;
+        }
+        match end {
+            None => return true,
+            Some(end) if end > last => return true,
+            Some(end) => key = end.to_vec(),
+        }
+    }
+}
+
 fn wal_numbers(listing: &[FileType], log_number: u64) -> Vec<u64> {
     let mut v: Vec<u64> = listing
         .iter()
