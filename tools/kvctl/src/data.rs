@@ -470,12 +470,13 @@ pub fn open_input_file(path: &Path) -> Result<File, CliError> {
     File::open(path).map_err(|e| CliError::from_io(format!("open {}", path.display()), &e))
 }
 
-/// Whether `path` starts with gzip's magic number.
-fn is_gzip(path: &Path) -> Result<bool, CliError> {
+/// Whether the regular file `f` starts with gzip's magic number, read at
+/// offset 0 without moving its cursor.
+fn is_gzip(f: &File, path: &Path) -> Result<bool, CliError> {
+    use std::os::unix::fs::FileExt;
     let mut magic = [0u8; 2];
-    let mut f = open_input_file(path)?;
     let n = f
-        .read(&mut magic)
+        .read_at(&mut magic, 0)
         .map_err(|e| CliError::from_io(format!("reading {}", path.display()), &e))?;
     Ok(n == 2 && magic == [0x1f, 0x8b])
 }
@@ -483,7 +484,7 @@ fn is_gzip(path: &Path) -> Result<bool, CliError> {
 /// Decompresses the gzip file at `path` into nothing, so that a damaged
 /// stream (bad deflate data, a truncated file, a wrong trailer CRC, which
 /// gzip only checks at the end of each member) is found before a single
-/// line reaches the database.
+/// line reaches the database. Only for a regular file: it is opened again.
 ///
 /// # Errors
 /// Exit 2 naming the file if the stream is damaged; 4 on other read errors.
@@ -500,17 +501,25 @@ fn check_gzip(path: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
-/// A reader counting into `progress`, decoding gzip when the first bytes
-/// are its magic number.
-fn open_input(path: &Path, progress: &ProgressBar) -> Result<Box<dyn BufRead>, CliError> {
-    let raw: Box<dyn Read> = if path == Path::new("-") {
-        Box::new(progress.wrap_read(io::stdin()))
-    } else {
-        let f = open_input_file(path)?;
-        if let Ok(m) = f.metadata() {
-            progress.set_length(m.len());
+/// A reader over `file` (`None`: standard input) counting into
+/// `progress`, decoding gzip when the first bytes are its magic number.
+/// The file is read once, from its start: a pipe, a FIFO or a process
+/// substitution cannot be read twice.
+fn open_input(
+    file: Option<File>,
+    path: &Path,
+    progress: &ProgressBar,
+) -> Result<Box<dyn BufRead>, CliError> {
+    let raw: Box<dyn Read> = match file {
+        None => Box::new(progress.wrap_read(io::stdin())),
+        Some(f) => {
+            if let Ok(m) = f.metadata() {
+                if m.is_file() {
+                    progress.set_length(m.len());
+                }
+            }
+            Box::new(progress.wrap_read(f))
         }
-        Box::new(progress.wrap_read(f))
     };
     let mut buffered = BufReader::with_capacity(1 << 16, raw);
     let head = buffered
@@ -582,16 +591,28 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
         args.file.display().to_string()
     };
 
-    // A gzip file is checked whole first: its CRC is only at the end, and
-    // lines decoded from a damaged stream must not be imported. (Standard
-    // input cannot be read twice; a bad stream there stops the import with
-    // a hint saying how many keys went in before it.)
-    if !stdin && is_gzip(&args.file)? {
-        check_gzip(&args.file)?;
+    // The input is opened once. A regular gzip file is checked whole
+    // first: its CRC is only at the end, and lines decoded from a damaged
+    // stream must not be imported. Standard input, a pipe or a FIFO cannot
+    // be read twice (reading its first bytes to look for gzip lost them:
+    // found by a new-user trial); a bad stream there stops the import with
+    // a hint saying how many keys went in before it.
+    let file = if stdin {
+        None
+    } else {
+        Some(open_input_file(&args.file)?)
+    };
+    let regular = file
+        .as_ref()
+        .is_some_and(|f| f.metadata().is_ok_and(|m| m.is_file()));
+    if let (Some(f), true) = (&file, regular) {
+        if is_gzip(f, &args.file)? {
+            check_gzip(&args.file)?;
+        }
     }
     refuse_bits_per_key_under_stored_filters(&args.db, args.bits_per_key)?;
-    let progress = progress_bar(args.quiet, stdin);
-    let input = open_input(&args.file, &progress)?;
+    let progress = progress_bar(args.quiet, stdin || !regular);
+    let input = open_input(file, &args.file, &progress)?;
     let new_database = !args.db.exists();
     let db = open_or_create_waiting(builder, args.wait.wait)?;
     let before = db.stats();

@@ -305,6 +305,32 @@ fn gzipped_lines() -> Vec<u8> {
     enc.finish().unwrap()
 }
 
+/// Found by a new-user trial: a path that is a pipe (`/dev/stdin`, a
+/// FIFO, `<(cat f)`) was opened twice, once to look for gzip's magic
+/// number, so the import lost its first two bytes ("key00000" went in as
+/// "y00000") and reported success. It is now read once, like `-`.
+#[test]
+fn import_from_a_pipe_path_keeps_every_byte() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lines: String = (0..3000)
+        .map(|i| format!("key{i:05}\tvalue{i}\n"))
+        .collect();
+    for (name, bytes) in [("plain", lines.into_bytes()), ("gzip", gzipped_lines())] {
+        let db = tmp.path().join(name);
+        let o = kvctl_stdin(&["import", p(&db), "/dev/stdin"], &bytes);
+        assert_eq!(code(&o), 0, "{name}: {}", stderr(&o));
+        assert!(
+            stdout(&o).contains("imported 3,000 pairs"),
+            "{}",
+            stdout(&o)
+        );
+        let o = ok(kvctl(&["get", p(&db), "key00000"]));
+        assert_eq!(stdout(&o), "value0\n", "{name}");
+        let keys = stdout(&ok(kvctl(&["scan", p(&db), "--keys-only", "--limit", "1"])));
+        assert_eq!(keys, "key00000\n", "{name}");
+    }
+}
+
 #[test]
 fn damaged_gzip_file_is_exit_2_and_imports_nothing() {
     let tmp = tempfile::tempdir().unwrap();
