@@ -12,7 +12,16 @@ use crate::error::{write_failed, CliError};
 use crate::format::{group, human_bytes, Align, Table};
 
 #[derive(Debug, Args)]
-#[command(after_help = "Example:\n  kvctl stats ./db --json")]
+#[command(
+    long_about = "Show SSTables per level: files, bytes, entries (every version and \
+tombstone), table keys, tombstones and filter bits per key; then write amplification, filter \
+memory and what the database holds in memory.
+
+\"table keys\" sums each table's distinct keys: a key held by several tables (overlapping \
+level-0 tables, or several levels) counts once in each, so the total can exceed what \
+`kvctl scan --count` finds. `kvctl distinct` estimates the distinct keys of the whole tree.",
+    after_help = "Example:\n  kvctl stats ./db --json"
+)]
 pub struct StatsArgs {
     /// Database directory
     pub db: PathBuf,
@@ -115,7 +124,7 @@ pub fn levels_table(levels: &[LevelStats], filter_memory: bool) -> Table {
         ("files", Align::Right),
         ("size", Align::Right),
         ("entries", Align::Right),
-        ("distinct keys", Align::Right),
+        ("table keys", Align::Right),
         ("tombstones", Align::Right),
     ];
     if filter_memory {

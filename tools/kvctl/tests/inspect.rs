@@ -111,9 +111,9 @@ fn info_human_and_json() {
         "                  the SSTables' properties show:",
         "                  filter siftdb.bloom.xxh3.v1, 10 bits/key, k = 7 (3 SSTables)",
         "                  data blocks average 246 B (25 blocks)",
-        "level  files     size  entries  distinct keys  tombstones  filter memory  bits/key",
-        "L0         3  8.8 KiB      302            302           2          381 B     10.01",
-        "total      3  8.8 KiB      302            302           2          381 B     10.01",
+        "level  files     size  entries  table keys  tombstones  filter memory  bits/key",
+        "L0         3  8.8 KiB      302         302           2          381 B     10.01",
+        "total      3  8.8 KiB      302         302           2          381 B     10.01",
     ] {
         assert!(
             out.lines().any(|l| l == line),
