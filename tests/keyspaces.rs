@@ -20,6 +20,9 @@ fn tiny_options() -> Options {
     o.level0_compaction_trigger = 2;
     o.max_bytes_for_level_base = 16 << 10;
     o.target_file_size = 8 << 10;
+    // Rolled over often: every new manifest's first record holds every
+    // keyspace.
+    o.max_manifest_file_size = 4 << 10;
     o
 }
 
@@ -283,6 +286,7 @@ fn flush_and_compaction_inside_a_keyspace_keep_its_data_separate() {
     let names = ["default", "a", "b"];
     let mut models: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = vec![BTreeMap::new(); 3];
     let mut rng = Rng(0x5eed);
+    let mut rollovers = 0;
     let mut db = Db::open_with(dir.path(), tiny_options()).unwrap();
     let handles =
         |db: &Db| -> Vec<Keyspace> { names.iter().map(|n| db.keyspace(n).unwrap()).collect() };
@@ -333,6 +337,7 @@ fn flush_and_compaction_inside_a_keyspace_keep_its_data_separate() {
                 check(&ks, &models);
             }
             _ => {
+                rollovers += db.stats().manifest_rollovers;
                 drop(ks);
                 drop(db);
                 db = Db::open_with(dir.path(), tiny_options()).unwrap();
@@ -343,7 +348,9 @@ fn flush_and_compaction_inside_a_keyspace_keep_its_data_separate() {
     }
     db.wait_for_compactions().unwrap();
     check(&ks, &models);
+    rollovers += db.stats().manifest_rollovers;
     assert!(db.stats().compactions > 0);
+    assert!(rollovers > 0);
     drop(ks);
     drop(db);
     let db = Db::open_read_only(dir.path(), Options::default()).unwrap();
@@ -366,6 +373,11 @@ fn tools_that_do_not_handle_keyspaces_yet_refuse_them() {
         ),
         other => panic!("expected InvalidArgument, got {other:?}"),
     };
+    // A handle that outlives its database writes nothing once it closed.
+    let closing = Db::open(dir.path().with_extension("other")).unwrap();
+    let orphan = closing.keyspace("x").unwrap();
+    closing.close().unwrap();
+    assert!(matches!(orphan.put("k", "v"), Err(Error::Background(_))));
     let target = dir.path().with_extension("copy");
     unsupported(db.checkpoint(&target).unwrap_err());
     assert!(!target.exists());

@@ -1103,6 +1103,13 @@ impl Db {
             let _ = t.join();
         }
         let mut w = self.inner.write.lock();
+        // A `Keyspace` handle may outlive this `Db`: once its lock is let
+        // go, another handle may open the directory, so nothing may be
+        // written through this one any more.
+        if !self.inner.read_only {
+            self.inner
+                .record_bg_error("the database was closed (Db::close or drop)".into());
+        }
         let synced = self
             .inner
             .sync_closed_wals()
