@@ -104,8 +104,10 @@ pub enum Error {
     #[error("database is read-only after a background error: {0}")]
     Background(String),
 
-    /// No keyspace has this name (`Db::existing_keyspace`, or
-    /// `Db::keyspace` on a read-only handle); the string is the name.
+    /// No keyspace has this name (`Db::existing_keyspace`); the string is
+    /// the name. Hidden, as the keyspace API is, until keyspaces can be
+    /// dropped.
+    #[doc(hidden)]
     #[error("no keyspace named \"{0}\"")]
     NoSuchKeyspace(String),
 }
