@@ -454,7 +454,7 @@ const KS_NAMES: [&str; 3] = ["default", "hot", "cold"];
 fn ks_subset(id: u64) -> Vec<usize> {
     let h = Rng(id.wrapping_mul(0x9e37_79b9)).next_u64();
     let mut set: Vec<usize> = (0..2).filter(|i| h >> i & 1 == 1).collect();
-    if h % 16 == 0 {
+    if h.is_multiple_of(16) {
         set.push(2);
     }
     if set.is_empty() {
