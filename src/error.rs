@@ -103,6 +103,13 @@ pub enum Error {
     /// read-only until reopened. The string is the original error.
     #[error("database is read-only after a background error: {0}")]
     Background(String),
+
+    /// No keyspace has this name (`Db::existing_keyspace`); the string is
+    /// the name. Hidden, as the keyspace API is, until keyspaces can be
+    /// dropped.
+    #[doc(hidden)]
+    #[error("no keyspace named \"{0}\"")]
+    NoSuchKeyspace(String),
 }
 
 /// `std::result::Result` with [`Error`].
@@ -126,13 +133,15 @@ impl Error {
         }
     }
 
-    /// The [`Error::InvalidArgument`] for a database holding keyspaces
-    /// other than the default, which this build decodes but does not serve
-    /// (DESIGN.md 12.3, 12.8): `what` names the file and what it holds.
-    pub(crate) fn keyspaces_not_served(what: impl std::fmt::Display) -> Error {
+    /// The [`Error::InvalidArgument`] of an operation or tool that does not
+    /// handle keyspaces other than the default yet (checkpoint, salvage,
+    /// inspection, kvctl), for a database that holds some: it refuses
+    /// rather than take the default keyspace for the whole database.
+    /// `what` names the database and what it holds.
+    pub(crate) fn keyspaces_not_handled(what: impl std::fmt::Display) -> Error {
         Error::InvalidArgument(format!(
-            "unsupported: {what}; this build of siftdb does not serve keyspaces yet: open the \
-             database with a build that does"
+            "unsupported: {what}; this operation does not handle keyspaces other than the \
+             default yet"
         ))
     }
 

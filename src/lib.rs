@@ -99,6 +99,8 @@ pub use db::{
     checkpoint_temp_dir, CheckpointReport, Db, DbBuilder, LiveFile, RecoveryReport, Snapshot,
     WalReplay, CHECKPOINT_TEMP_SUFFIX,
 };
+#[doc(hidden)]
+pub use db::{Keyspace, KeyspaceSnapshot};
 pub use error::{Error, Result};
 pub use iter::{DbIterator, Keys, Values};
 pub use key::{SequenceNumber, ValueType, MAX_KEY_LEN, MAX_VALUE_LEN};

@@ -21,9 +21,10 @@
 //! default keyspace, and `0x10 |` that discriminant for an op in another
 //! keyspace, whose varint id follows the tag: 1 to `u32::MAX`, never 0, so
 //! that every op has one encoding (DESIGN.md 12.3). Any other tag is
-//! corruption ("unknown record type"). This build writes keyspace ops only
-//! from its tests and refuses to open a database whose WAL holds one
-//! (the engine serves only the default keyspace so far). A range
+//! corruption ("unknown record type"). Recovery applies an op to its
+//! keyspace if the WAL is not older than that keyspace's log number, and
+//! treats an op naming a keyspace that is not live as corruption
+//! (DESIGN.md 8). A range
 //! deletion covers `start <= key < end`; an empty `end` means no upper
 //! bound (a real end is never empty, since it must exceed `start`). Its
 //! start and end may be one byte longer than a key ([`MAX_KEY_LEN`] + 1),
@@ -91,6 +92,12 @@ fn keyspace_len(keyspace: u32) -> usize {
 pub struct WriteBatch {
     rep: Vec<u8>,
     count: u32,
+    /// The keyspaces other than the default the batch writes to, sorted,
+    /// each once: what a commit checks and may rotate.
+    keyspaces: Vec<u32>,
+    /// The database instance of the keyspace handles it was given (0:
+    /// none), so that a batch cannot mix two databases' keyspaces.
+    instance: u64,
 }
 
 impl Default for WriteBatch {
@@ -162,7 +169,12 @@ impl WriteBatch {
     pub fn with_capacity(bytes: usize) -> Self {
         let mut rep = Vec::with_capacity(HEADER_LEN + bytes);
         rep.resize(HEADER_LEN, 0);
-        WriteBatch { rep, count: 0 }
+        WriteBatch {
+            rep,
+            count: 0,
+            keyspaces: Vec::new(),
+            instance: 0,
+        }
     }
 
     /// Adds `key = value`.
@@ -172,17 +184,93 @@ impl WriteBatch {
     /// the value [`MAX_VALUE_LEN`] bytes, or the batch would pass [`MAX_BATCH_LEN`]
     /// encoded bytes; the batch is left unchanged.
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        self.put_in(0, key.as_ref(), value.as_ref())
+        self.put_to(0, key.as_ref(), value.as_ref())
+    }
+
+    /// Adds `key = value` in keyspace `ks`. A batch may hold writes to
+    /// any keyspaces of one database; the database's `write` applies them
+    /// all atomically, in one WAL record.
+    ///
+    /// # Errors
+    /// As [`WriteBatch::put`], the keyspace id's bytes counted in the
+    /// batch's size; [`Error::InvalidArgument`] if the batch already
+    /// holds writes to a keyspace of another database.
+    #[doc(hidden)]
+    pub fn put_in(
+        &mut self,
+        ks: &crate::Keyspace,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        self.check_instance(ks)?;
+        self.put_to(ks.id(), key.as_ref(), value.as_ref())
+    }
+
+    /// Adds a deletion of `key` in keyspace `ks`; see
+    /// [`WriteBatch::put_in`].
+    ///
+    /// # Errors
+    /// As [`WriteBatch::delete`] and [`WriteBatch::put_in`].
+    #[doc(hidden)]
+    pub fn delete_in(&mut self, ks: &crate::Keyspace, key: impl AsRef<[u8]>) -> Result<()> {
+        self.check_instance(ks)?;
+        self.delete_to(ks.id(), key.as_ref())
+    }
+
+    /// Adds a deletion of every key of `range` in keyspace `ks`; see
+    /// [`WriteBatch::put_in`].
+    ///
+    /// # Errors
+    /// As [`WriteBatch::delete_range`] and [`WriteBatch::put_in`].
+    #[doc(hidden)]
+    pub fn delete_range_in(&mut self, ks: &crate::Keyspace, range: impl KeyRange) -> Result<()> {
+        self.check_instance(ks)?;
+        self.delete_range_to(ks.id(), range)
+    }
+
+    /// Refuses a keyspace of another database than the batch's others.
+    fn check_instance(&mut self, ks: &crate::Keyspace) -> Result<()> {
+        match self.instance {
+            0 => {
+                self.instance = ks.instance();
+                Ok(())
+            }
+            i if i == ks.instance() => Ok(()),
+            _ => Err(Error::InvalidArgument(format!(
+                "keyspace \"{}\" belongs to another database than the batch's other writes",
+                ks.name()
+            ))),
+        }
+    }
+
+    /// The database instance of the keyspaces the batch was given (0 if
+    /// none: the batch writes only to the default keyspace, of any
+    /// database).
+    pub(crate) fn instance(&self) -> u64 {
+        self.instance
+    }
+
+    /// The keyspaces other than the default the batch writes to, sorted.
+    pub(crate) fn keyspaces(&self) -> &[u32] {
+        &self.keyspaces
+    }
+
+    /// Notes that the batch writes to keyspace `keyspace`.
+    fn touch(&mut self, keyspace: u32) {
+        if keyspace != 0 {
+            if let Err(i) = self.keyspaces.binary_search(&keyspace) {
+                self.keyspaces.insert(i, keyspace);
+            }
+        }
     }
 
     /// Adds `key = value` in keyspace `keyspace` (0: the default, as
     /// [`WriteBatch::put`]). The id is not checked against any database:
-    /// increment 3 of docs/keyspaces-plan.md gives this a `Keyspace` handle;
-    /// until then only the default's `put` and tests call it.
+    /// the `Keyspace` handle of [`WriteBatch::put_in`] is.
     ///
     /// # Errors
     /// As [`WriteBatch::put`], the id's bytes counted in the batch's size.
-    pub(crate) fn put_in(&mut self, keyspace: u32, key: &[u8], value: &[u8]) -> Result<()> {
+    pub(crate) fn put_to(&mut self, keyspace: u32, key: &[u8], value: &[u8]) -> Result<()> {
         check_lengths(key.len(), value.len() as u64)?;
         check_batch_room(
             self.rep.len() + keyspace_len(keyspace),
@@ -196,6 +284,7 @@ impl WriteBatch {
         put_length_prefixed(&mut self.rep, key);
         put_length_prefixed(&mut self.rep, value);
         self.count += 1;
+        self.touch(keyspace);
         Ok(())
     }
 
@@ -207,20 +296,21 @@ impl WriteBatch {
     /// batch would pass [`MAX_BATCH_LEN`] encoded bytes; the batch is left
     /// unchanged.
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
-        self.delete_in(0, key.as_ref())
+        self.delete_to(0, key.as_ref())
     }
 
     /// Adds a deletion of `key` in keyspace `keyspace` (0: the default, as
-    /// [`WriteBatch::delete`]); see [`WriteBatch::put_in`].
+    /// [`WriteBatch::delete`]); see [`WriteBatch::put_to`].
     ///
     /// # Errors
     /// As [`WriteBatch::delete`].
-    pub(crate) fn delete_in(&mut self, keyspace: u32, key: &[u8]) -> Result<()> {
+    pub(crate) fn delete_to(&mut self, keyspace: u32, key: &[u8]) -> Result<()> {
         check_lengths(key.len(), 0)?;
         check_batch_room(self.rep.len() + keyspace_len(keyspace), key.len(), None)?;
         put_tag(&mut self.rep, keyspace, ValueType::Deletion);
         put_length_prefixed(&mut self.rep, key);
         self.count += 1;
+        self.touch(keyspace);
         Ok(())
     }
 
@@ -251,16 +341,16 @@ impl WriteBatch {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn delete_range(&mut self, range: impl KeyRange) -> Result<()> {
-        self.delete_range_in(0, range)
+        self.delete_range_to(0, range)
     }
 
     /// Adds a deletion of every key in `range` in keyspace `keyspace` (0:
     /// the default, as [`WriteBatch::delete_range`]); see
-    /// [`WriteBatch::put_in`].
+    /// [`WriteBatch::put_to`].
     ///
     /// # Errors
     /// As [`WriteBatch::delete_range`].
-    pub(crate) fn delete_range_in(&mut self, keyspace: u32, range: impl KeyRange) -> Result<()> {
+    pub(crate) fn delete_range_to(&mut self, keyspace: u32, range: impl KeyRange) -> Result<()> {
         let (lo, hi) = range.into_bounds();
         for b in [&lo, &hi] {
             if let std::ops::Bound::Included(k) | std::ops::Bound::Excluded(k) = b {
@@ -285,6 +375,7 @@ impl WriteBatch {
         put_length_prefixed(&mut self.rep, &start);
         put_length_prefixed(&mut self.rep, &end);
         self.count += 1;
+        self.touch(keyspace);
         Ok(())
     }
 
@@ -302,6 +393,8 @@ impl WriteBatch {
     pub fn clear(&mut self) {
         self.rep.truncate(HEADER_LEN);
         self.count = 0;
+        self.keyspaces.clear();
+        self.instance = 0;
     }
 
     /// Encoded size in bytes, header included.
@@ -395,11 +488,11 @@ fn decode_op<'a>(d: &mut Decoder<'a>) -> std::result::Result<BatchOp<'a>, &'stat
 }
 
 /// Refuses a WAL record (of file `wal`, at `offset`) holding an op in a
-/// keyspace other than the default, given the keyspace of each op: a build
-/// that serves only the default keyspace must neither replay such an op
-/// into the default's memtable nor skip it (DESIGN.md 12.3). `Db::open`
-/// checks in its first pass over the WALs, before replay changes any file;
-/// `inspect::DbSnapshot` before it replays a record.
+/// keyspace other than the default, given the keyspace of each op, for a
+/// reader that handles only the default keyspace so far
+/// (`inspect::DbSnapshot`, before it replays a record): it must neither
+/// replay such an op into the default's memtable nor skip it (DESIGN.md
+/// 12.3). `Db::open` replays every keyspace instead.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] naming the WAL, the record's offset and the
@@ -411,7 +504,7 @@ pub(crate) fn refuse_keyspace_ops(
 ) -> Result<()> {
     match keyspaces.into_iter().find(|&k| k != 0) {
         None => Ok(()),
-        Some(k) => Err(Error::keyspaces_not_served(format_args!(
+        Some(k) => Err(Error::keyspaces_not_handled(format_args!(
             "{} holds, in the record at offset {offset}, a write to keyspace {k}",
             wal.display()
         ))),
@@ -596,8 +689,8 @@ mod tests {
     fn golden_encoding_of_keyspace_ops() {
         let mut b = WriteBatch::new();
         b.put("k", "v").unwrap();
-        b.put_in(3, b"a", b"b").unwrap();
-        b.delete_in(3, b"a").unwrap();
+        b.put_to(3, b"a", b"b").unwrap();
+        b.delete_to(3, b"a").unwrap();
         b.stamp(SequenceNumber(7));
         #[rustfmt::skip]
         let expected = [
@@ -625,8 +718,8 @@ mod tests {
         );
         // A range deletion in keyspace 300 (a two-byte id); u32::MAX fits.
         let mut r = WriteBatch::new();
-        r.delete_range_in(300, "a".."c").unwrap();
-        r.put_in(u32::MAX, b"", b"").unwrap();
+        r.delete_range_to(300, "a".."c").unwrap();
+        r.put_to(u32::MAX, b"", b"").unwrap();
         r.stamp(SequenceNumber(1));
         assert_eq!(
             &r.encoded()[HEADER_LEN..],
@@ -651,9 +744,9 @@ mod tests {
         plain.put("k", "v1").unwrap();
         plain.delete("j").unwrap();
         plain.delete_range("a".."c").unwrap();
-        zero.put_in(0, b"k", b"v1").unwrap();
-        zero.delete_in(0, b"j").unwrap();
-        zero.delete_range_in(0, "a".."c").unwrap();
+        zero.put_to(0, b"k", b"v1").unwrap();
+        zero.delete_to(0, b"j").unwrap();
+        zero.delete_range_to(0, "a".."c").unwrap();
         assert_eq!(plain, zero);
         assert!(plain.iter().all(|op| op.keyspace == 0));
     }
@@ -661,8 +754,8 @@ mod tests {
     #[test]
     fn the_keyspace_id_counts_toward_the_batch_limit() {
         let mut b = WriteBatch::new();
-        b.put_in(300, b"a", b"b").unwrap();
-        b.delete_in(u32::MAX, b"c").unwrap();
+        b.put_to(300, b"a", b"b").unwrap();
+        b.delete_to(u32::MAX, b"c").unwrap();
         assert_eq!(b.encoded_len(), HEADER_LEN + (1 + 2 + 2 + 2) + (1 + 5 + 2));
     }
 
@@ -728,9 +821,9 @@ mod tests {
         let mut b = WriteBatch::new();
         for (ks, kind, k, v) in ops {
             match kind {
-                0 => b.delete_in(*ks, k).unwrap(),
-                1 => b.put_in(*ks, k, v).unwrap(),
-                _ => b.delete_range_in(*ks, &k[..]..=&v[..]).unwrap_or(()),
+                0 => b.delete_to(*ks, k).unwrap(),
+                1 => b.put_to(*ks, k, v).unwrap(),
+                _ => b.delete_range_to(*ks, &k[..]..=&v[..]).unwrap_or(()),
             }
         }
         b.stamp(SequenceNumber(42));
@@ -773,13 +866,13 @@ mod tests {
                 let mut again = WriteBatch::new();
                 for op in &d.ops {
                     match op.value_type {
-                        ValueType::Deletion => again.delete_in(op.keyspace, op.key).unwrap(),
-                        ValueType::Value => again.put_in(op.keyspace, op.key, op.value).unwrap(),
+                        ValueType::Deletion => again.delete_to(op.keyspace, op.key).unwrap(),
+                        ValueType::Value => again.put_to(op.keyspace, op.key, op.value).unwrap(),
                         ValueType::RangeDeletion if op.value.is_empty() => {
-                            again.delete_range_in(op.keyspace, op.key..).unwrap()
+                            again.delete_range_to(op.keyspace, op.key..).unwrap()
                         }
                         ValueType::RangeDeletion => {
-                            again.delete_range_in(op.keyspace, op.key..op.value).unwrap()
+                            again.delete_range_to(op.keyspace, op.key..op.value).unwrap()
                         }
                     }
                 }

@@ -362,7 +362,7 @@ fn assert_unsupported_keyspaces(e: Error, what: &str) {
             assert!(m.starts_with("unsupported: "), "{m}");
             assert!(m.contains(what), "{m}");
             assert!(
-                m.contains("this build of siftdb does not serve keyspaces yet"),
+                m.contains("this operation does not handle keyspaces other than the default yet"),
                 "{m}"
             );
         }
@@ -371,17 +371,26 @@ fn assert_unsupported_keyspaces(e: Error, what: &str) {
 }
 
 #[test]
-fn a_manifest_leaving_a_keyspace_live_is_refused_not_ignored() {
+fn a_manifest_leaving_a_keyspace_live_opens_it() {
     let dir = tempfile::tempdir().unwrap();
     hand_written_db(dir.path(), 4, ADD_LOGS);
-    let e = refused_without_changes(dir.path(), || Db::open(dir.path()));
+    let db = open(dir.path(), &small_options());
+    assert_eq!(db.keyspaces(), ["default", "logs"]);
+    assert_eq!(db.existing_keyspace("logs").unwrap().id(), 1);
+    drop(db);
+    let db = Db::open_read_only(dir.path(), Options::default()).unwrap();
+    assert_eq!(db.keyspaces(), ["default", "logs"]);
+    drop(db);
+    // kvctl's read-only view (siftdb::inspect) does not handle keyspaces
+    // yet: it refuses rather than show the default as the whole database.
+    let e = siftdb::inspect::DbSnapshot::open(dir.path())
+        .map(|_| ())
+        .unwrap_err();
     assert_unsupported_keyspaces(e, "leaves keyspace 1 (\"logs\") live, 1 in all");
-    let e = refused_without_changes(dir.path(), || {
-        Db::open_read_only(dir.path(), Options::default())
-    });
-    assert_unsupported_keyspaces(e, "leaves keyspace 1 (\"logs\") live");
-    // The same manifest with the keyspace dropped in a second record still
-    // is: a fresh manifest from this build would forget that id 1 was used.
+    // The same manifest with the keyspace dropped in a second record opens
+    // with none, and the used id is not given again.
+    let dir = tempfile::tempdir().unwrap();
+    hand_written_db(dir.path(), 4, ADD_LOGS);
     fs::write(
         dir.path().join("MANIFEST-000001"),
         [
@@ -391,15 +400,12 @@ fn a_manifest_leaving_a_keyspace_live_is_refused_not_ignored() {
         .concat(),
     )
     .unwrap();
-    let e = refused_without_changes(dir.path(), || Db::open(dir.path()));
-    assert_unsupported_keyspaces(
-        e,
-        "has held keyspaces (all dropped; the next keyspace id is 2)",
-    );
-    // Control: at version 4 without keyspace fields, the database opens.
-    let ok = tempfile::tempdir().unwrap();
-    hand_written_db(ok.path(), 4, &[]);
-    open(ok.path(), &small_options());
+    let db = open(dir.path(), &small_options());
+    assert_eq!(db.keyspaces(), ["default"]);
+    assert_eq!(db.keyspace("logs").unwrap().id(), 2);
+    drop(db);
+    let db = open(dir.path(), &small_options());
+    assert_eq!(db.existing_keyspace("logs").unwrap().id(), 2);
 }
 
 /// A WAL payload: one batch at sequence 1 holding `ops`.
@@ -411,7 +417,7 @@ fn batch_payload(count: u32, ops: &[u8]) -> Vec<u8> {
 }
 
 #[test]
-fn a_wal_op_in_another_keyspace_is_refused_not_replayed_into_the_default() {
+fn a_wal_op_in_a_keyspace_the_manifest_does_not_hold_is_corruption() {
     // put k=v (default), then put a=b in keyspace 3 (DESIGN.md 12.3).
     let ops = [
         0x01, 0x01, b'k', 0x01, b'v', 0x11, 0x03, 0x01, b'a', 0x01, b'b',
@@ -424,18 +430,24 @@ fn a_wal_op_in_another_keyspace_is_refused_not_replayed_into_the_default() {
     )
     .unwrap();
     let wal = dir.path().join("000005.log");
-    let e = refused_without_changes(dir.path(), || Db::open(dir.path()));
-    assert_unsupported_keyspaces(
-        e,
-        &format!(
-            "{} holds, in the record at offset 0, a write to keyspace 3",
-            wal.display()
-        ),
-    );
-    let e = refused_without_changes(dir.path(), || {
+    let corrupt = |e: Error| match e {
+        Error::Corruption {
+            file,
+            offset,
+            detail,
+        } => {
+            assert_eq!((file, offset), (wal.clone(), 0));
+            assert!(
+                detail.contains("a write to keyspace 3, which the manifest does not hold"),
+                "{detail}"
+            );
+        }
+        other => panic!("expected Corruption, got {other:?}"),
+    };
+    corrupt(refused_without_changes(dir.path(), || Db::open(dir.path())));
+    corrupt(refused_without_changes(dir.path(), || {
         Db::open_read_only(dir.path(), Options::default())
-    });
-    assert_unsupported_keyspaces(e, "a write to keyspace 3");
+    }));
     // kvctl's read-only view (siftdb::inspect) refuses it too.
     let e = siftdb::inspect::DbSnapshot::open(dir.path())
         .map(|_| ())

@@ -35,6 +35,7 @@ fn opts(compression: Compression, block_size: usize) -> TableOptions {
         prefix_extractor: None,
         key_sketch_precision: None,
         compression,
+        keyspace: 0,
     }
 }
 

@@ -444,3 +444,152 @@ fn crash_process_campaign() {
     );
     db.close().unwrap();
 }
+
+const KS_CHILD_ENV: &str = "SIFTDB_KS_CRASH_CHILD";
+const KS_START_ENV: &str = "SIFTDB_KS_CRASH_START";
+const KS_NAMES: [&str; 3] = ["default", "hot", "cold"];
+
+/// The keyspaces batch `id` writes to, as indexes into [`KS_NAMES`]: a
+/// non-empty subset, "cold" rarely, so that its memtable spans many WALs.
+fn ks_subset(id: u64) -> Vec<usize> {
+    let h = Rng(id.wrapping_mul(0x9e37_79b9)).next_u64();
+    let mut set: Vec<usize> = (0..2).filter(|i| h >> i & 1 == 1).collect();
+    if h.is_multiple_of(16) {
+        set.push(2);
+    }
+    if set.is_empty() {
+        set.push((h >> 8) as usize % 2);
+    }
+    set
+}
+
+/// The child of [`a_killed_process_keeps_batches_across_keyspaces_whole`]:
+/// writes batch after batch from `SIFTDB_KS_CRASH_START` on, each putting
+/// `b<id>` (and some filler) in every keyspace of [`ks_subset`], and says
+/// `ack <id>` after each, until killed.
+#[test]
+fn crash_keyspaces_child() {
+    let Some(dir) = std::env::var_os(KS_CHILD_ENV) else {
+        return;
+    };
+    let start = env_u64(KS_START_ENV, 0);
+    let mut o = Options::default();
+    o.write_buffer_size = 8 << 10;
+    o.max_bytes_for_level_base = 64 << 10;
+    o.target_file_size = 16 << 10;
+    let db = Db::open_with(&dir, o).expect("child: open");
+    let ks: Vec<_> = KS_NAMES.iter().map(|n| db.keyspace(n).unwrap()).collect();
+    let mut out = std::io::stdout();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for id in start.. {
+        let mut batch = siftdb::WriteBatch::new();
+        for &k in &ks_subset(id) {
+            batch
+                .put_in(&ks[k], format!("b{id:08}"), id.to_be_bytes())
+                .unwrap();
+            batch
+                .put_in(&ks[k], format!("fill{}", id % 500), [b'.'; 100])
+                .unwrap();
+        }
+        db.write(batch).expect("child: write");
+        if writeln!(out, "{MARK} ack {id}")
+            .and_then(|_| out.flush())
+            .is_err()
+            || Instant::now() > deadline
+        {
+            std::process::exit(3);
+        }
+    }
+}
+
+/// Kills a child writing batches across three keyspaces at random moments
+/// (docs/keyspaces-plan.md 8, increment 3): after each kill the reopened
+/// database holds every acknowledged batch, each batch in all of its
+/// keyspaces or in none, and the batches present are a prefix of those
+/// written, in every keyspace.
+#[test]
+fn a_killed_process_keeps_batches_across_keyspaces_whole() {
+    let cycles = env_u64("SIFTDB_KS_CRASH_CYCLES", 10);
+    let scratch = scratch_dir();
+    let dir = scratch.path().join("db");
+    let mut rng = Rng(0x6b73);
+    let mut next = 0u64;
+    for cycle in 0..cycles {
+        let mut child = child_test_command("crash_keyspaces_child")
+            .env(KS_CHILD_ENV, &dir)
+            .env(KS_START_ENV, next.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn child");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let id = line
+                    .strip_prefix(&format!("{MARK} ack "))
+                    .and_then(|s| s.parse::<u64>().ok());
+                if let Some(id) = id {
+                    if tx.send(id).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        let delay = Duration::from_millis(20 + rng.below(300));
+        let t0 = Instant::now();
+        let mut acked = None;
+        while let Some(left) = delay.checked_sub(t0.elapsed()) {
+            match rx.recv_timeout(left) {
+                Ok(id) => acked = Some(id),
+                Err(_) => break,
+            }
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        drop(rx);
+        let _ = reader.join();
+        let db = Db::open(&dir).unwrap_or_else(|e| panic!("cycle {cycle}: reopen: {e}"));
+        if db.keyspaces().len() < KS_NAMES.len() {
+            assert!(acked.is_none(), "cycle {cycle}: keyspaces lost");
+            continue;
+        }
+        let ks: Vec<_> = KS_NAMES
+            .iter()
+            .map(|n| db.existing_keyspace(n).unwrap())
+            .collect();
+        let present = |id: u64| -> bool {
+            let found: Vec<bool> = ks_subset(id)
+                .iter()
+                .map(|&k| ks[k].get(format!("b{id:08}")).unwrap().is_some())
+                .collect();
+            assert!(
+                found.iter().all(|&f| f == found[0]),
+                "cycle {cycle}: batch {id} is in part of its keyspaces: {found:?}"
+            );
+            found[0]
+        };
+        let mut m = 0;
+        while present(m) {
+            m += 1;
+        }
+        for id in m..m + 200 {
+            assert!(
+                !present(id),
+                "cycle {cycle}: batch {id} present, {m} missing"
+            );
+        }
+        if let Some(a) = acked {
+            assert!(
+                m > a,
+                "cycle {cycle}: batch {a} was acknowledged, {m} is missing"
+            );
+        }
+        assert!(m >= next, "cycle {cycle}: {m} batches, {next} before");
+        next = m;
+    }
+    println!("{cycles} kills, {next} batches across keyspaces");
+    assert!(next > 1000, "{next} batches written");
+}

@@ -425,6 +425,7 @@ fn valid_table() -> &'static [u8] {
             prefix_extractor: None,
             key_sketch_precision: Some(12),
             compression: siftdb::Compression::None,
+            keyspace: 0,
         };
         let mut b = TableBuilder::new(&path, opts).unwrap();
         for i in 0..200u64 {

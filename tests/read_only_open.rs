@@ -190,3 +190,37 @@ fn inspection_snapshots_see_a_prefix_of_the_writes_while_a_writer_flushes_and_co
             .collect()
     });
 }
+
+/// A read-only open pins the WALs before it reads the manifest, so it may
+/// meet writes to a keyspace created after the manifest it read: those
+/// are `Corruption` to it (docs/keyspaces-plan.md 5), and it reads the
+/// manifest again, which the creation changed. Held after reading the
+/// manifest while the writer creates a keyspace and writes to it, the
+/// open succeeds and shows the keyspace with its write.
+#[test]
+fn a_read_only_open_meets_a_keyspace_created_after_it_read_the_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = Db::open(dir.path()).unwrap();
+    writer.put("k", "default").unwrap();
+    let pause = PauseOnce::for_thread(SyncPoint::ReadOnlyOpenAfterManifest, "reader");
+    let mut o = Options::default();
+    o.sync_points = Some(pause.sync_points());
+    pause.arm();
+    let reader = {
+        let path = dir.path().to_path_buf();
+        std::thread::Builder::new()
+            .name("reader".into())
+            .spawn(move || Db::open_read_only(path, o))
+            .unwrap()
+    };
+    pause.wait_until_held();
+    writer.keyspace("late").unwrap().put("k", "late").unwrap();
+    pause.release();
+    let db = reader
+        .join()
+        .unwrap()
+        .unwrap_or_else(|e| panic!("read-only open: {e}"));
+    assert_eq!(db.keyspaces(), ["default", "late"]);
+    let late = db.existing_keyspace("late").unwrap();
+    assert_eq!(late.get("k").unwrap().as_deref(), Some(&b"late"[..]));
+}

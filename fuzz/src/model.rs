@@ -88,6 +88,7 @@ pub fn table_options(u: &mut Unstructured<'_>) -> Result<TableOptions> {
         } else {
             siftdb::Compression::None
         },
+        keyspace: 0,
     })
 }
 

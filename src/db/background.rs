@@ -16,12 +16,13 @@ use crate::range_tombstone::RangeTombstone;
 use crate::sstable::{Table, TableBuilder, TableOptions};
 use crate::stats::KeyPrediction;
 use crate::sync_point::{self, SyncPoint};
-use crate::version::edit::{FileMetaData, VersionEdit};
+use crate::version::edit::{FileMetaData, KeyspaceEdit, VersionEdit};
 use crate::version::manifest::{self, Manifest};
 use crate::version::set::Version;
 use crate::{CompactionStyle, Error, Result};
 
 use super::filter_budget::{self, NewTable};
+use super::keyspace::KeyspaceState;
 use super::recovery::list_dir;
 use super::{DbInner, SuperVersion, VersionState, WriteState};
 
@@ -36,16 +37,22 @@ impl DbInner {
     /// write checks level 0 before it fills a memtable, but the memtables
     /// frozen after that check all land in level 0 (found by
     /// tests/write_stalls.rs: `flush` took level 0 past the trigger).
-    pub(super) fn rotate_memtable(&self, w: &mut WriteState) -> Result<()> {
+    pub(super) fn rotate_memtables(
+        &self,
+        w: &mut WriteState,
+        freeze: &[&KeyspaceState],
+    ) -> Result<()> {
         {
             let stop = match self.options.compaction_style {
                 CompactionStyle::None => usize::MAX,
                 _ => self.options.level0_stop_trigger,
             };
             let must_wait = || {
-                let cur = self.default.current.read();
-                cur.imms.len() >= self.options.max_immutable_memtables
-                    || cur.version.levels[0].len() + cur.imms.len() >= stop
+                freeze.iter().any(|ks| {
+                    let cur = ks.current.read();
+                    cur.imms.len() >= self.options.max_immutable_memtables
+                        || cur.version.levels[0].len() + cur.imms.len() >= stop
+                })
             };
             let mut bg = self.bg.lock();
             while must_wait() {
@@ -61,8 +68,10 @@ impl DbInner {
         // rotation closes it) syncs the directory first, so a WAL with
         // synced records cannot vanish; until then a power loss may take
         // it whole, and nothing in it was synced. A flush that logs this
-        // WAL as the oldest live one syncs the directory for its table
-        // before the edit, which covers this name too.
+        // WAL as the oldest live one of its keyspace syncs the directory
+        // for its table before the edit, which covers this name too; one
+        // that logs it for another keyspace (an empty keyspace's bump,
+        // below) syncs the directory again first.
         let wal = LogWriter::create_deferring_dir_sync(
             self.fs(),
             &filename::wal_path(&self.dir, number),
@@ -76,10 +85,13 @@ impl DbInner {
         if let Some(old) = w.wal.replace(wal) {
             self.close_wal(old);
         }
-        let mem = Arc::new(MemTable::new(number));
-        let frozen = std::mem::replace(&mut w.mem, Arc::clone(&mem));
-        {
-            let mut cur = self.default.current.write();
+        w.wal_number = number;
+        for ks in freeze {
+            let mem = Arc::new(MemTable::new(number));
+            let Some(frozen) = w.replace_mem(ks.id, Arc::clone(&mem)) else {
+                continue; // not live: never, while the writer lock is held
+            };
+            let mut cur = ks.current.write();
             let mut imms = Vec::with_capacity(cur.imms.len() + 1);
             imms.push(frozen);
             imms.extend(cur.imms.iter().cloned());
@@ -89,15 +101,81 @@ impl DbInner {
                 version: Arc::clone(&cur.version),
             });
         }
+        // The empty-keyspace bump (docs/keyspaces-plan.md 4): a keyspace
+        // holding nothing in memory has no write in any WAL older than
+        // this one, so its memtable is renumbered to it; the next flush
+        // edit persists that log number, and only then may the older WALs
+        // go. Without it an idle keyspace would keep every WAL alive.
+        for ks in self.all_keyspaces() {
+            if freeze.iter().any(|f| f.id == ks.id) {
+                continue;
+            }
+            let mut cur = ks.current.write();
+            if cur.imms.is_empty() && cur.mem.is_empty() && cur.mem.wal_number() < number {
+                let mem = Arc::new(MemTable::new(number));
+                w.replace_mem(ks.id, Arc::clone(&mem));
+                *cur = Arc::new(SuperVersion {
+                    mem,
+                    imms: Vec::new(),
+                    version: Arc::clone(&cur.version),
+                });
+            }
+        }
         let _bg = self.bg.lock();
         self.bg_cv.notify_all();
         Ok(())
     }
 
-    /// Writes the oldest frozen memtable `imm` to a level-0 SSTable, logs
-    /// the edit to the manifest, installs the new version and deletes the
-    /// memtable's WAL.
-    fn flush_memtable(&self, imm: &Arc<MemTable>) -> Result<()> {
+    /// Freezes the active memtable of `only` (of every keyspace if
+    /// `None`) if it holds anything, and waits until every frozen memtable
+    /// of those keyspaces is written to a level-0 SSTable.
+    ///
+    /// # Errors
+    /// As [`super::Db::flush`].
+    pub(super) fn flush_keyspaces(&self, only: Option<&Arc<KeyspaceState>>) -> Result<()> {
+        self.refuse_inside_update("flush")?;
+        let targets = match only {
+            Some(ks) => vec![Arc::clone(ks)],
+            None => self.all_keyspaces(),
+        };
+        {
+            let mut w = self.write.lock();
+            self.check_writable()?;
+            let full: Vec<&KeyspaceState> = targets
+                .iter()
+                .filter(|ks| w.mem_of(ks.id).is_some_and(|m| !m.is_empty()))
+                .map(|ks| &**ks)
+                .collect();
+            if !full.is_empty() {
+                self.rotate_memtables(&mut w, &full)?;
+            }
+        }
+        let mut bg = self.bg.lock();
+        loop {
+            if let Some(e) = &bg.error {
+                return Err(Error::Background(e.clone()));
+            }
+            if targets.iter().all(|ks| ks.current.read().imms.is_empty()) {
+                return Ok(());
+            }
+            self.bg_cv.wait(&mut bg);
+        }
+    }
+
+    /// Writes the oldest frozen memtable `imm` of keyspace `ks` to a
+    /// level-0 SSTable, logs the edit to the manifest, installs the new
+    /// version and deletes the WALs no live keyspace needs any more.
+    ///
+    /// The edit also carries the log number of every other keyspace whose
+    /// oldest write in memory moved past the one the manifest holds (an
+    /// empty keyspace's bump, docs/keyspaces-plan.md 4): that is how a
+    /// bump becomes durable, and only durable log numbers free a WAL.
+    /// Before the edit, the WALs rotations closed are synced (the unsynced
+    /// tail of an older WAL may be another keyspace's only copy of writes
+    /// older than those this table holds), and the directory too when the
+    /// edit names another keyspace's WAL (created, maybe, after this
+    /// table's directory sync).
+    fn flush_memtable(&self, ks: &KeyspaceState, imm: &Arc<MemTable>) -> Result<()> {
         sync_point::reach(&self.options.sync_points, SyncPoint::FlushStart);
         // A memtable holding only range deletions writes no table.
         let table = if !imm.has_entries() {
@@ -105,14 +183,17 @@ impl DbInner {
         } else {
             let number = self.next_file_number.fetch_add(1, Ordering::SeqCst);
             let table_options = {
-                let version = Arc::clone(&self.default.current.read().version);
+                let version = Arc::clone(&ks.current.read().version);
                 let keys = imm.len() as u64;
-                filter_budget::table_options(
-                    &self.options,
-                    &version,
-                    NewTable::Flush { keys },
-                    false,
-                )
+                TableOptions {
+                    keyspace: ks.id,
+                    ..filter_budget::table_options(
+                        &self.options,
+                        &version,
+                        NewTable::Flush { keys },
+                        false,
+                    )
+                }
             };
             Some(write_table(
                 self.fs(),
@@ -123,9 +204,10 @@ impl DbInner {
             )?)
         };
         let mut vs = self.versions.lock();
-        // WALs older than the next-oldest unflushed memtable are obsolete.
+        // WALs older than the next-oldest unflushed memtable hold nothing
+        // more of this keyspace.
         let (log_number, new_range_tombstones) = {
-            let cur = self.default.current.read();
+            let cur = ks.current.read();
             let log_number = match cur.imms.len() {
                 0 | 1 => cur.mem.wal_number(),
                 n => cur.imms[n - 2].wal_number(),
@@ -138,26 +220,74 @@ impl DbInner {
         };
         vs.last_seq = vs.last_seq.max(imm.largest_seq().0);
         let file_size = table.as_ref().map_or(0, |(m, _)| m.file_size);
-        let edit = VersionEdit {
-            log_number: Some(log_number),
-            next_file_number: Some(self.next_file_number.load(Ordering::SeqCst)),
-            last_sequence: Some(SequenceNumber(vs.last_seq)),
-            new_files: table.iter().map(|(m, _)| (0, m.clone())).collect(),
-            user_bytes_flushed: Some(vs.user_bytes_flushed + imm.user_bytes()),
-            table_bytes_written: Some(vs.table_bytes_written + file_size),
-            new_range_tombstones,
-            ..Default::default()
-        };
+        let mut edit = scoped(
+            VersionEdit {
+                log_number: Some(log_number),
+                new_files: table.iter().map(|(m, _)| (0, m.clone())).collect(),
+                new_range_tombstones,
+                ..Default::default()
+            },
+            ks.id,
+        );
+        edit.next_file_number = Some(self.next_file_number.load(Ordering::SeqCst));
+        edit.last_sequence = Some(SequenceNumber(vs.last_seq));
+        edit.user_bytes_flushed = Some(vs.user_bytes_flushed + imm.user_bytes());
+        edit.table_bytes_written = Some(vs.table_bytes_written + file_size);
+        let mut bumped = false;
+        for other in self.all_keyspaces() {
+            if other.id == ks.id {
+                continue;
+            }
+            let oldest = other.oldest_wal();
+            if vs.log_number_of(other.id).is_some_and(|lp| oldest > lp) {
+                set_log_number(&mut edit, other.id, oldest);
+                bumped = true;
+            }
+        }
+        self.sync_closed_wals()?;
+        if bumped {
+            manifest::sync_dir(&**self.fs(), &self.dir)?;
+        }
         let opened = table
             .map(|(m, t)| BTreeMap::from([(m.number, t)]))
             .unwrap_or_default();
-        self.log_and_install(&mut vs, &edit, opened, Some(imm))?;
+        self.log_and_install(ks, &mut vs, &edit, opened, Some(imm))?;
+        let obsolete_below = vs.min_log_number();
         drop(vs);
         self.counters.flushes.fetch_add(1, Ordering::Relaxed);
         self.counters
             .table_bytes_written
             .fetch_add(file_size, Ordering::Relaxed);
-        remove_obsolete_wals(&**self.fs(), &self.dir, log_number)
+        remove_obsolete_wals(&**self.fs(), &self.dir, obsolete_below)
+    }
+}
+
+/// `e`, a default-keyspace edit, as an edit of keyspace `id`: its scoped
+/// fields (tags 2, 5, 6, 9, 10, 11) moved into `id`'s section; the global
+/// ones stay.
+pub(super) fn scoped(mut e: VersionEdit, id: u32) -> VersionEdit {
+    if id == 0 {
+        return e;
+    }
+    let section = KeyspaceEdit {
+        log_number: e.log_number.take(),
+        deleted_files: std::mem::take(&mut e.deleted_files),
+        new_files: std::mem::take(&mut e.new_files),
+        key_predictions: std::mem::take(&mut e.key_predictions),
+        new_range_tombstones: std::mem::take(&mut e.new_range_tombstones),
+        range_tombstone_files: std::mem::take(&mut e.range_tombstone_files),
+        ..Default::default()
+    };
+    e.keyspaces.insert(id, section);
+    e
+}
+
+/// Sets keyspace `id`'s log number (tag 2) in `e`.
+fn set_log_number(e: &mut VersionEdit, id: u32, n: u64) {
+    if id == 0 {
+        e.log_number = Some(n);
+    } else {
+        e.keyspaces.entry(id).or_default().log_number = Some(n);
     }
 }
 
@@ -235,6 +365,7 @@ impl DbInner {
     /// the database read-only, and deletes nothing on the edit's account.
     fn log_and_install(
         &self,
+        ks: &KeyspaceState,
         vs: &mut VersionState,
         edit: &VersionEdit,
         mut opened: BTreeMap<u64, Arc<Table>>,
@@ -245,6 +376,14 @@ impl DbInner {
             .ok_or(Error::ReadOnly)?
             .log_edit(edit)?;
         vs.log_number = edit.log_number.unwrap_or(vs.log_number);
+        for (id, section) in &edit.keyspaces {
+            if let Some(k) = vs.keyspaces.get_mut(id) {
+                k.log_number = section.log_number.unwrap_or(k.log_number);
+                for p in &section.key_predictions {
+                    KeyPrediction::keep(&mut k.key_predictions, *p);
+                }
+            }
+        }
         if let Some(s) = edit.last_sequence {
             vs.last_seq = vs.last_seq.max(s.0);
         }
@@ -253,9 +392,20 @@ impl DbInner {
         for p in &edit.key_predictions {
             KeyPrediction::keep(&mut vs.key_predictions, *p);
         }
-        let version = {
-            let mut cur = self.default.current.write();
-            let version = Arc::new(cur.version.apply(edit, &mut opened)?);
+        let section;
+        let tree = if ks.id == 0 {
+            edit
+        } else {
+            section = edit
+                .keyspaces
+                .get(&ks.id)
+                .map(KeyspaceEdit::tree_edit)
+                .unwrap_or_default();
+            &section
+        };
+        {
+            let mut cur = ks.current.write();
+            let version = Arc::new(cur.version.apply(tree, &mut opened)?);
             let imms = cur
                 .imms
                 .iter()
@@ -265,15 +415,14 @@ impl DbInner {
             *cur = Arc::new(SuperVersion {
                 mem: Arc::clone(&cur.mem),
                 imms,
-                version: Arc::clone(&version),
+                version,
             });
-            version
-        };
-        self.roll_manifest_if_full(vs, &version)
+        }
+        self.roll_manifest_if_full(vs)
     }
 
     /// Replaces the manifest by a new one whose only record is a snapshot
-    /// of the state (`version` and `vs`), once it has reached
+    /// of the state (every keyspace's current version and `vs`), once it has reached
     /// `vs.manifest_limit` bytes, so that it does not grow without bound
     /// while the database stays open. [`Manifest::create`] writes and syncs
     /// the new manifest, then points `CURRENT` at it with a synced rename,
@@ -288,12 +437,17 @@ impl DbInner {
     /// (they fail with [`Error::ReadOnly`]); the caller turns the database
     /// read-only, and the next open recovers from whichever `CURRENT`
     /// names.
-    fn roll_manifest_if_full(&self, vs: &mut VersionState, version: &Version) -> Result<()> {
+    pub(super) fn roll_manifest_if_full(&self, vs: &mut VersionState) -> Result<()> {
         let Some(old) = vs.manifest.take_if(|m| m.size() >= vs.manifest_limit) else {
             return Ok(());
         };
         let number = self.next_file_number.fetch_add(1, Ordering::SeqCst);
-        let snapshot = vs.snapshot(version, self.next_file_number.load(Ordering::SeqCst));
+        let version = Arc::clone(&self.default.current.read().version);
+        let snapshot = vs.snapshot(
+            &version,
+            &self.other_versions(),
+            self.next_file_number.load(Ordering::SeqCst),
+        );
         let new = Manifest::create(&**self.fs(), &self.dir, number, &snapshot)?;
         vs.manifest_limit = VersionState::limit_for(&self.options, new.size());
         vs.manifest = Some(new);
@@ -305,15 +459,15 @@ impl DbInner {
         Ok(())
     }
 
-    /// The write stall: with automatic compaction, a write waits while level
-    /// 0 holds `level0_stop_trigger` files or more, and is delayed by 1 ms
+    /// The write stall: with automatic compaction, a write waits while
+    /// level 0 of keyspace `ks` (one the write goes to) holds `level0_stop_trigger` files or more, and is delayed by 1 ms
     /// once it holds `level0_slowdown_trigger`, so that compaction keeps up
     /// and the files a read probes stay bounded.
-    pub(super) fn throttle_for_level0(&self) -> Result<()> {
+    pub(super) fn throttle_for_level0(&self, ks: &KeyspaceState) -> Result<()> {
         if self.options.compaction_style == CompactionStyle::None {
             return Ok(());
         }
-        let level0 = || self.default.current.read().version.levels[0].len();
+        let level0 = || ks.current.read().version.levels[0].len();
         if level0() >= self.options.level0_stop_trigger {
             let mut bg = self.bg.lock();
             while level0() >= self.options.level0_stop_trigger {
@@ -344,13 +498,31 @@ impl DbInner {
         let Some(_running) = self.compaction.try_lock() else {
             return;
         };
-        let version = Arc::clone(&self.default.current.read().version);
-        let picked = {
-            let mut pointers = self.default.compaction_pointers.lock();
-            compaction::pick(&version, &self.options, &mut pointers)
+        // Round robin: the keyspaces after the one compacted last first,
+        // so that a busy keyspace does not starve the others.
+        let all = self.all_keyspaces();
+        let last = self.compacted_last.load(Ordering::Relaxed);
+        let start = all.iter().position(|k| k.id > last).unwrap_or(0);
+        let mut job = None;
+        for i in 0..all.len() {
+            let ks = &all[(start + i) % all.len()];
+            let version = Arc::clone(&ks.current.read().version);
+            let picked = {
+                let mut pointers = ks.compaction_pointers.lock();
+                compaction::pick(&version, &self.options, &mut pointers)
+            };
+            if let Some(c) =
+                picked.or_else(|| filter_budget::drift_rebuild(&self.options, &version))
+            {
+                job = Some((Arc::clone(ks), c, version));
+                break;
+            }
+        }
+        let Some((ks, c, version)) = job else {
+            return;
         };
-        let c = picked.or_else(|| filter_budget::drift_rebuild(&self.options, &version));
-        let result = c.as_ref().map_or(Ok(()), |c| self.run_compaction(c));
+        self.compacted_last.store(ks.id, Ordering::Relaxed);
+        let result = self.run_compaction(&ks, &c);
         // A failure turns the database read-only before the lock is let
         // go: a manual compaction waiting for the lock must find it so, not
         // run and report success (found by tests/io_faults.rs under load).
@@ -364,11 +536,12 @@ impl DbInner {
         drop(_running);
     }
 
-    /// Executes `c`: merges its inputs into new tables (or moves a single
-    /// file), logs one manifest edit, installs the new version and marks the
-    /// inputs obsolete so that each is deleted once no reader holds it.
-    /// The caller holds the `compaction` lock.
-    fn run_compaction(&self, c: &Compaction) -> Result<()> {
+    /// Executes `c`, a compaction of keyspace `ks`: merges its inputs into
+    /// new tables (or moves a single file), logs one manifest edit,
+    /// installs the new version and marks the inputs obsolete so that each
+    /// is deleted once no reader holds it. The caller holds the
+    /// `compaction` lock.
+    fn run_compaction(&self, ks: &KeyspaceState, c: &Compaction) -> Result<()> {
         sync_point::reach(&self.options.sync_points, SyncPoint::CompactionStart);
         let prediction = if c.trivial_move {
             None
@@ -384,17 +557,20 @@ impl DbInner {
             // The deepest level holding data gets its own filter setting
             // (`skip_filters_on_last_level`). Only this compaction can move
             // data below its output level, and it holds the lock.
-            let version = Arc::clone(&self.default.current.read().version);
+            let version = Arc::clone(&ks.current.read().version);
             let last_level = c.output_level >= 1
                 && version.levels[c.output_level + 1..]
                     .iter()
                     .all(Vec::is_empty);
-            let table_options = filter_budget::table_options(
-                &self.options,
-                &version,
-                NewTable::Compaction(c),
-                last_level,
-            );
+            let table_options = TableOptions {
+                keyspace: ks.id,
+                ..filter_budget::table_options(
+                    &self.options,
+                    &version,
+                    NewTable::Compaction(c),
+                    last_level,
+                )
+            };
             let range_tombstones = Arc::clone(version.range_tombstones.index());
             known_tombstones = version
                 .range_tombstones
@@ -458,14 +634,15 @@ impl DbInner {
         edit.last_sequence = Some(SequenceNumber(vs.last_seq));
         edit.table_bytes_written = Some(vs.table_bytes_written + counts.bytes_written);
         edit.range_tombstone_files = {
-            let cur = self.default.current.read();
+            let cur = ks.current.read();
             range_tombstone_files(c, &outputs, &cur.version, &known_tombstones)
         };
+        let edit = scoped(edit, ks.id);
         // If this fails, whether the edit is durable is unknown (a failed
         // sync may follow a complete write): the outputs may be live on the
         // next open, so they stay, and so do the inputs. If the edit did
         // not land, that open deletes the outputs as orphans.
-        self.log_and_install(&mut vs, &edit, opened, None)?;
+        self.log_and_install(ks, &mut vs, &edit, opened, None)?;
         drop(vs);
         if !c.trivial_move {
             for (_, f) in &c.inputs {
@@ -491,17 +668,21 @@ impl DbInner {
         Ok(())
     }
 
-    /// Compacts, level by level from 0, the files overlapping `range` (all
+    /// Compacts keyspace `ks`, level by level from 0, the files overlapping `range` (all
     /// files if `None`) into the next level, down to the deepest level that
     /// holds data (at least level 1), which is then compacted into itself,
     /// except for files a rewrite cannot change
     /// ([`compaction::rewriting_changes_nothing`]). Running no compaction at
     /// all is a success. A failure turns the database read-only, as in the
     /// background.
-    pub(super) fn compact_manually(&self, range: Option<&compaction::KeyBounds>) -> Result<()> {
+    pub(super) fn compact_manually(
+        &self,
+        ks: &KeyspaceState,
+        range: Option<&compaction::KeyBounds>,
+    ) -> Result<()> {
         let _running = self.compaction.lock();
         let deepest = {
-            let v = &self.default.current.read().version;
+            let v = &ks.current.read().version;
             (1..v.levels.len())
                 .rev()
                 .find(|&l| !v.levels[l].is_empty())
@@ -515,7 +696,7 @@ impl DbInner {
             if result.is_err() {
                 break;
             }
-            let version = Arc::clone(&self.default.current.read().version);
+            let version = Arc::clone(&ks.current.read().version);
             // All of the deepest level's runs are picked from one version:
             // re-picking after each would find a run that a snapshot keeps
             // dirty again, without end.
@@ -538,7 +719,7 @@ impl DbInner {
                     .collect()
             };
             for c in &jobs {
-                result = self.run_compaction(c);
+                result = self.run_compaction(ks, c);
                 if result.is_err() {
                     break;
                 }
@@ -573,7 +754,8 @@ impl DbInner {
         drop(version);
         let mut result = Ok(plan.iter().map(|c| c.inputs.len()).sum());
         for c in &plan {
-            if let Err(e) = self.check_writable().and_then(|()| self.run_compaction(c)) {
+            let run = || self.run_compaction(&self.default, c);
+            if let Err(e) = self.check_writable().and_then(|()| run()) {
                 result = Err(e);
                 break;
             }
@@ -624,7 +806,8 @@ fn remove_obsolete_wals(fs: &dyn FileSystem, dir: &Path, log_number: u64) -> Res
 enum BgJob {
     /// Sync the WALs rotations closed (`write.rs`).
     SyncClosedWals,
-    Flush(Arc<MemTable>),
+    /// Flush this frozen memtable of this keyspace.
+    Flush(Arc<KeyspaceState>, Arc<MemTable>),
     Compact,
 }
 
@@ -653,11 +836,21 @@ pub(super) fn background_main(inner: Arc<DbInner>) {
                 if inner.closed_wals.try_lock().is_some_and(|c| !c.is_empty()) {
                     break BgJob::SyncClosedWals;
                 }
-                if let Some(m) = inner.default.current.read().imms.last().cloned() {
-                    break BgJob::Flush(m);
+                // The frozen memtable with the oldest WAL, in any keyspace
+                // (each keyspace's oldest is its last): the oldest WAL
+                // frees first, and each keyspace flushes in order.
+                let all = inner.all_keyspaces();
+                let oldest = all
+                    .iter()
+                    .filter_map(|ks| Some((ks, ks.current.read().imms.last().cloned()?)))
+                    .min_by_key(|(_, m)| m.wal_number());
+                if let Some((ks, m)) = oldest {
+                    break BgJob::Flush(Arc::clone(ks), m);
                 }
                 if !inner.compaction.is_locked()
-                    && compaction_due(&inner.default.current.read().version, &inner.options)
+                    && all
+                        .iter()
+                        .any(|ks| compaction_due(&ks.current.read().version, &inner.options))
                 {
                     break BgJob::Compact;
                 }
@@ -670,8 +863,8 @@ pub(super) fn background_main(inner: Arc<DbInner>) {
             BgJob::SyncClosedWals => {
                 let _ = inner.sync_closed_wals();
             }
-            BgJob::Flush(imm) => {
-                if let Err(e) = inner.flush_memtable(&imm) {
+            BgJob::Flush(ks, imm) => {
+                if let Err(e) = inner.flush_memtable(&ks, &imm) {
                     inner.record_bg_error(format!("flush failed: {e}"));
                 }
             }

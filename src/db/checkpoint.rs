@@ -24,6 +24,7 @@
 //! would have left, with nothing lost to the page cache, so it opens
 //! through the ordinary recovery, as an ordinary database.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt};
@@ -295,6 +296,18 @@ impl DbInner {
         // WAL of the memtable it wrote only after that: every WAL of a
         // memtable in the super-version read under it still exists.
         let vs = self.versions.lock();
+        // The WALs copied are those the default's memtables name, and the
+        // snapshot carries one log number: with other keyspaces, a WAL may
+        // hold only their writes, and their tables and log numbers would
+        // be missing (docs/keyspaces-plan.md 7).
+        if let Some(k) = vs.keyspaces.values().next() {
+            return Err(Error::keyspaces_not_handled(format_args!(
+                "checkpoint of {}, which holds keyspace \"{}\" and {} in all beside the default,",
+                self.dir.display(),
+                k.name,
+                vs.keyspaces.len()
+            )));
+        }
         let sv = self.default.current.read().clone();
         let mut numbers: Vec<u64> = std::iter::once(&sv.mem)
             .chain(&sv.imms)
@@ -320,7 +333,7 @@ impl DbInner {
             });
         }
         let manifest_number = self.next_file_number.fetch_add(1, Ordering::SeqCst);
-        let mut snapshot = vs.snapshot(&sv.version, manifest_number + 1);
+        let mut snapshot = vs.snapshot(&sv.version, &BTreeMap::new(), manifest_number + 1);
         // The oldest live memtable's WAL (what the last flush logged).
         snapshot.log_number = wals.first().map(|w| w.number).or(snapshot.log_number);
         let sequence = SequenceNumber(ws.last_seq);

@@ -1,24 +1,41 @@
-//! [`KeyspaceState`]: what one LSM tree owns, apart from what the whole
-//! database shares.
+//! Keyspaces (column families): [`KeyspaceState`], what one LSM tree
+//! owns apart from what the whole database shares; [`KeyspaceMap`], the
+//! live keyspaces other than the default; and the handles [`Keyspace`]
+//! and [`KeyspaceSnapshot`].
 //!
-//! A database is heading for several named keyspaces (column families)
-//! sharing one WAL, one manifest, one sequence number and one background
-//! thread, each with its own memtables, tables and compaction state
-//! (DESIGN.md 10). Today it has exactly one, the default, held in
-//! `DbInner::default`; what moves here is what each keyspace will own.
+//! Keyspaces share one WAL, one manifest, one sequence number, one file
+//! numbering and one background thread; each has its own memtables,
+//! tables and compaction state (DESIGN.md 2, 10). The default keyspace
+//! (id 0) lives in `DbInner::default`, so that every `Db` call reaches it
+//! without a lookup; the others are in `DbInner::keyspaces`.
+//!
+//! The API here is `#[doc(hidden)]`: keyspaces cannot be dropped yet
+//! (docs/keyspaces-plan.md, increment 5), so no release advertises them.
 
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use super::SuperVersion;
+use super::{Db, DbInner, Snapshot, SuperVersion};
+use crate::iter::DbIterator;
+use crate::key::SequenceNumber;
+use crate::key_range::KeyRange;
+use crate::version::edit::{check_keyspace_name, DEFAULT_KEYSPACE_NAME};
 use crate::version::set::NUM_LEVELS;
+use crate::write_batch::{check_lengths, WriteBatch};
+use crate::{Error, Result, Slice};
 
 /// The state of one keyspace: the super-version readers take and the
 /// leveled picker's position. Shared state (the WAL, the manifest, the
 /// file numbers, snapshots, the background thread and the lock that lets
 /// one compaction run at a time) stays in `DbInner`.
 pub(super) struct KeyspaceState {
+    /// 0 for the default keyspace; ids are never reused.
+    pub(super) id: u32,
+    /// [`DEFAULT_KEYSPACE_NAME`] for id 0.
+    pub(super) name: String,
     /// The memtables and version a new read sees; replaced whole by every
     /// rotation, flush and compaction.
     pub(super) current: RwLock<Arc<SuperVersion>>,
@@ -29,12 +46,447 @@ pub(super) struct KeyspaceState {
 }
 
 impl KeyspaceState {
-    /// A keyspace whose readers start at `sv`, with no compaction
-    /// pointer yet.
-    pub(super) fn new(sv: SuperVersion) -> KeyspaceState {
+    /// Keyspace `id` named `name`, whose readers start at `sv`, with no
+    /// compaction pointer yet.
+    pub(super) fn new(id: u32, name: String, sv: SuperVersion) -> KeyspaceState {
         KeyspaceState {
+            id,
+            name,
             current: RwLock::new(Arc::new(sv)),
             compaction_pointers: Mutex::new(vec![Vec::new(); NUM_LEVELS]),
         }
+    }
+
+    /// The WAL of the oldest write its memtables may hold (`Lmem` in
+    /// docs/keyspaces-plan.md 4): its oldest frozen memtable's, else its
+    /// active memtable's.
+    pub(super) fn oldest_wal(&self) -> u64 {
+        let cur = self.current.read();
+        cur.imms
+            .last()
+            .map_or(cur.mem.wal_number(), |m| m.wal_number())
+    }
+}
+
+/// The live keyspaces other than the default, by id and by name. Replaced
+/// whole (copy on write) when a keyspace is created, so that a reader
+/// clones one `Arc` and looks up without holding a lock.
+#[derive(Default, Clone)]
+pub(super) struct KeyspaceMap {
+    by_id: BTreeMap<u32, Arc<KeyspaceState>>,
+    by_name: HashMap<String, u32>,
+}
+
+impl KeyspaceMap {
+    /// The keyspace named `name`, if live.
+    pub(super) fn by_name(&self, name: &str) -> Option<&Arc<KeyspaceState>> {
+        self.by_name.get(name).and_then(|id| self.by_id.get(id))
+    }
+
+    /// Keyspace `id`, if live.
+    pub(super) fn by_id(&self, id: u32) -> Option<&Arc<KeyspaceState>> {
+        self.by_id.get(&id)
+    }
+
+    /// Every live keyspace other than the default, by ascending id.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &Arc<KeyspaceState>> {
+        self.by_id.values()
+    }
+
+    /// This map with `ks` added.
+    pub(super) fn with(&self, ks: Arc<KeyspaceState>) -> KeyspaceMap {
+        let mut m = self.clone();
+        m.by_name.insert(ks.name.clone(), ks.id);
+        m.by_id.insert(ks.id, ks);
+        m
+    }
+}
+
+/// A number told apart for every `DbInner` this process opens, so that a
+/// batch or a snapshot given a [`Keyspace`] of another database is refused
+/// rather than written to (or read from) the keyspace with the same id.
+pub(super) fn next_instance() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Checks `name` as a keyspace name other than the default's.
+///
+/// # Errors
+/// [`Error::InvalidArgument`]: `keyspace name "a b" holds a byte other
+/// than ...` (DESIGN.md 12.8 gives the rules).
+pub(super) fn check_name(name: &str) -> Result<()> {
+    check_keyspace_name(name).map_err(Error::InvalidArgument)
+}
+
+/// A handle on one keyspace (column family) of a [`Db`]: its own
+/// keys, memtables and tables, sharing the database's WAL, sequence
+/// numbers and snapshots. Cheap to clone, `Send + Sync`; it keeps the
+/// database's shared state alive (not its lock: closing the `Db` still
+/// lets the database go, and writes through the handle then fail).
+///
+/// Obtained from [`Db::keyspace`] (which creates a missing one) or
+/// [`Db::existing_keyspace`]. Writes to several keyspaces go into
+/// one [`WriteBatch`] with [`WriteBatch::put_in`] and friends, and are
+/// atomic together.
+///
+/// Hidden from the docs until keyspaces can be dropped.
+#[doc(hidden)]
+#[derive(Clone)]
+pub struct Keyspace {
+    pub(super) inner: Arc<DbInner>,
+    pub(super) state: Arc<KeyspaceState>,
+}
+
+impl std::fmt::Debug for Keyspace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keyspace")
+            .field("id", &self.state.id)
+            .field("name", &self.state.name)
+            .finish()
+    }
+}
+
+impl Keyspace {
+    /// The keyspace's name (`"default"` for the default keyspace).
+    pub fn name(&self) -> &str {
+        &self.state.name
+    }
+
+    /// The keyspace's id: 0 for the default, else the id its creation
+    /// took (ids are never reused).
+    pub fn id(&self) -> u32 {
+        self.state.id
+    }
+
+    /// The instance of the database this handle belongs to (see
+    /// [`next_instance`]).
+    pub(crate) fn instance(&self) -> u64 {
+        self.inner.instance
+    }
+
+    /// The value of `key` in this keyspace, or `None` if absent or
+    /// deleted.
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Slice>> {
+        let key = key.as_ref();
+        check_lengths(key.len(), 0)?;
+        let (sv, seq) = self.inner.view_of(&self.state);
+        self.inner.point_get(&sv, key, seq)
+    }
+
+    /// Sets `key` to `value` in this keyspace.
+    ///
+    /// # Errors
+    /// As [`Db::put`].
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put_in(self, key, value)?;
+        self.inner.write_batch(b, self.inner.options.sync)
+    }
+
+    /// Deletes `key` in this keyspace.
+    ///
+    /// # Errors
+    /// As [`Db::delete`].
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_in(self, key)?;
+        self.inner.write_batch(b, self.inner.options.sync)
+    }
+
+    /// Deletes every key of `range` in this keyspace with one range
+    /// tombstone, as [`Db::delete_range`] does in the default.
+    ///
+    /// # Errors
+    /// As [`Db::delete_range`].
+    pub fn delete_range(&self, range: impl KeyRange) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range_in(self, range)?;
+        self.inner.write_batch(b, self.inner.options.sync)
+    }
+
+    /// Iterates the live pairs of this keyspace with keys in `range`, in
+    /// key order (double-ended), as of the moment of the call.
+    pub fn range(&self, range: impl KeyRange) -> DbIterator {
+        let (lo, hi) = range.into_bounds();
+        let (sv, seq) = self.inner.view_of(&self.state);
+        self.inner.scan_range(sv, seq, lo, hi)
+    }
+
+    /// Iterates every live pair of this keyspace in key order: `range(..)`.
+    pub fn iter(&self) -> DbIterator {
+        self.range(..)
+    }
+
+    /// Iterates the live pairs of this keyspace whose key starts with
+    /// `prefix`, in key order.
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
+        let (sv, seq) = self.inner.view_of(&self.state);
+        self.inner.scan_prefix(sv, seq, prefix.as_ref())
+    }
+
+    read_conveniences!("now in this keyspace");
+
+    /// Freezes this keyspace's active memtable (if it holds anything) and
+    /// waits until every frozen memtable of it is written to a level-0
+    /// SSTable. Other keyspaces' memtables stay as they are.
+    ///
+    /// # Errors
+    /// As [`Db::flush`].
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush_keyspaces(Some(&self.state))
+    }
+
+    /// Flushes this keyspace, then compacts its tables as
+    /// [`Db::compact`] does the default's.
+    ///
+    /// # Errors
+    /// As [`Db::compact`].
+    pub fn compact(&self) -> Result<()> {
+        self.flush()?;
+        self.inner.compact_manually(&self.state, None)
+    }
+
+    /// The SSTables of this keyspace's current version, as
+    /// [`Db::live_files`] lists the default's.
+    pub fn live_files(&self) -> Vec<super::LiveFile> {
+        super::live_files_of(&self.state)
+    }
+}
+
+/// Reads of one keyspace as of a [`Snapshot`]: from
+/// [`Snapshot::keyspace`]. Every keyspace read through one snapshot sees
+/// the same writes, so a batch over several keyspaces is seen whole or
+/// not at all.
+#[doc(hidden)]
+pub struct KeyspaceSnapshot<'a> {
+    snapshot: &'a Snapshot,
+    state: Arc<KeyspaceState>,
+}
+
+impl std::fmt::Debug for KeyspaceSnapshot<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyspaceSnapshot")
+            .field("keyspace", &self.state.name)
+            .field("seq", &self.snapshot.seq)
+            .finish()
+    }
+}
+
+impl KeyspaceSnapshot<'_> {
+    /// The sequence number the snapshot reads at.
+    pub fn sequence(&self) -> SequenceNumber {
+        self.snapshot.seq
+    }
+
+    /// The value `key` had in the keyspace when the snapshot was taken.
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Slice>> {
+        let key = key.as_ref();
+        check_lengths(key.len(), 0)?;
+        let sv = self.state.current.read().clone();
+        self.snapshot.inner.point_get(&sv, key, self.snapshot.seq)
+    }
+
+    /// As [`Keyspace::range`], as of the snapshot.
+    pub fn range(&self, range: impl KeyRange) -> DbIterator {
+        let sv = self.state.current.read().clone();
+        let (lo, hi) = range.into_bounds();
+        self.snapshot
+            .inner
+            .scan_range(sv, self.snapshot.seq, lo, hi)
+    }
+
+    /// As [`Keyspace::iter`], as of the snapshot.
+    pub fn iter(&self) -> DbIterator {
+        self.range(..)
+    }
+
+    /// As [`Keyspace::prefix`], as of the snapshot.
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
+        let sv = self.state.current.read().clone();
+        self.snapshot
+            .inner
+            .scan_prefix(sv, self.snapshot.seq, prefix.as_ref())
+    }
+
+    read_conveniences!("in this keyspace as of the snapshot");
+}
+
+impl Snapshot {
+    /// Reads of keyspace `ks` as of this snapshot.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `ks` belongs to another database.
+    #[doc(hidden)]
+    pub fn keyspace(&self, ks: &Keyspace) -> Result<KeyspaceSnapshot<'_>> {
+        if ks.inner.instance != self.inner.instance {
+            return Err(Error::InvalidArgument(format!(
+                "keyspace \"{}\" belongs to another database than this snapshot",
+                ks.state.name
+            )));
+        }
+        Ok(KeyspaceSnapshot {
+            snapshot: self,
+            state: Arc::clone(&ks.state),
+        })
+    }
+}
+
+impl Db {
+    /// The keyspace named `name`, created if missing (with the database's
+    /// options, stored in the manifest with it: DESIGN.md 12.8). The
+    /// creation is durable before this returns. `"default"` is the
+    /// default keyspace, the one `Db`'s own reads and writes use.
+    ///
+    /// # Errors
+    /// - [`Error::InvalidArgument`] for a bad name: 1 to 64 bytes of ASCII
+    ///   letters, digits, `_`, `-` and `.`, not starting with `.` or `-`;
+    ///   or when called inside this database's `update` closure;
+    /// - [`Error::ReadOnly`] on a read-only handle, for a missing keyspace;
+    /// - [`Error::Io`] if the manifest write fails (the database then
+    ///   turns read-only: whether the keyspace exists is settled by the
+    ///   next open); [`Error::Background`] after an earlier failure.
+    #[doc(hidden)]
+    pub fn keyspace(&self, name: &str) -> Result<Keyspace> {
+        if name == DEFAULT_KEYSPACE_NAME {
+            return Ok(self.default_keyspace());
+        }
+        check_name(name)?;
+        if let Some(state) = self.inner.keyspaces.read().by_name(name) {
+            return Ok(self.handle(Arc::clone(state)));
+        }
+        if self.inner.read_only {
+            return Err(Error::ReadOnly);
+        }
+        let state = self.inner.create_keyspace(name)?;
+        Ok(self.handle(state))
+    }
+
+    /// The live keyspace named `name` (`"default"` included); never
+    /// creates one.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchKeyspace`] if none is live by that name (a bad name
+    /// included).
+    #[doc(hidden)]
+    pub fn existing_keyspace(&self, name: &str) -> Result<Keyspace> {
+        if name == DEFAULT_KEYSPACE_NAME {
+            return Ok(self.default_keyspace());
+        }
+        match self.inner.keyspaces.read().by_name(name) {
+            Some(state) => Ok(self.handle(Arc::clone(state))),
+            None => Err(Error::NoSuchKeyspace(name.to_string())),
+        }
+    }
+
+    /// The names of the live keyspaces: `"default"` first, then the others
+    /// in the order they were created.
+    #[doc(hidden)]
+    pub fn keyspaces(&self) -> Vec<String> {
+        let map = Arc::clone(&self.inner.keyspaces.read());
+        std::iter::once(DEFAULT_KEYSPACE_NAME.to_string())
+            .chain(map.iter().map(|k| k.name.clone()))
+            .collect()
+    }
+
+    fn default_keyspace(&self) -> Keyspace {
+        self.handle(Arc::clone(&self.inner.default))
+    }
+
+    fn handle(&self, state: Arc<KeyspaceState>) -> Keyspace {
+        Keyspace {
+            inner: Arc::clone(&self.inner),
+            state,
+        }
+    }
+}
+
+impl DbInner {
+    /// Creates keyspace `name` (checked, and not live): logs its add edit
+    /// (tag 16 and a section with tags 13 and 2), synced, then makes it
+    /// live. Its log number is the WAL new writes go to, whose name the
+    /// directory is synced for first (a rotation defers that sync, and the
+    /// manifest must never name a WAL a power loss can take). Returns the
+    /// live keyspace of that name if another thread created it first.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] inside this database's `update` closure
+    /// or when keyspace ids are exhausted; [`Error::Io`] if the directory
+    /// sync or the manifest write fails (the database then turns
+    /// read-only); [`Error::Background`] after an earlier failure.
+    pub(super) fn create_keyspace(&self, name: &str) -> Result<Arc<KeyspaceState>> {
+        self.refuse_inside_update("keyspace creation")?;
+        let mut ws = self.write.lock();
+        self.check_writable()?;
+        if let Some(state) = self.keyspaces.read().by_name(name) {
+            return Ok(Arc::clone(state));
+        }
+        let mut vs = self.versions.lock();
+        let id = vs.next_keyspace_id;
+        let next = id.checked_add(1).ok_or_else(|| {
+            Error::InvalidArgument("keyspace ids are exhausted (4294967295 created)".into())
+        })?;
+        let options_text = super::stored_options::keyspace_text(&self.options);
+        let mut edit = crate::version::edit::VersionEdit {
+            next_keyspace_id: Some(next),
+            ..Default::default()
+        };
+        edit.keyspaces.insert(
+            id,
+            crate::version::edit::KeyspaceEdit {
+                add: Some(crate::version::edit::KeyspaceAdd {
+                    name: name.to_string(),
+                    options: options_text.clone(),
+                }),
+                log_number: Some(ws.wal_number),
+                ..Default::default()
+            },
+        );
+        let logged = crate::version::manifest::sync_dir(&**self.fs(), &self.dir)
+            .and_then(|()| vs.manifest.as_mut().ok_or(Error::ReadOnly)?.log_edit(&edit));
+        if let Err(e) = logged {
+            // Whether the edit is durable is unknown: the next open settles
+            // it, and nothing more is logged meanwhile.
+            self.record_bg_error(format!("keyspace creation failed: {e}"));
+            return Err(e);
+        }
+        vs.next_keyspace_id = next;
+        vs.keyspaces.insert(
+            id,
+            super::KeyspaceVersion {
+                name: name.to_string(),
+                options_text,
+                log_number: ws.wal_number,
+                key_predictions: Default::default(),
+            },
+        );
+        let mem = Arc::new(crate::memtable::MemTable::new(ws.wal_number));
+        ws.mems.insert(id, Arc::clone(&mem));
+        let state = Arc::new(KeyspaceState::new(
+            id,
+            name.to_string(),
+            SuperVersion {
+                mem,
+                imms: Vec::new(),
+                version: Arc::new(crate::version::set::Version::empty()),
+            },
+        ));
+        {
+            let mut map = self.keyspaces.write();
+            *map = Arc::new(map.with(Arc::clone(&state)));
+        }
+        if let Err(e) = self.roll_manifest_if_full(&mut vs) {
+            self.record_bg_error(format!("manifest rollover failed: {e}"));
+            return Err(e);
+        }
+        drop(vs);
+        drop(ws);
+        Ok(state)
     }
 }

@@ -39,7 +39,7 @@ use crate::sketch::read_sketch::ReadSketch;
 use crate::sstable::block_cache::BlockCache;
 use crate::stats::{Counters, GetCounts, KeyPrediction, LevelStats, MemoryUsage, Stats};
 use crate::sync_point::{self, SyncPoint};
-use crate::version::edit::VersionEdit;
+use crate::version::edit::{FileMetaData, KeyspaceAdd, KeyspaceEdit, VersionEdit};
 use crate::version::filter_memory::FilterMemory;
 use crate::version::manifest::{self, Manifest};
 use crate::version::set::Version;
@@ -47,7 +47,8 @@ use crate::write_batch::{check_lengths, WriteBatch};
 use crate::{Error, Options, Result, Slice, WriteOptions};
 pub use builder::DbBuilder;
 pub use checkpoint::{checkpoint_temp_dir, CheckpointReport, CHECKPOINT_TEMP_SUFFIX};
-use keyspace::KeyspaceState;
+pub use keyspace::{Keyspace, KeyspaceSnapshot};
+use keyspace::{KeyspaceMap, KeyspaceState};
 
 /// What a reader needs to see the whole database at one moment: the active
 /// memtable, the frozen memtables waiting for flush (newest first) and the
@@ -125,16 +126,63 @@ fn memory_usage(sv: &SuperVersion, cache: Option<&BlockCache>) -> MemoryUsage {
 struct WriteState {
     /// `None` when the database is open read-only.
     wal: Option<LogWriter>,
+    /// The number of the WAL new writes go to.
+    wal_number: u64,
+    /// The default keyspace's active memtable.
     mem: Arc<MemTable>,
+    /// The active memtable of every other live keyspace, by id.
+    mems: BTreeMap<u32, Arc<MemTable>>,
     last_seq: u64,
+}
+
+impl WriteState {
+    /// The active memtable of keyspace `id`, if live.
+    fn mem_of(&self, id: u32) -> Option<&Arc<MemTable>> {
+        if id == 0 {
+            Some(&self.mem)
+        } else {
+            self.mems.get(&id)
+        }
+    }
+
+    /// Makes `mem` keyspace `id`'s active memtable; returns the one it
+    /// replaces.
+    fn replace_mem(&mut self, id: u32, mem: Arc<MemTable>) -> Option<Arc<MemTable>> {
+        if id == 0 {
+            Some(std::mem::replace(&mut self.mem, mem))
+        } else {
+            self.mems.insert(id, mem)
+        }
+    }
+}
+
+/// What the versions state keeps of a keyspace other than the default.
+#[derive(Debug, Clone)]
+struct KeyspaceVersion {
+    name: String,
+    /// Its stored options text (manifest tag 13).
+    options_text: String,
+    /// The log number the manifest holds for it (`Lp`,
+    /// docs/keyspaces-plan.md 4): its WALs numbered below this are
+    /// flushed.
+    log_number: u64,
+    /// Its last compactions' key predictions, oldest first.
+    key_predictions: VecDeque<KeyPrediction>,
 }
 
 /// State owned by whoever changes the file set.
 struct VersionState {
     /// `None` when the database is open read-only.
     manifest: Option<Manifest>,
-    /// The log number last logged: WALs numbered below it are obsolete.
+    /// The default keyspace's log number last logged: its writes in WALs
+    /// numbered below it are in tables. A WAL is obsolete once it is below
+    /// every live keyspace's logged log number
+    /// ([`VersionState::min_log_number`]).
     log_number: u64,
+    /// The other live keyspaces, by id.
+    keyspaces: BTreeMap<u32, KeyspaceVersion>,
+    /// The id the next keyspace created gets (manifest tag 16).
+    next_keyspace_id: u32,
     last_seq: u64,
     /// Key and value bytes flushed since creation (manifest tag 7).
     user_bytes_flushed: u64,
@@ -150,9 +198,43 @@ struct VersionState {
 }
 
 impl VersionState {
-    /// The edit describing the whole state with the files of `version`:
-    /// the first record of a new manifest.
-    fn snapshot(&self, version: &Version, next_file_number: u64) -> VersionEdit {
+    /// The edit describing the whole state, with the default keyspace's
+    /// files those of `version` and each other keyspace's those of its
+    /// version in `others` (every live keyspace has one): the first
+    /// record of a new manifest. Without keyspaces it is the version-3
+    /// snapshot, byte for byte but for the version.
+    fn snapshot(
+        &self,
+        version: &Version,
+        others: &BTreeMap<u32, Arc<Version>>,
+        next_file_number: u64,
+    ) -> VersionEdit {
+        let files = |v: &Version| -> Vec<(u32, FileMetaData)> {
+            v.files()
+                .map(|(level, f)| (level as u32, f.meta.clone()))
+                .collect()
+        };
+        let keyspaces = self
+            .keyspaces
+            .iter()
+            .map(|(&id, k)| {
+                let v = others.get(&id).map(Arc::as_ref);
+                let edit = KeyspaceEdit {
+                    add: Some(KeyspaceAdd {
+                        name: k.name.clone(),
+                        options: k.options_text.clone(),
+                    }),
+                    log_number: Some(k.log_number),
+                    new_files: v.map(files).unwrap_or_default(),
+                    key_predictions: k.key_predictions.iter().copied().collect(),
+                    new_range_tombstones: v
+                        .map(|v| v.range_tombstones.as_new_tombstones())
+                        .unwrap_or_default(),
+                    ..Default::default()
+                };
+                (id, edit)
+            })
+            .collect();
         VersionEdit {
             format_version: Some(manifest::FORMAT_VERSION),
             log_number: Some(self.log_number),
@@ -160,14 +242,32 @@ impl VersionState {
             last_sequence: Some(SequenceNumber(self.last_seq)),
             user_bytes_flushed: Some(self.user_bytes_flushed),
             table_bytes_written: Some(self.table_bytes_written),
-            new_files: version
-                .files()
-                .map(|(level, f)| (level as u32, f.meta.clone()))
-                .collect(),
+            new_files: files(version),
             key_predictions: self.key_predictions.iter().copied().collect(),
             new_range_tombstones: version.range_tombstones.as_new_tombstones(),
+            next_keyspace_id: (self.next_keyspace_id > 1).then_some(self.next_keyspace_id),
+            keyspaces,
             ..Default::default()
         }
+    }
+
+    /// The log number logged for keyspace `id` (`Lp`), if live.
+    fn log_number_of(&self, id: u32) -> Option<u64> {
+        if id == 0 {
+            Some(self.log_number)
+        } else {
+            self.keyspaces.get(&id).map(|k| k.log_number)
+        }
+    }
+
+    /// The smallest log number logged for any live keyspace: every WAL
+    /// below it is obsolete (docs/keyspaces-plan.md 4: only log numbers
+    /// durable in the manifest free a WAL, never one moved in memory).
+    fn min_log_number(&self) -> u64 {
+        self.keyspaces
+            .values()
+            .map(|k| k.log_number)
+            .fold(self.log_number, u64::min)
     }
 
     /// The rollover size for a manifest whose first record ends at
@@ -195,8 +295,18 @@ struct DbInner {
     /// does first.
     closed_wals: Mutex<Vec<LogWriter>>,
     versions: Mutex<VersionState>,
-    /// The default keyspace, for now the only one.
-    default: KeyspaceState,
+    /// The default keyspace (id 0): every `Db` read and write reaches it
+    /// without a lookup.
+    default: Arc<KeyspaceState>,
+    /// The other live keyspaces. Lock order: `write`, then `versions`,
+    /// then this (which is held only to clone or replace the map).
+    keyspaces: parking_lot::RwLock<Arc<KeyspaceMap>>,
+    /// Told apart for every open database of the process
+    /// ([`keyspace::next_instance`]).
+    instance: u64,
+    /// The id of the keyspace the background compacted last: the next
+    /// automatic compaction looks at the keyspaces after it first.
+    compacted_last: std::sync::atomic::AtomicU32,
     /// The data-block cache of point lookups, with
     /// [`crate::TableReads::Cached`].
     block_cache: Option<Arc<BlockCache>>,
@@ -707,24 +817,7 @@ impl Db {
     /// [`Error::Background`] if a flush fails; [`Error::Io`] if the new WAL
     /// cannot be created.
     pub fn flush(&self) -> Result<()> {
-        self.inner.refuse_inside_update("flush")?;
-        {
-            let mut w = self.inner.write.lock();
-            self.inner.check_writable()?;
-            if !w.mem.is_empty() {
-                self.inner.rotate_memtable(&mut w)?;
-            }
-        }
-        let mut bg = self.inner.bg.lock();
-        loop {
-            if let Some(e) = &bg.error {
-                return Err(Error::Background(e.clone()));
-            }
-            if self.inner.default.current.read().imms.is_empty() {
-                return Ok(());
-            }
-            self.inner.bg_cv.wait(&mut bg);
-        }
+        self.inner.flush_keyspaces(None)
     }
 
     /// Flushes, then compacts every level into the next, down to the deepest
@@ -744,7 +837,7 @@ impl Db {
     /// and a reopen recovers them all.
     pub fn compact(&self) -> Result<()> {
         self.flush()?; // also refuses a read-only database
-        self.inner.compact_manually(None)
+        self.inner.compact_manually(&self.inner.default, None)
     }
 
     /// Rewrites every table whose filter is not the one the options would
@@ -816,7 +909,8 @@ impl Db {
             return Ok(()); // empty: no key, so no file to compact
         }
         self.flush()?;
-        self.inner.compact_manually(Some(&(lo, hi)))
+        self.inner
+            .compact_manually(&self.inner.default, Some(&(lo, hi)))
     }
 
     /// A consistent read-only view of the database as of now. Reads through
@@ -845,10 +939,10 @@ impl Db {
             if let Some(e) = &bg.error {
                 return Err(Error::Background(e.clone()));
             }
-            let idle = {
-                let cur = inner.default.current.read();
+            let idle = inner.all_keyspaces().iter().all(|ks| {
+                let cur = ks.current.read();
                 cur.imms.is_empty() && !background::compaction_due(&cur.version, &inner.options)
-            };
+            });
             if idle && !inner.compaction.is_locked() {
                 return Ok(());
             }
@@ -871,17 +965,7 @@ impl Db {
     /// The SSTables of the current version, level 0 first (newest first
     /// within level 0, by smallest key in deeper levels).
     pub fn live_files(&self) -> Vec<LiveFile> {
-        let sv = self.inner.default.current.read().clone();
-        sv.version
-            .files()
-            .map(|(level, f)| LiveFile {
-                level,
-                number: f.meta.number,
-                path: f.table.path().to_path_buf(),
-                file_size: f.meta.file_size,
-                properties: f.table.properties().clone(),
-            })
-            .collect()
+        live_files_of(&self.inner.default)
     }
 
     /// Counters since open and the shape of the current version.
@@ -1019,6 +1103,13 @@ impl Db {
             let _ = t.join();
         }
         let mut w = self.inner.write.lock();
+        // A `Keyspace` handle may outlive this `Db`: once its lock is let
+        // go, another handle may open the directory, so nothing may be
+        // written through this one any more.
+        if !self.inner.read_only {
+            self.inner
+                .record_bg_error("the database was closed (Db::close or drop)".into());
+        }
         let synced = self
             .inner
             .sync_closed_wals()
@@ -1054,6 +1145,22 @@ impl Drop for Db {
             let _ = self.shutdown();
         }
     }
+}
+
+/// The SSTables of `ks`'s current version, as [`Db::live_files`] lists
+/// them.
+fn live_files_of(ks: &KeyspaceState) -> Vec<LiveFile> {
+    let sv = ks.current.read().clone();
+    sv.version
+        .files()
+        .map(|(level, f)| LiveFile {
+            level,
+            number: f.meta.number,
+            path: f.table.path().to_path_buf(),
+            file_size: f.meta.file_size,
+            properties: f.table.properties().clone(),
+        })
+        .collect()
 }
 
 /// One SSTable of the current version, as [`Db::live_files`] lists it.
@@ -1211,7 +1318,12 @@ impl DbInner {
     /// write it holds, so the read sees the database as it was at that
     /// rotation, a moment during the call.
     fn view(&self) -> (Arc<SuperVersion>, SequenceNumber) {
-        let sv = self.default.current.read().clone();
+        self.view_of(&self.default)
+    }
+
+    /// As [`DbInner::view`], for keyspace `ks`.
+    fn view_of(&self, ks: &KeyspaceState) -> (Arc<SuperVersion>, SequenceNumber) {
+        let sv = ks.current.read().clone();
         sync_point::reach(
             &self.options.sync_points,
             SyncPoint::ReadBetweenVersionAndSequence,
@@ -1258,6 +1370,23 @@ impl DbInner {
             Some(e) => Err(Error::Background(e.clone())),
             None => Ok(()),
         }
+    }
+
+    /// Every live keyspace, the default first, then by ascending id.
+    fn all_keyspaces(&self) -> Vec<Arc<KeyspaceState>> {
+        let map = Arc::clone(&self.keyspaces.read());
+        std::iter::once(Arc::clone(&self.default))
+            .chain(map.iter().cloned())
+            .collect()
+    }
+
+    /// The current version of every live keyspace other than the default,
+    /// by id.
+    fn other_versions(&self) -> BTreeMap<u32, Arc<Version>> {
+        let map = Arc::clone(&self.keyspaces.read());
+        map.iter()
+            .map(|ks| (ks.id, Arc::clone(&ks.current.read().version)))
+            .collect()
     }
 
     /// The file system every write goes through ([`Options::file_system`]).

@@ -22,13 +22,15 @@ use crate::util::file::{check_regular, open_regular};
 use crate::version::edit::VersionEdit;
 use crate::version::manifest::{self, Manifest};
 use crate::version::set::{ReplayedState, Version};
-use crate::write_batch::{decode_batch, refuse_keyspace_ops};
+use crate::write_batch::decode_batch;
 use crate::{Error, Options, Result};
 
 use super::background::{background_main, flushed_range_tombstones, write_table};
 use super::filter_budget::{self, NewTable};
-use super::keyspace::KeyspaceState;
-use super::{BgState, Db, DbInner, SuperVersion, VersionState, WriteState};
+use super::keyspace::{KeyspaceMap, KeyspaceState};
+use super::{BgState, Db, DbInner, KeyspaceVersion, SuperVersion, VersionState, WriteState};
+use crate::stats::KeyPrediction;
+use crate::version::edit::DEFAULT_KEYSPACE_NAME;
 
 /// The siftdb files in a directory, classified (background.rs uses it from
 /// here).
@@ -164,7 +166,7 @@ pub(crate) fn held_by_a_writer(dir: &Path) -> Option<bool> {
 /// pinned by tests/regress_manifest_tail.rs.
 pub(super) fn replay_manifest(dir: &Path, number: u64) -> Result<Replayed> {
     let replay = manifest::replay(dir, number)?;
-    let state = replay.replay()?;
+    let state = replay.replay_all()?;
     if state.next_file_number > MAX_FILE_NUMBER {
         return Err(Error::corruption(
             &replay.path,
@@ -177,7 +179,8 @@ pub(super) fn replay_manifest(dir: &Path, number: u64) -> Result<Replayed> {
     }
     // The WAL the log number names is checked by `recover`, among the WALs
     // it opens.
-    for &n in state.files.iter().flat_map(|level| level.keys()) {
+    let trees = std::iter::once(&state.files).chain(state.keyspaces.values().map(|k| &k.files));
+    for &n in trees.flatten().flat_map(|level| level.keys()) {
         let path = filename::table_path(dir, n);
         match std::fs::metadata(&path) {
             Ok(_) => {}
@@ -446,7 +449,11 @@ pub(crate) fn live_wals(pinned: Vec<PinnedWal>, from: u64) -> Result<Vec<OpenWal
 /// # Errors
 /// [`Error::Corruption`] for a damaged record or a payload that is not a
 /// batch; [`Error::Io`] if reading fails.
-fn check_wal(wal: &OpenWal, next_seq: &mut Option<u64>) -> Result<WalReplay> {
+fn check_wal(
+    wal: &OpenWal,
+    next_seq: &mut Option<u64>,
+    live: &dyn Fn(u32) -> bool,
+) -> Result<WalReplay> {
     let file = wal
         .file
         .try_clone()
@@ -467,11 +474,21 @@ fn check_wal(wal: &OpenWal, next_seq: &mut Option<u64>) -> Result<WalReplay> {
             while let Some(rec) = reader.next_record()? {
                 let batch = decode_batch(&rec.payload)
                     .map_err(|d| Error::corruption(&wal.path, rec.offset, d))?;
-                refuse_keyspace_ops(
-                    &wal.path,
-                    rec.offset,
-                    batch.ops.iter().map(|op| op.keyspace),
-                )?;
+                // An add edit is durable before its keyspace takes a
+                // write, so an op of a keyspace the manifest does not hold
+                // is damage (or, for a read-only open, a keyspace created
+                // after the manifest was read: it reads the manifest
+                // again).
+                if let Some(op) = batch.ops.iter().find(|op| !live(op.keyspace)) {
+                    return Err(Error::corruption(
+                        &wal.path,
+                        rec.offset,
+                        format!(
+                            "a write to keyspace {}, which the manifest does not hold",
+                            op.keyspace
+                        ),
+                    ));
+                }
                 if batch.first_seq.0 > expected {
                     gap = Some(TornTail {
                         offset: rec.offset,
@@ -500,6 +517,20 @@ fn check_wal(wal: &OpenWal, next_seq: &mut Option<u64>) -> Result<WalReplay> {
         entries,
         torn_tail: gap.or_else(|| reader.torn_tail().cloned()),
     })
+}
+
+/// One keyspace's tree while an open recovers it.
+struct Tree {
+    id: u32,
+    name: String,
+    /// Its stored options text (empty for the default, which keeps its
+    /// options in `OPTIONS`).
+    options_text: String,
+    /// Its log number: the manifest's, then the WAL new writes go to.
+    log_number: u64,
+    version: Version,
+    mem: MemTable,
+    key_predictions: std::collections::VecDeque<KeyPrediction>,
 }
 
 /// Opens tables, replays WALs (flushing each memtable that fills), keeps
@@ -551,64 +582,100 @@ pub(super) fn recover(
     // more descriptors however many tables there are. A file already gone
     // fails the open, and `Db::open_read_only` reads the manifest again.
     let pinned = pinned_wals.unwrap_or_else(|| pin_listed(&on_disk));
-    let wals = live_wals(pinned, state.log_number)?;
-    // The WAL the log number names holds the oldest writes no table holds,
-    // and must be there (see `replay_manifest`). A read-only open also
-    // races a writer in another process: a flush that logged its edit and
-    // deleted that WAL before it was pinned leaves the open with neither
-    // the new table nor the WAL, and replaying the later WALs alone would
-    // show newer writes with older ones missing (found by an adversarial
-    // run; pinned by tests/read_only_open.rs). `Db::open_read_only` then
-    // reads the manifest again, which has changed.
-    if state.log_number > 0 && wals.first().map(|w| w.number) != Some(state.log_number) {
-        return Err(missing_live_file(
-            manifest_path.as_deref().unwrap_or(&dir),
-            manifest_torn_tail.as_ref(),
-            &filename::wal_path(&dir, state.log_number),
-        ));
-    }
-    let (mut version, tables_seq) = Version::load(&dir, &state).map_err(|(_, e)| e)?;
+    // Each keyspace's tree as the manifest left it, the default first.
+    let mut trees = Vec::with_capacity(1 + state.keyspaces.len());
+    let (version, tables_seq) = Version::load(&dir, &state).map_err(|(_, e)| e)?;
     let mut last_seq = state.last_sequence.max(tables_seq.0);
+    trees.push(Tree {
+        id: 0,
+        name: DEFAULT_KEYSPACE_NAME.to_string(),
+        options_text: String::new(),
+        log_number: state.log_number,
+        version,
+        mem: MemTable::new(0),
+        key_predictions: state.key_predictions.clone(),
+    });
+    for (&id, k) in &state.keyspaces {
+        let (version, tables_seq) =
+            Version::load_tree(&dir, &k.files, &k.range_tombstones).map_err(|(_, e)| e)?;
+        last_seq = last_seq.max(tables_seq.0);
+        trees.push(Tree {
+            id,
+            name: k.name.clone(),
+            options_text: k.options_text.clone(),
+            log_number: k.log_number,
+            version,
+            mem: MemTable::new(0),
+            key_predictions: k.key_predictions.clone(),
+        });
+    }
+    let index: BTreeMap<u32, usize> = trees.iter().enumerate().map(|(i, t)| (t.id, i)).collect();
+    // Every WAL from the smallest log number on is live: it may hold
+    // writes of a keyspace whose tables do not.
+    let min_log = trees.iter().map(|t| t.log_number).min().unwrap_or(0);
+    let wals = live_wals(pinned, min_log)?;
+    // The WAL each log number names holds the oldest writes its
+    // keyspace's tables do not, and must be there (see `replay_manifest`).
+    // A read-only open also races a writer in another process: a flush
+    // that logged its edit and deleted that WAL before it was pinned
+    // leaves the open with neither the new table nor the WAL, and
+    // replaying the later WALs alone would show newer writes with older
+    // ones missing (found by an adversarial run; pinned by
+    // tests/read_only_open.rs). `Db::open_read_only` then reads the
+    // manifest again, which has changed.
+    for t in &trees {
+        if t.log_number > 0 && !wals.iter().any(|w| w.number == t.log_number) {
+            return Err(missing_live_file(
+                manifest_path.as_deref().unwrap_or(&dir),
+                manifest_torn_tail.as_ref(),
+                &filename::wal_path(&dir, t.log_number),
+            ));
+        }
+    }
 
-    // Replay live WALs, oldest first, flushing whenever a memtable fills.
-    let mut mem = MemTable::new(0);
     // (user bytes flushed, table bytes written) since creation.
     let mut totals = (state.user_bytes_flushed, state.table_bytes_written);
-    let flush_recovered = |mem: &mut MemTable,
-                           version: &mut Version,
-                           next_file: &mut u64,
-                           totals: &mut (u64, u64)|
-     -> Result<()> {
-        if mem.is_empty() {
-            return Ok(());
-        }
-        // A memtable holding only range deletions writes no table.
-        let table = if !mem.has_entries() {
-            None
-        } else {
-            let number = *next_file;
-            *next_file += 1;
-            let keys = mem.len() as u64;
-            let table_options =
-                filter_budget::table_options(&options, version, NewTable::Flush { keys }, false);
-            Some(write_table(&fs, &dir, number, table_options, mem)?)
+    // Writes `tree`'s memtable to a level-0 table, if it holds anything.
+    let flush_recovered =
+        |tree: &mut Tree, next_file: &mut u64, totals: &mut (u64, u64)| -> Result<()> {
+            let mem = &tree.mem;
+            if mem.is_empty() {
+                return Ok(());
+            }
+            // A memtable holding only range deletions writes no table.
+            let table = if !mem.has_entries() {
+                None
+            } else {
+                let number = *next_file;
+                *next_file += 1;
+                let keys = mem.len() as u64;
+                let table_options = crate::sstable::TableOptions {
+                    keyspace: tree.id,
+                    ..filter_budget::table_options(
+                        &options,
+                        &tree.version,
+                        NewTable::Flush { keys },
+                        false,
+                    )
+                };
+                Some(write_table(&fs, &dir, number, table_options, mem)?)
+            };
+            totals.0 += mem.user_bytes();
+            totals.1 += table.as_ref().map_or(0, |(m, _)| m.file_size);
+            let new_range_tombstones =
+                flushed_range_tombstones(mem, &tree.version, table.as_ref().map(|(m, _)| m));
+            let edit = VersionEdit {
+                new_files: table.iter().map(|(m, _)| (0, m.clone())).collect(),
+                new_range_tombstones,
+                ..Default::default()
+            };
+            let mut opened = table
+                .map(|(m, t)| BTreeMap::from([(m.number, t)]))
+                .unwrap_or_default();
+            tree.version = tree.version.apply(&edit, &mut opened)?;
+            tree.mem = MemTable::new(0);
+            Ok(())
         };
-        totals.0 += mem.user_bytes();
-        totals.1 += table.as_ref().map_or(0, |(m, _)| m.file_size);
-        let new_range_tombstones =
-            flushed_range_tombstones(mem, version, table.as_ref().map(|(m, _)| m));
-        let edit = VersionEdit {
-            new_files: table.iter().map(|(m, _)| (0, m.clone())).collect(),
-            new_range_tombstones,
-            ..Default::default()
-        };
-        let mut opened = table
-            .map(|(m, t)| BTreeMap::from([(m.number, t)]))
-            .unwrap_or_default();
-        *version = version.apply(&edit, &mut opened)?;
-        *mem = MemTable::new(0);
-        Ok(())
-    };
     // Check every WAL, record by record, and decode every batch before
     // replaying any: replay may flush tables, and damage found after that
     // would fail the open with files already changed. Both passes stream,
@@ -617,10 +684,31 @@ pub(super) fn recover(
     // (the newest write in the tables): a later start means the oldest
     // live WAL lost records to a power loss.
     let mut next_seq = Some(last_seq + 1);
+    let live = |id: u32| index.contains_key(&id);
     let checked = wals
         .iter()
-        .map(|w| check_wal(w, &mut next_seq))
+        .map(|w| check_wal(w, &mut next_seq, &live))
         .collect::<Result<Vec<WalReplay>>>()?;
+    // A cut (torn tail or gap) in a WAL below some keyspace's log number:
+    // that keyspace's tables hold writes newer than the cut, which a
+    // replay stopping there would lose for the others, so what remains
+    // would not be a prefix. Flushes sync the older WALs before logging a
+    // later log number, so only damage leaves this (as in RocksDB's
+    // "column family inconsistency").
+    if let Some(i) = checked.iter().position(|c| c.torn_tail.is_some()) {
+        if let Some(t) = trees.iter().find(|t| t.log_number > wals[i].number) {
+            return Err(Error::corruption(
+                &wals[i].path,
+                checked[i].valid_len(),
+                format!(
+                    "the WAL is cut here, but keyspace \"{}\" has tables holding writes of \
+                     later WALs (its log number is {}): replaying up to the cut would not \
+                     leave a prefix of the writes",
+                    t.name, t.log_number
+                ),
+            ));
+        }
+    }
     // What the tables hold: the last sequence a fresh manifest records, so
     // that the next open can check the first WAL batch against it.
     let mut durable_seq = last_seq;
@@ -629,20 +717,38 @@ pub(super) fn recover(
         _ => None,
     };
     let mut flushed_during_replay = false;
+    let mut touched: Vec<usize> = Vec::new();
     for (w, replayed) in wals.into_iter().zip(&checked) {
+        let number = w.number;
         let mut reader = w.reader_up_to(replayed.valid_len())?;
         while let Some(rec) = reader.next_record()? {
             let batch = decode_batch(&rec.payload)
                 .map_err(|d| Error::corruption(reader.path(), rec.offset, d))?;
+            touched.clear();
             for (i, op) in batch.ops.iter().enumerate() {
                 let seq = SequenceNumber(batch.first_seq.0 + i as u64);
-                mem.insert(op.key, seq, op.value_type, op.value);
                 last_seq = last_seq.max(seq.0);
+                // Every id is live (`check_wal`). A keyspace whose log
+                // number is past this WAL has the write in a table.
+                let Some(&t) = index.get(&op.keyspace) else {
+                    continue;
+                };
+                if number >= trees[t].log_number {
+                    trees[t].mem.insert(op.key, seq, op.value_type, op.value);
+                    if !touched.contains(&t) {
+                        touched.push(t);
+                    }
+                }
             }
-            if !read_only && mem.approximate_size() >= options.write_buffer_size {
-                flush_recovered(&mut mem, &mut version, &mut next_file, &mut totals)?;
-                flushed_during_replay = true;
-                durable_seq = last_seq;
+            if read_only {
+                continue;
+            }
+            for &t in &touched {
+                if trees[t].mem.approximate_size() >= options.write_buffer_size {
+                    flush_recovered(&mut trees[t], &mut next_file, &mut totals)?;
+                    flushed_during_replay = true;
+                    durable_seq = last_seq;
+                }
             }
         }
     }
@@ -651,34 +757,18 @@ pub(super) fn recover(
         manifest_torn_tail,
         options_changes,
     };
-    // The versions state for a log number and the byte totals, with no
-    // manifest yet.
-    let key_predictions = state.key_predictions.clone();
-    let version_state =
-        |log_number, last_seq, (user_bytes_flushed, table_bytes_written)| VersionState {
-            manifest: None,
-            log_number,
-            last_seq,
-            user_bytes_flushed,
-            table_bytes_written,
-            manifest_limit: u64::MAX,
-            key_predictions: key_predictions.clone(),
-        };
-    let (wal, versions, mem) = if read_only {
-        (
-            None,
-            version_state(state.log_number, durable_seq, totals),
-            Arc::new(mem),
-        )
+    let (wal, wal_number) = if read_only {
+        (None, 0)
     } else {
         // One WAL of at most KEEP_WAL_MAX_BYTES whose batches all fit in
-        // the memtable (the usual case after a clean close or a crash)
-        // stays live: the memtable keeps its batches, new writes are
+        // the memtables (the usual case after a clean close or a crash)
+        // stays live: the memtables keep its batches, new writes are
         // appended to it after its torn tail, if any, is cut off, and
         // nothing is flushed, so reopening does not add a level-0 table
         // each time. Otherwise (several WALs, a larger one, or a replay
-        // that filled a memtable) flush what remains and start a fresh
-        // WAL. Then a fresh manifest holds the whole state.
+        // that filled a memtable) flush what remains, in every keyspace,
+        // and start a fresh WAL. Either way every keyspace's log number is
+        // then that WAL, and a fresh manifest holds the whole state.
         let reuse = kept_candidate
             .filter(|&(_, _, valid_len)| !flushed_during_replay && valid_len <= KEEP_WAL_MAX_BYTES);
         let (wal_number, wal) = match reuse {
@@ -686,7 +776,9 @@ pub(super) fn recover(
                 (number, LogWriter::open_truncated(&*fs, &path, valid_len)?)
             }
             None => {
-                flush_recovered(&mut mem, &mut version, &mut next_file, &mut totals)?;
+                for tree in &mut trees {
+                    flush_recovered(tree, &mut next_file, &mut totals)?;
+                }
                 durable_seq = last_seq;
                 let number = next_file;
                 next_file += 1;
@@ -694,18 +786,64 @@ pub(super) fn recover(
                 (number, LogWriter::create(&*fs, &path)?)
             }
         };
-        mem.set_wal_number(wal_number);
+        for tree in &mut trees {
+            tree.mem.set_wal_number(wal_number);
+            tree.log_number = wal_number;
+        }
+        (Some(wal), wal_number)
+    };
+    let mut trees = trees.into_iter();
+    let Some(default) = trees.next() else {
+        unreachable!("the default keyspace's tree is pushed first");
+    };
+    let others: Vec<(Tree, Arc<Version>, Arc<MemTable>)> = trees
+        .map(|mut t| {
+            let version = Arc::new(std::mem::replace(&mut t.version, Version::empty()));
+            let mem = Arc::new(std::mem::replace(&mut t.mem, MemTable::new(0)));
+            (t, version, mem)
+        })
+        .collect();
+    let mut versions = VersionState {
+        manifest: None,
+        log_number: default.log_number,
+        keyspaces: others
+            .iter()
+            .map(|(t, _, _)| {
+                let k = KeyspaceVersion {
+                    name: t.name.clone(),
+                    options_text: t.options_text.clone(),
+                    log_number: t.log_number,
+                    key_predictions: t.key_predictions.clone(),
+                };
+                (t.id, k)
+            })
+            .collect(),
+        next_keyspace_id: state.next_keyspace_id,
+        last_seq: durable_seq,
+        user_bytes_flushed: totals.0,
+        table_bytes_written: totals.1,
+        manifest_limit: u64::MAX,
+        key_predictions: default.key_predictions.clone(),
+    };
+    let version = Arc::new(default.version);
+    let mem = Arc::new(default.mem);
+    if !read_only {
         let manifest_number = next_file;
         next_file += 1;
-        let mut vs = version_state(wal_number, durable_seq, totals);
-        let snapshot = vs.snapshot(&version, next_file);
+        let other_versions = others
+            .iter()
+            .map(|(t, v, _)| (t.id, Arc::clone(v)))
+            .collect();
+        let snapshot = versions.snapshot(&version, &other_versions, next_file);
         let manifest = Manifest::create(&*fs, &dir, manifest_number, &snapshot)?;
-        vs.manifest_limit = VersionState::limit_for(&options, manifest.size());
-        vs.manifest = Some(manifest);
+        versions.manifest_limit = VersionState::limit_for(&options, manifest.size());
+        versions.manifest = Some(manifest);
 
         // Everything not in the new state is garbage now.
-        let live: std::collections::HashSet<u64> =
-            version.files().map(|(_, f)| f.meta.number).collect();
+        let live: std::collections::HashSet<u64> = std::iter::once(&version)
+            .chain(others.iter().map(|(_, v, _)| v))
+            .flat_map(|v| v.files().map(|(_, f)| f.meta.number))
+            .collect();
         for (t, path) in list_dir(&*fs, &dir)? {
             let obsolete = match t {
                 FileType::Wal(n) => n < wal_number,
@@ -722,8 +860,18 @@ pub(super) fn recover(
                     .context(|| format!("remove {}", path.display()))?;
             }
         }
-        (Some(wal), vs, Arc::new(mem))
-    };
+    }
+    let mut map = KeyspaceMap::default();
+    let mut mems = BTreeMap::new();
+    for (t, version, mem) in others {
+        mems.insert(t.id, Arc::clone(&mem));
+        let sv = SuperVersion {
+            mem,
+            imms: Vec::new(),
+            version,
+        };
+        map = map.with(Arc::new(KeyspaceState::new(t.id, t.name, sv)));
+    }
     let block_cache = match options.table_reads {
         crate::TableReads::Mapped => None,
         crate::TableReads::Cached { capacity } => Some(Arc::new(BlockCache::new(capacity))),
@@ -736,17 +884,26 @@ pub(super) fn recover(
         read_only,
         write: Mutex::new(WriteState {
             wal,
+            wal_number,
             mem: Arc::clone(&mem),
+            mems,
             last_seq,
         }),
         write_queue: Default::default(),
         closed_wals: Mutex::new(Vec::new()),
         versions: Mutex::new(versions),
-        default: KeyspaceState::new(SuperVersion {
-            mem,
-            imms: Vec::new(),
-            version: Arc::new(version),
-        }),
+        default: Arc::new(KeyspaceState::new(
+            0,
+            DEFAULT_KEYSPACE_NAME.to_string(),
+            SuperVersion {
+                mem,
+                imms: Vec::new(),
+                version,
+            },
+        )),
+        keyspaces: parking_lot::RwLock::new(Arc::new(map)),
+        instance: super::keyspace::next_instance(),
+        compacted_last: Default::default(),
         visible_seq: AtomicU64::new(last_seq),
         next_file_number: AtomicU64::new(next_file),
         bg: Mutex::new(BgState::default()),

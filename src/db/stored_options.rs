@@ -116,6 +116,19 @@ fn lines(o: &Options) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// The settings of `o` a keyspace other than the default stores in the
+/// manifest (tags 13 and 15, DESIGN.md 12.8): the `NAME VALUE` lines of
+/// `OPTIONS` for the settings that are per keyspace (every stored one but
+/// `max_manifest_file_size`), in the same order, with no header or
+/// checksum (the manifest record carries one).
+pub(crate) fn keyspace_text(o: &Options) -> String {
+    lines(o)
+        .into_iter()
+        .filter(|(name, _)| *name != "max_manifest_file_size")
+        .map(|(name, value)| format!("{name} {value}\n"))
+        .collect()
+}
+
 /// The file's bytes for options `o`.
 pub(crate) fn encode(o: &Options) -> Vec<u8> {
     let mut text = format!("{HEADER}\n");

@@ -28,7 +28,10 @@ use crate::sync_point::{self, SyncPoint};
 use crate::write_batch::WriteBatch;
 use crate::{Error, Result};
 
-use super::DbInner;
+use std::sync::Arc;
+
+use super::keyspace::KeyspaceState;
+use super::{DbInner, WriteState};
 
 /// Most bytes of batches one leader commits in a group. A leader whose own
 /// batch is small takes at most [`SMALL_LEADER_EXTRA`] more, so that a
@@ -128,6 +131,11 @@ impl DbInner {
     /// As [`Db::write`](super::Db::write); a follower gets the error of its
     /// group (an I/O error as a copy with the same kind and message).
     pub(super) fn write_batch(&self, batch: WriteBatch, sync: bool) -> Result<()> {
+        if batch.instance() != 0 && batch.instance() != self.instance {
+            return Err(Error::InvalidArgument(
+                "the batch writes to a keyspace of another database".into(),
+            ));
+        }
         if batch.is_empty() && !sync {
             return self.check_writable();
         }
@@ -240,9 +248,42 @@ impl DbInner {
         let sync = group.iter().any(|w| w.sync);
         let mut ws = self.write.lock();
         self.check_writable()?;
-        self.throttle_for_level0()?;
-        if ws.mem.approximate_size() >= self.options.write_buffer_size {
-            self.rotate_memtable(&mut ws)?;
+        // The keyspaces other than the default the group writes to: each
+        // must be live (checked before anything is logged), and each may
+        // stall or rotate the group as the default does.
+        let mut ids: Vec<u32> = group
+            .iter()
+            .flat_map(|w| w.batch.keyspaces().iter().copied())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let others = if ids.is_empty() {
+            Vec::new()
+        } else {
+            let map = Arc::clone(&self.keyspaces.read());
+            ids.iter()
+                .map(|&id| {
+                    map.by_id(id)
+                        .filter(|_| ws.mems.contains_key(&id))
+                        .cloned()
+                        .ok_or_else(|| Error::NoSuchKeyspace(format!("(id {id})")))
+                })
+                .collect::<Result<Vec<_>>>()?
+        };
+        self.throttle_for_level0(&self.default)?;
+        for ks in &others {
+            self.throttle_for_level0(ks)?;
+        }
+        let full = |ws: &WriteState, id: u32| {
+            ws.mem_of(id)
+                .is_some_and(|m| m.approximate_size() >= self.options.write_buffer_size)
+        };
+        if full(&ws, 0) || others.iter().any(|ks| full(&ws, ks.id)) {
+            let freeze: Vec<&KeyspaceState> = std::iter::once(&*self.default)
+                .chain(others.iter().map(|ks| &**ks))
+                .filter(|ks| full(&ws, ks.id))
+                .collect();
+            self.rotate_memtables(&mut ws, &freeze)?;
         }
         if let Some(build) = build {
             // The group is this writer's alone (`take_group`), and the lock
@@ -286,8 +327,10 @@ impl DbInner {
         let mut seq = first;
         for w in group.iter() {
             for op in w.batch.iter() {
-                ws.mem
-                    .insert(op.key, SequenceNumber(seq), op.value_type, op.value);
+                // Every keyspace was found live above, under this lock.
+                if let Some(mem) = ws.mem_of(op.keyspace) {
+                    mem.insert(op.key, SequenceNumber(seq), op.value_type, op.value);
+                }
                 user_bytes += (op.key.len() + op.value.len()) as u64;
                 seq += 1;
             }

@@ -574,7 +574,7 @@ impl Salvage {
                 (tables, wal_numbers(&listing, 0))
             }
         };
-        salvage.read_wals(dir, &wals);
+        salvage.read_wals(dir, &wals)?;
         salvage.range_index = FragmentedRangeTombstones::new(&salvage.range_tombstones);
         for (level, number, meta) in tables {
             salvage.open_table(dir, level, number, meta)?;
@@ -604,7 +604,12 @@ impl Salvage {
     }
 
     /// Reads the WALs numbered `numbers` into one sorted source.
-    fn read_wals(&mut self, dir: &Path, numbers: &[u64]) {
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a write to a keyspace other than the
+    /// default: salvage reads one tree, and must not mix another's writes
+    /// into it (WAL damage is recorded, not an error).
+    fn read_wals(&mut self, dir: &Path, numbers: &[u64]) -> Result<()> {
         let mut entries: Vec<Entry> = Vec::new();
         for &number in numbers {
             let path = filename::wal_path(dir, number);
@@ -624,6 +629,10 @@ impl Salvage {
                     w.entries = contents.ops();
                     w.torn_tail = contents.torn_tail;
                     w.damage = contents.corruption.map(|e| damage_of(e, contents.size));
+                    for r in &contents.records {
+                        let ids = r.ops.iter().map(|o| o.keyspace);
+                        crate::write_batch::refuse_keyspace_ops(&path, r.offset, ids)?;
+                    }
                     for op in contents.records.into_iter().flat_map(|r| r.ops) {
                         if op.value_type == ValueType::RangeDeletion {
                             self.range_tombstones.push(RangeTombstone {
@@ -655,6 +664,7 @@ impl Salvage {
             entries.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
             self.sources.push(Source::Wal(entries.into_iter()));
         }
+        Ok(())
     }
 
     /// Opens table `number` (at `level`, with manifest entry `meta`, when
@@ -717,6 +727,15 @@ impl Salvage {
         let mut policy_name = None;
         match table.properties() {
             Ok(p) => {
+                // Salvage reads one tree: a table of another keyspace
+                // (found without a manifest) is refused, not mixed in.
+                if p.keyspace != 0 {
+                    return Err(Error::keyspaces_not_handled(format_args!(
+                        "{} belongs to keyspace {}, not the default",
+                        path.display(),
+                        p.keyspace
+                    )));
+                }
                 if let Some(c) = &p.compression {
                     let codec = c.codec.parse::<Compression>();
                     if let Ok(codec) = codec {
@@ -1121,6 +1140,9 @@ fn choose_files(dir: &Path, listing: &[FileType]) -> Result<(FileSet, Option<Liv
     };
     let state = match manifest.replay() {
         Ok(s) => s,
+        // Keyspaces other than the default: refused, not salvaged from the
+        // directory, which would mix their tables into one tree.
+        Err(e @ Error::InvalidArgument(_)) => return Err(e),
         Err(e) => return directory(format!("{name} does not replay: {e}")),
     };
     let tables: Vec<(usize, FileMetaData)> = state

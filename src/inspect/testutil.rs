@@ -77,6 +77,7 @@ pub(super) fn write_table(path: &Path, policy: Arc<dyn FilterPolicy>, n: u32) ->
         prefix_extractor: None,
         key_sketch_precision: None,
         compression: crate::sstable::Compression::None,
+        keyspace: 0,
     };
     let mut b = TableBuilder::new(path, opts).unwrap();
     for i in 0..n {

@@ -15,6 +15,7 @@
 //! | `siftdb.filter.num_hashes` | varint: probes per key `k` (0 if none) |
 //! | `siftdb.filter.policy` | raw UTF-8: [`crate::filter::FilterPolicy::name`], empty if none |
 //! | `siftdb.format_version` | varint: equals the footer's version |
+//! | `siftdb.keyspace` | varint ≥ 1: the keyspace the table belongs to; absent for the default keyspace (id 0) |
 //! | `siftdb.key_sketch.handle` | two varints: offset and size of the key-sketch block (optional) |
 //! | `siftdb.largest_seq` | varint |
 //! | `siftdb.largest_user_key` | raw bytes |
@@ -60,6 +61,7 @@ const FILTER_BITS_PER_KEY: &str = "siftdb.filter.bits_per_key";
 const FILTER_NUM_HASHES: &str = "siftdb.filter.num_hashes";
 const FILTER_POLICY: &str = "siftdb.filter.policy";
 const FORMAT_VERSION: &str = "siftdb.format_version";
+const KEYSPACE: &str = "siftdb.keyspace";
 const KEY_SKETCH_HANDLE: &str = "siftdb.key_sketch.handle";
 const LARGEST_SEQ: &str = "siftdb.largest_seq";
 const LARGEST_USER_KEY: &str = "siftdb.largest_user_key";
@@ -124,6 +126,9 @@ pub struct TableProperties {
     /// How the data blocks were compressed: present in format-2 tables
     /// (written with a codec), `None` in format 1 (none).
     pub compression: Option<CompressionProperties>,
+    /// The keyspace the table belongs to (`siftdb.keyspace`; 0, the
+    /// default keyspace, when absent).
+    pub keyspace: u32,
 }
 
 /// What compression did to a format-2 table's data blocks.
@@ -183,6 +188,10 @@ impl TableProperties {
             let mut handle = Vec::new();
             h.encode_to(&mut handle);
             entries.push((KEY_SKETCH_HANDLE, handle));
+            entries.sort_by_key(|(name, _)| *name);
+        }
+        if self.keyspace != 0 {
+            entries.push((KEYSPACE, v(self.keyspace.into())));
             entries.sort_by_key(|(name, _)| *name);
         }
         if let Some(c) = &self.compression {
@@ -262,6 +271,12 @@ impl TableProperties {
                     p.filter_policy = Some(s.to_string());
                 }
                 FORMAT_VERSION => p.format_version = Some(varint32()?),
+                KEYSPACE => match varint32()? {
+                    // The default keyspace's tables carry no property: one
+                    // encoding per table.
+                    0 => return Err(corrupt(format!("property {name_str} is 0"))),
+                    id => p.keyspace = Some(id),
+                },
                 COMPRESSION_BLOCKS => p.compressed_blocks = Some(varint()?),
                 COMPRESSION_CODEC => {
                     let s = std::str::from_utf8(value)
@@ -332,6 +347,7 @@ impl TableProperties {
             filter_bits: req(p.filter_bits, FILTER_BITS, file, at)?,
             format_version: req(p.format_version, FORMAT_VERSION, file, at)?,
             key_sketch: p.key_sketch,
+            keyspace: p.keyspace.unwrap_or(0),
             compression: match (
                 p.codec,
                 p.compressed_blocks,
@@ -396,6 +412,7 @@ struct Partial {
     compressed_blocks: Option<u64>,
     compressed_raw_bytes: Option<u64>,
     compressed_stored_bytes: Option<u64>,
+    keyspace: Option<u32>,
 }
 
 #[cfg(test)]
@@ -423,7 +440,33 @@ mod tests {
             prefix_filter: None,
             key_sketch: None,
             compression: None,
+            keyspace: 0,
         }
+    }
+
+    #[test]
+    fn the_keyspace_property_is_written_only_outside_the_default() {
+        let default = sample().encode();
+        assert!(!sample_entries()
+            .iter()
+            .any(|(k, _)| k.as_slice() == KEYSPACE.as_bytes()));
+        let p = TableProperties {
+            keyspace: 300,
+            ..sample()
+        };
+        let enc = p.encode();
+        assert!(enc.len() > default.len());
+        assert_eq!(decode(&enc).unwrap(), p);
+        // Id 0 spelled out is not the default's encoding: refused.
+        let mut entries = sample_entries();
+        entries.push((KEYSPACE.as_bytes().to_vec(), vec![0]));
+        entries.sort();
+        let pairs: Vec<(&str, &[u8])> = entries
+            .iter()
+            .map(|(k, v)| (std::str::from_utf8(k).unwrap(), v.as_slice()))
+            .collect();
+        let e = decode(&with_entries(&pairs)).unwrap_err().to_string();
+        assert!(e.contains("siftdb.keyspace is 0"), "{e}");
     }
 
     fn decode(bytes: &[u8]) -> Result<TableProperties> {

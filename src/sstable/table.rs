@@ -1320,6 +1320,7 @@ mod tests {
             prefix_extractor: None,
             key_sketch_precision: None,
             compression: crate::sstable::Compression::None,
+            keyspace: 0,
         }
     }
 

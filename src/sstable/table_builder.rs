@@ -48,6 +48,10 @@ pub struct TableOptions {
     /// 1; any other writes format 2, each data block with its codec byte
     /// (stored uncompressed when the codec saves less than an eighth).
     pub compression: Compression,
+    /// The keyspace the table belongs to, recorded as the table's
+    /// `siftdb.keyspace` property when not 0 (the default keyspace's
+    /// tables carry none, so they stay byte-identical to older builds').
+    pub keyspace: u32,
 }
 
 impl TableOptions {
@@ -100,6 +104,7 @@ impl TableOptions {
             prefix_extractor: o.prefix_extractor.clone(),
             key_sketch_precision: o.key_sketch_precision,
             compression: o.compression.for_level(level),
+            keyspace: 0,
         }
     }
 
@@ -114,6 +119,7 @@ impl TableOptions {
             prefix_extractor: o.prefix_extractor.clone(),
             key_sketch_precision: o.key_sketch_precision,
             compression: o.compression.for_level(0),
+            keyspace: 0,
         }
     }
 }
@@ -249,6 +255,7 @@ impl TableBuilder {
             .create(path)
             .context(|| format!("create {}", path.display()))?;
         let codec = opts.compression;
+        let keyspace = opts.keyspace;
         Ok(TableBuilder {
             out: Output {
                 path: path.to_path_buf(),
@@ -270,6 +277,7 @@ impl TableBuilder {
             sketch,
             props: TableProperties {
                 format_version: format_version_for(codec),
+                keyspace,
                 compression: (codec != Compression::None).then(|| CompressionProperties {
                     codec: codec.name().to_string(),
                     compressed_blocks: 0,
@@ -636,6 +644,7 @@ mod tests {
             prefix_extractor: None,
             key_sketch_precision: None,
             compression: Compression::None,
+            keyspace: 0,
         }
     }
 

@@ -191,8 +191,21 @@ impl Version {
         dir: &Path,
         state: &ReplayedState,
     ) -> std::result::Result<(Version, SequenceNumber), (PathBuf, Error)> {
+        Version::load_tree(dir, &state.files, &state.range_tombstones)
+    }
+
+    /// As [`Version::load`], for the tree of one keyspace: its live
+    /// `files[level][number]` and its range tombstones.
+    ///
+    /// # Errors
+    /// As [`Version::load`].
+    pub fn load_tree(
+        dir: &Path,
+        files: &[BTreeMap<u64, FileMetaData>],
+        range_tombstones: &RangeTombstoneSet,
+    ) -> std::result::Result<(Version, SequenceNumber), (PathBuf, Error)> {
         let mut mapped = Vec::new();
-        for (level, files) in state.files.iter().enumerate() {
+        for (level, files) in files.iter().enumerate() {
             for meta in files.values() {
                 let path = filename::table_path(dir, meta.number);
                 match MappedTable::open(&path) {
@@ -211,7 +224,7 @@ impl Version {
             opened.insert(meta.number, Arc::new(table));
             all.new_files.push((level, meta.clone()));
         }
-        all.new_range_tombstones = state.range_tombstones.as_new_tombstones();
+        all.new_range_tombstones = range_tombstones.as_new_tombstones();
         let version = Version::empty()
             .apply(&all, &mut opened)
             .map_err(|e| (dir.to_path_buf(), e))?;
@@ -421,12 +434,12 @@ impl ReplayedState {
     }
 
     /// Refuses a state that has ever had a keyspace other than the
-    /// default: this build serves only the default keyspace (DESIGN.md
-    /// 12.8). It must neither open a database whose other keyspaces are
+    /// default, for the readers that handle only the default so far
+    /// (`crate::inspect`: snapshots, salvage, verify, WAL reads; DESIGN.md
+    /// 12.8). They must neither read a database whose other keyspaces are
     /// live as if they did not exist nor mix their tables into the
-    /// default's; and since its fresh manifests carry no tag 16, a
-    /// writable open would forget the ids already used (`next_keyspace_id`
-    /// above 1, every keyspace dropped), which are never to be reused.
+    /// default's. The engine (`Db`) reads the state whole
+    /// ([`crate::version::manifest::ManifestContents::replay_all`]).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming `manifest` and the first live
@@ -444,7 +457,7 @@ impl ReplayedState {
             ),
             None => return Ok(()),
         };
-        Err(Error::keyspaces_not_served(format_args!(
+        Err(Error::keyspaces_not_handled(format_args!(
             "{} {what}",
             manifest.display()
         )))
@@ -739,8 +752,8 @@ mod tests {
         assert_eq!(
             e,
             "invalid argument: unsupported: MANIFEST-000001 leaves keyspace 1 (\"logs\") live, 1 \
-             in all beside the default; this build of siftdb does not serve keyspaces yet: open \
-             the database with a build that does"
+             in all beside the default; this operation does not handle keyspaces other than the \
+             default yet"
         );
         s.apply(&drop_ks(1)).unwrap();
         let e = s.refuse_keyspaces(m).unwrap_err().to_string();

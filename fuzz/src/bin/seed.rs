@@ -158,6 +158,7 @@ fn built_tables(c: &mut Corpus, scratch: &Path) {
             prefix_extractor: None,
             key_sketch_precision: None,
             compression: siftdb::Compression::None,
+            keyspace: 0,
         };
         let mut b = TableBuilder::new(&path, opts).unwrap();
         for i in 0..24u64 {

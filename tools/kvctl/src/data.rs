@@ -54,7 +54,27 @@ pub fn open_existing_waiting(
         .into());
     }
     let b = builder.create_if_missing(false);
-    warn_dropped(retry_locked(wait, || b.clone().open())?)
+    warn_dropped(refuse_keyspaces(retry_locked(wait, || b.clone().open())?)?)
+}
+
+/// Refuses a database holding keyspaces other than the default: kvctl
+/// reads and writes only the default keyspace so far, and would show it
+/// as the whole database (docs/keyspaces-plan.md 7).
+///
+/// # Errors
+/// `siftdb::Error::InvalidArgument` naming the keyspaces.
+pub fn refuse_keyspaces(db: Db) -> Result<Db, CliError> {
+    let names = db.keyspaces();
+    if names.len() <= 1 {
+        return Ok(db);
+    }
+    Err(siftdb::Error::InvalidArgument(format!(
+        "unsupported: {} holds keyspaces other than the default ({}); kvctl does not handle \
+         keyspaces yet",
+        db.path().display(),
+        names[1..].join(", ")
+    ))
+    .into())
 }
 
 /// `builder` with the filter flags of `import` and `compact` set (only the
@@ -180,7 +200,7 @@ fn torn_tail_warnings(db: &Db) -> Vec<String> {
 /// process has the database open for writing: its tail may then be a
 /// record being written at this moment.
 pub fn open_read_only(path: &Path) -> Result<Db, CliError> {
-    let db = Db::open_read_only(path, Options::default())?;
+    let db = refuse_keyspaces(Db::open_read_only(path, Options::default())?)?;
     // When it cannot be told whether a writer is running, say nothing.
     if !db.recovery().wals.iter().any(|w| w.torn_tail.is_some())
         || Db::held_by_a_writer(path) != Some(false)
@@ -194,7 +214,9 @@ pub fn open_read_only(path: &Path) -> Result<Db, CliError> {
 /// creating it if missing, waiting for the lock as `wait` says
 /// ([`crate::wait::retry_locked`]; `None`: not at all).
 pub fn open_or_create_waiting(builder: DbBuilder, wait: Option<Wait>) -> Result<Db, CliError> {
-    warn_dropped(retry_locked(wait, || builder.clone().open())?)
+    warn_dropped(refuse_keyspaces(retry_locked(wait, || {
+        builder.clone().open()
+    })?)?)
 }
 
 // ---------------------------------------------------------------- import

@@ -2191,3 +2191,42 @@ fn a_zstd_database_reads_or_names_the_missing_feature() {
         stderr(&o)
     );
 }
+
+/// kvctl reads and writes only the default keyspace so far: every command
+/// refuses a database holding others (exit 2) rather than show or change
+/// the default as if it were the whole database.
+#[test]
+fn a_database_with_keyspaces_is_refused_until_kvctl_handles_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    {
+        let db = siftdb::Db::open(&dir).unwrap();
+        db.put("k", "v").unwrap();
+        db.keyspace("logs").unwrap().put("k", "in logs").unwrap();
+    }
+    let copy = tmp.path().join("copy");
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["get", p(&dir), "k"],
+        vec!["put", p(&dir), "k", "w"],
+        vec!["scan", p(&dir)],
+        vec!["export", p(&dir)],
+        vec!["stats", p(&dir)],
+        vec!["compact", p(&dir)],
+        vec!["checkpoint", p(&dir), p(&copy)],
+        vec!["verify", p(&dir)],
+        vec!["export", "--salvage", p(&dir)],
+    ];
+    for args in commands {
+        let out = kvctl(&args);
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("keyspaces"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    assert!(!copy.exists());
+    // Nothing changed: the default still holds its value.
+    let db = siftdb::Db::open(&dir).unwrap();
+    assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"v"[..]));
+}
