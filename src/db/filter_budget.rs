@@ -253,9 +253,8 @@ fn budgeted_filter(
     let deepest = runs.iter().map(|r| r.0).max().unwrap_or(0);
     let shapes: Vec<RunShape> = runs
         .iter()
-        .map(|&(level, keys)| RunShape {
-            keys,
-            kind: level_kind(o, level, level >= 1 && level == deepest),
+        .map(|&(level, keys)| {
+            RunShape::new(keys, level_kind(o, level, level >= 1 && level == deepest))
         })
         .collect();
     let total_keys = shapes.iter().map(|r| r.keys).sum();
@@ -458,7 +457,10 @@ fn runs_of<'a>(o: &Options, version: &'a Version) -> Vec<Run<'a>> {
                 .sum();
             runs.push(Run {
                 level,
-                shape: RunShape { keys, kind },
+                // Sized as one filter over the run, as new tables are
+                // planned (`table_options`), so that a rebuild never disagrees
+                // with the setting a flush or compaction chose.
+                shape: RunShape::new(keys, kind),
                 files,
             });
         }

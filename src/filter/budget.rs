@@ -128,6 +128,24 @@ pub struct RunShape {
     /// The kind its filters are built with; `None`: the run gets no filter
     /// (rate 1) and no memory.
     pub kind: Option<FilterKind>,
+    /// Keys of the run's largest filter (each table has its own): a
+    /// Ribbon filter's slot overhead grows with its keys
+    /// ([`ribbon::slot_factor`]), so a run of several tables reaches a
+    /// given `r` with fewer bits per key than one filter over all its keys
+    /// would. [`RunShape::new`] sets it to `keys`.
+    pub filter_keys: u64,
+}
+
+impl RunShape {
+    /// A run of `keys` keys whose filters are of `kind`, sized as one
+    /// filter over them all (`filter_keys = keys`).
+    pub fn new(keys: u64, kind: Option<FilterKind>) -> RunShape {
+        RunShape {
+            keys,
+            kind,
+            filter_keys: keys,
+        }
+    }
 }
 
 /// What one run gets.
@@ -268,7 +286,7 @@ fn hull_for(run: &RunShape) -> Vec<Point> {
         None => vec![NO_FILTER],
         Some(kind @ (FilterKind::Bloom | FilterKind::BlockedBloom)) => bloom_hull(kind).to_vec(),
         Some(FilterKind::Ribbon) => {
-            let per_r = ribbon::slot_factor(run.keys as usize);
+            let per_r = ribbon::slot_factor(run.filter_keys as usize);
             let steps = (1..=32u32)
                 .map(|r| Point {
                     bits_per_key: f64::from(r) * per_r,
@@ -419,7 +437,7 @@ pub fn uniform(runs: &[RunShape], total_bits: f64) -> Allocation {
         runs: runs
             .iter()
             .map(|r| match r.kind {
-                Some(kind) => setting_at(kind, b, r.keys),
+                Some(kind) => setting_at(kind, b, r.filter_keys),
                 None => run_filter(&NO_FILTER),
             })
             .collect(),
@@ -434,10 +452,7 @@ mod tests {
 
     fn bloom_runs(keys: &[u64]) -> Vec<RunShape> {
         keys.iter()
-            .map(|&keys| RunShape {
-                keys,
-                kind: Some(FilterKind::Bloom),
-            })
+            .map(|&keys| RunShape::new(keys, Some(FilterKind::Bloom)))
             .collect()
     }
 
@@ -565,18 +580,9 @@ mod tests {
     #[test]
     fn runs_without_a_kind_get_nothing_and_ribbon_moves_in_steps_of_r() {
         let runs = [
-            RunShape {
-                keys: 1_000,
-                kind: Some(FilterKind::BlockedBloom),
-            },
-            RunShape {
-                keys: 10_000,
-                kind: None,
-            },
-            RunShape {
-                keys: 100_000,
-                kind: Some(FilterKind::Ribbon),
-            },
+            RunShape::new(1_000, Some(FilterKind::BlockedBloom)),
+            RunShape::new(10_000, None),
+            RunShape::new(100_000, Some(FilterKind::Ribbon)),
         ];
         let total = 10.0 * 111_000.0;
         let a = allocate(&runs, total);
@@ -610,10 +616,7 @@ mod tests {
         assert_eq!(rate_at(FilterKind::Bloom, f64::NAN, 10), 1.0);
         // Every hull falls and is convex.
         for kind in FilterKind::ALL {
-            let hull = hull_for(&RunShape {
-                keys: 50_000,
-                kind: Some(kind),
-            });
+            let hull = hull_for(&RunShape::new(50_000, Some(kind)));
             assert!(hull.len() > 10, "{kind:?}");
             for w in hull.windows(3) {
                 let s1 = (w[1].fpr - w[0].fpr) / (w[1].bits_per_key - w[0].bits_per_key);

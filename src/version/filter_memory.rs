@@ -116,10 +116,7 @@ impl FilterMemory {
                 }
                 if level == 0 {
                     l.false_positives += fpr;
-                    runs.push(RunShape {
-                        keys,
-                        kind: kind_of(&f.table),
-                    });
+                    runs.push(RunShape::new(keys, kind_of(&f.table)));
                 } else {
                     weighted += keys as f64 * fpr;
                 }
@@ -136,7 +133,18 @@ impl FilterMemory {
                     .filter(|f| kind_of(&f.table).is_some())
                     .max_by_key(|f| f.table.properties().num_distinct_keys)
                     .and_then(|f| kind_of(&f.table));
-                runs.push(RunShape { keys: l.keys, kind });
+                // Each table has its own filter: Ribbon's overhead is that
+                // of the largest, not of one filter over the whole level.
+                let filter_keys = files
+                    .iter()
+                    .map(|f| f.table.properties().num_distinct_keys)
+                    .max()
+                    .unwrap_or(0);
+                runs.push(RunShape {
+                    keys: l.keys,
+                    kind,
+                    filter_keys,
+                });
             }
             l.bits_per_key = if l.keys == 0 {
                 0.0
