@@ -6,6 +6,12 @@
 //! deletion cost beside 10,000 range deletions in the memtable. The ratio to the database without any,
 //! in one run, is the figure; DESIGN.md 3.7 and 13 record it.
 //!
+//! `scan_10_after_delete_range` is the scan cliff of DESIGN.md 3.7 at a
+//! quarter of its scale: a 10-key scan from the first key of 250,000
+//! flushed keys whose first 200,000 one range deletion hides (in the
+//! memtable, or flushed into the version), against the same scan without
+//! the deletion.
+//!
 //! `cargo bench --bench range_tombstones`.
 
 use std::hint::black_box;
@@ -141,9 +147,72 @@ fn reads(c: &mut Criterion) {
     g.finish();
 }
 
+/// Keys of the scan-cliff databases; the range deletion hides the first
+/// [`CLIFF_DELETED`].
+const CLIFF_KEYS: u32 = 250_000;
+const CLIFF_DELETED: u32 = 200_000;
+
+/// [`CLIFF_KEYS`] keys, flushed; then, if `delete`, one range deletion of
+/// the first [`CLIFF_DELETED`], flushed into the version if `flush`. No
+/// compaction runs, so the hidden versions stay in the tables.
+fn cliff(dir: &std::path::Path, delete: bool, flush: bool) -> Db {
+    let db = Db::builder(dir)
+        .compaction_style(CompactionStyle::None)
+        .open()
+        .expect("open");
+    for i in 0..CLIFF_KEYS {
+        db.put(key(i), "value of about thirty bytes....")
+            .expect("put");
+    }
+    db.flush().expect("flush");
+    if delete {
+        db.delete_range(key(0)..key(CLIFF_DELETED))
+            .expect("delete_range");
+    }
+    if flush {
+        db.flush().expect("flush");
+    }
+    db
+}
+
+/// A 10-key scan from the first key, forward and backward from the
+/// deletion's end, with and without the range deletion over the first
+/// 200,000 of 250,000 keys.
+fn scan_after_delete_range(c: &mut Criterion) {
+    let cases = [
+        ("none", false, false),
+        ("memtable", true, false),
+        ("flushed", true, true),
+    ];
+    let mut g = c.benchmark_group("scan_10_after_delete_range");
+    for (name, delete, flush) in cases {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = cliff(dir.path(), delete, flush);
+        let first = if delete { CLIFF_DELETED } else { 0 };
+        let want: Vec<String> = (first..first + 10).map(key).collect();
+        let got: Vec<String> = db
+            .iter()
+            .keys()
+            .take(10)
+            .map(|k| String::from_utf8(k.expect("scan").to_vec()).expect("utf-8"))
+            .collect();
+        assert_eq!(got, want, "{name}");
+        g.bench_function(BenchmarkId::new("forward", name), |b| {
+            b.iter(|| black_box(db.iter().take(10).count()))
+        });
+        // Backward from just past the deletion: the first key lies inside
+        // it, so the scan crosses all of it to the start and ends.
+        let to = key(CLIFF_DELETED + 10);
+        g.bench_function(BenchmarkId::new("backward", name), |b| {
+            b.iter(|| black_box(db.range(..to.as_str()).rev().take(20).count()))
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = config();
-    targets = reads
+    targets = reads, scan_after_delete_range
 }
 criterion_main!(benches);

@@ -32,7 +32,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::fs::FileSystem;
-use crate::iter::{EntrySource, MergingIterator};
+use crate::iter::{MergingIterator, Source};
 use crate::key::{ParsedInternalKey, SequenceNumber, ValueType};
 use crate::options::{CompactionPriority, CompactionStyle, Options};
 use crate::range_tombstone::FragmentedRangeTombstones;
@@ -508,14 +508,15 @@ pub(crate) fn merge(
         bytes_read: c.inputs.iter().map(|(_, f)| f.meta.file_size).sum(),
         ..Default::default()
     };
-    let sources: Vec<EntrySource> = c
+    let sources: Vec<Source> = c
         .inputs
         .iter()
-        .map(|(_, f)| -> EntrySource {
-            Box::new(
+        .map(|(_, f)| Source {
+            iter: Box::new(
                 f.table
                     .iter(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded),
-            )
+            ),
+            newest: f.table.properties().largest_seq,
         })
         .collect();
     let mut merged = MergingIterator::new(sources);

@@ -8,10 +8,18 @@
 //! user key each end settled and stops an end when it reaches the other's
 //! key, so interleaved `next` and `next_back` never yield a key twice and
 //! never split the versions of one key between the two ends.
+//!
+//! Every source can also skip ahead from either end ([`SeekableSource`]):
+//! when [`DbIterator`] lands on a version a range tombstone hides, it
+//! drops, in each source whose every version that reader may see is older
+//! than the tombstone, the rest of the tombstone's keys at once, instead
+//! of stepping through them one by one (DESIGN.md 3.7, 4).
 
 use std::sync::Arc;
 
-use crate::key::{compare_internal_keys, ParsedInternalKey, SequenceNumber, ValueType};
+use crate::key::{
+    compare_internal_keys, user_key_of, ParsedInternalKey, SequenceNumber, ValueType,
+};
 use crate::range_tombstone::FragmentedRangeTombstones;
 use crate::{Error, Result, Slice};
 
@@ -19,12 +27,50 @@ use crate::{Error, Result, Slice};
 /// bytes; see [`Slice`]).
 pub(crate) type Entry = (Vec<u8>, Slice);
 
-/// A sorted stream of internal entries readable from both ends.
-pub(crate) type EntrySource = Box<dyn DoubleEndedIterator<Item = Result<Entry>> + Send>;
+/// A sorted stream of internal entries readable from both ends, that can
+/// also drop the entries of a span of user keys from either end without
+/// reading them.
+///
+/// The two ends share one window of unconsumed entries; a seek shrinks
+/// that window, so what it drops is gone for both ends. A seek reads no
+/// data (a table source moves its block range, a memtable source its
+/// window bounds), so it cannot fail: an entry past the new bound that a
+/// source had already decoded is simply dropped.
+pub(crate) trait SeekableSource: DoubleEndedIterator<Item = Result<Entry>> + Send {
+    /// Drops every unconsumed entry whose user key sorts below `target`
+    /// (`None`: every unconsumed entry), so the front continues at the
+    /// first version of the first user key `>= target`.
+    fn seek_forward(&mut self, target: Option<&[u8]>);
+
+    /// Drops every unconsumed entry whose user key is `>= target` (`None`:
+    /// every unconsumed entry), so the back continues at the last version
+    /// of the last user key below `target`.
+    fn seek_backward(&mut self, target: Option<&[u8]>);
+}
+
+/// A sorted stream of internal entries readable from both ends, and
+/// seekable ([`SeekableSource`]).
+pub(crate) type EntrySource = Box<dyn SeekableSource>;
+
+/// A source for [`MergingIterator::new`] and what it knows of its
+/// versions.
+pub(crate) struct Source {
+    /// The entries.
+    pub iter: EntrySource,
+    /// No entry of `iter` that a reader at the iterator's sequence number
+    /// may see has a larger sequence number (a table's `largest_seq`; a
+    /// memtable's largest point-write sequence, read after the iterator's
+    /// sequence number was fixed). A range tombstone newer than it hides
+    /// every such entry of the source in its range, so the source may skip
+    /// the range whole.
+    pub newest: SequenceNumber,
+}
 
 /// A source with one entry of look-ahead at each end.
 struct PeekableSource {
     inner: EntrySource,
+    /// See [`Source::newest`].
+    newest: SequenceNumber,
     front: Option<Entry>,
     back: Option<Entry>,
 }
@@ -53,6 +99,35 @@ impl PeekableSource {
         }
         Ok(self.back.as_ref())
     }
+
+    /// [`SeekableSource::seek_forward`], the look-ahead included: the
+    /// front entry goes unless it is at or past `target`, and the back
+    /// one (the largest left) if it lies below `target`.
+    fn seek_forward(&mut self, target: Option<&[u8]>) {
+        let below = |e: &Entry| target.is_none_or(|t| user_key_of(&e.0) < t);
+        if self.front.as_ref().is_some_and(|e| !below(e)) {
+            return;
+        }
+        self.front = None;
+        self.inner.seek_forward(target);
+        if self.back.as_ref().is_some_and(below) {
+            self.back = None;
+        }
+    }
+
+    /// [`SeekableSource::seek_backward`], the look-ahead included (mirror
+    /// of `seek_forward`).
+    fn seek_backward(&mut self, target: Option<&[u8]>) {
+        let at_or_above = |e: &Entry| target.is_none_or(|t| user_key_of(&e.0) >= t);
+        if self.back.as_ref().is_some_and(|e| !at_or_above(e)) {
+            return;
+        }
+        self.back = None;
+        self.inner.seek_backward(target);
+        if self.front.as_ref().is_some_and(at_or_above) {
+            self.front = None;
+        }
+    }
 }
 
 /// Merges sources into one stream in internal-key order (forward) or its
@@ -68,16 +143,39 @@ pub(crate) struct MergingIterator {
 
 impl MergingIterator {
     /// Merges `sources`; each must be sorted in internal-key order.
-    pub(crate) fn new(sources: Vec<EntrySource>) -> Self {
+    pub(crate) fn new(sources: Vec<Source>) -> Self {
         MergingIterator {
             sources: sources
                 .into_iter()
-                .map(|inner| PeekableSource {
-                    inner,
+                .map(|s| PeekableSource {
+                    inner: s.iter,
+                    newest: s.newest,
                     front: None,
                     back: None,
                 })
                 .collect(),
+        }
+    }
+
+    /// In every source whose versions are all older than `older_than`
+    /// ([`Source::newest`]), drops the unconsumed entries below `target`
+    /// (`None`: all of them); the others are left as they are.
+    pub(crate) fn seek_forward(&mut self, target: Option<&[u8]>, older_than: SequenceNumber) {
+        for s in &mut self.sources {
+            if s.newest < older_than {
+                s.seek_forward(target);
+            }
+        }
+    }
+
+    /// In every source whose versions are all older than `older_than`,
+    /// drops the unconsumed entries at or above `target` (`None`: all of
+    /// them).
+    pub(crate) fn seek_backward(&mut self, target: Option<&[u8]>, older_than: SequenceNumber) {
+        for s in &mut self.sources {
+            if s.newest < older_than {
+                s.seek_backward(target);
+            }
         }
     }
 
@@ -193,7 +291,7 @@ pub struct DbIterator {
 
 impl DbIterator {
     pub(crate) fn new(
-        sources: Vec<EntrySource>,
+        sources: Vec<Source>,
         seq: SequenceNumber,
         pin: Box<dyn std::any::Any + Send + Sync>,
     ) -> Self {
@@ -251,6 +349,25 @@ impl DbIterator {
             .is_some_and(|(seq, _, _)| *seq > version_seq)
     }
 
+    /// After the front landed on a version that the last range-tombstone
+    /// answer hides: every source whose versions are all older than that
+    /// tombstone skips to the end of its span (where the answer may
+    /// change), so the front does not step through the hidden versions
+    /// one by one. Sources holding newer versions are stepped as before.
+    fn skip_hidden_forward(&mut self) {
+        if let Some((seq, _, hi)) = &self.tombstone_span {
+            self.merge.seek_forward(hi.as_deref(), *seq);
+        }
+    }
+
+    /// Mirror of `skip_hidden_forward` for the back: such sources drop
+    /// the rest of the span, down to its start.
+    fn skip_hidden_backward(&mut self) {
+        if let Some((seq, lo, _)) = &self.tombstone_span {
+            self.merge.seek_backward(lo.as_deref(), *seq);
+        }
+    }
+
     fn step_front(&mut self) -> Result<Option<(Slice, Slice)>> {
         loop {
             let Some((ik, value)) = self.merge.next_front()? else {
@@ -269,6 +386,9 @@ impl DbIterator {
             self.front_key = Some(user_key.clone());
             if vt == ValueType::Value && !deleted {
                 return Ok(Some((user_key, value)));
+            }
+            if deleted {
+                self.skip_hidden_forward();
             }
         }
     }
@@ -303,9 +423,13 @@ impl DbIterator {
                 }
             }
             self.back_key = Some(user_key.clone());
-            if let Some((seq, ValueType::Value, value)) = winner {
-                if !self.range_deleted(&user_key, seq) {
+            if let Some((seq, vt, value)) = winner {
+                let deleted = self.range_deleted(&user_key, seq);
+                if vt == ValueType::Value && !deleted {
                     return Ok(Some((user_key, value)));
+                }
+                if deleted {
+                    self.skip_hidden_backward();
                 }
             }
         }
@@ -406,5 +530,88 @@ impl std::fmt::Debug for DbIterator {
             .field("sources", &self.merge.sources.len())
             .field("done", &self.done)
             .finish()
+    }
+}
+
+/// A model test for [`SeekableSource`] implementations: the same steps on
+/// a source and on a deque of its expected entries.
+#[cfg(test)]
+pub(crate) mod source_model {
+    use std::collections::VecDeque;
+
+    use proptest::prelude::*;
+
+    use super::SeekableSource;
+    use crate::key::user_key_of;
+
+    /// One step: take from an end, or seek from an end (`None`: past
+    /// everything).
+    #[derive(Debug, Clone)]
+    pub(crate) enum Step {
+        /// `next`.
+        Next,
+        /// `next_back`.
+        NextBack,
+        /// [`SeekableSource::seek_forward`] to a user key.
+        SeekForward(Option<Vec<u8>>),
+        /// [`SeekableSource::seek_backward`] to a user key.
+        SeekBackward(Option<Vec<u8>>),
+    }
+
+    /// Steps over user keys drawn from `key`, mostly takes.
+    pub(crate) fn steps(
+        key: impl Strategy<Value = Vec<u8>> + Clone,
+    ) -> impl Strategy<Value = Vec<Step>> {
+        let step = prop_oneof![
+            4 => Just(Step::Next),
+            4 => Just(Step::NextBack),
+            1 => prop::option::weighted(0.9, key.clone()).prop_map(Step::SeekForward),
+            1 => prop::option::weighted(0.9, key).prop_map(Step::SeekBackward),
+        ];
+        prop::collection::vec(step, 0..60)
+    }
+
+    /// Runs `steps` on `source` and on `expected` (its entries in order:
+    /// encoded internal key and value), asserting the same entries, then
+    /// drains both from the front.
+    pub(crate) fn check(
+        source: &mut dyn SeekableSource,
+        expected: Vec<(Vec<u8>, Vec<u8>)>,
+        steps: &[Step],
+    ) {
+        let mut model: VecDeque<(Vec<u8>, Vec<u8>)> = expected.into();
+        let owned = |r: crate::Result<super::Entry>| {
+            let (k, v) = r.expect("no error");
+            (k, v.to_vec())
+        };
+        for (i, step) in steps.iter().enumerate() {
+            match step {
+                Step::Next => assert_eq!(source.next().map(owned), model.pop_front(), "step {i}"),
+                Step::NextBack => {
+                    assert_eq!(source.next_back().map(owned), model.pop_back(), "step {i}")
+                }
+                Step::SeekForward(t) => {
+                    source.seek_forward(t.as_deref());
+                    while model
+                        .front()
+                        .is_some_and(|(k, _)| t.as_deref().is_none_or(|t| user_key_of(k) < t))
+                    {
+                        model.pop_front();
+                    }
+                }
+                Step::SeekBackward(t) => {
+                    source.seek_backward(t.as_deref());
+                    while model
+                        .back()
+                        .is_some_and(|(k, _)| t.as_deref().is_none_or(|t| user_key_of(k) >= t))
+                    {
+                        model.pop_back();
+                    }
+                }
+            }
+        }
+        let rest: Vec<_> = std::iter::from_fn(|| source.next()).map(owned).collect();
+        assert_eq!(rest, Vec::from(model), "the rest");
+        assert!(source.next().is_none() && source.next_back().is_none());
     }
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::filter::{hash_key, KeyHash, PrefixExtractor};
-use crate::iter::{DbIterator, EntrySource};
+use crate::iter::{DbIterator, Source};
 use crate::key::{SequenceNumber, ValueType};
 use crate::key_range::overlaps;
 use crate::range_tombstone::FragmentedRangeTombstones;
@@ -182,13 +182,18 @@ pub(super) fn iterate(
     counters: &Counters,
     prefix: Option<ScanPrefix<'_>>,
 ) -> DbIterator {
-    let mut sources: Vec<EntrySource> = Vec::new();
+    let mut sources: Vec<Source> = Vec::new();
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
         let (l, h) = (
             lo.as_ref().map(Vec::as_slice),
             hi.as_ref().map(Vec::as_slice),
         );
-        sources.push(Box::new(mem.iter(l, h)));
+        // Read after `seq` was fixed (see `Source::newest`).
+        let newest = mem.largest_point_seq();
+        sources.push(Source {
+            iter: Box::new(mem.iter(l, h)),
+            newest,
+        });
     }
     for (_, f) in sv.version.files() {
         if !overlaps(f.smallest_user_key(), f.largest_user_key(), &lo, &hi) {
@@ -204,9 +209,10 @@ pub(super) fn iterate(
             }
         }
         let it = f.table.iter(lo.clone(), hi.clone());
-        sources.push(Box::new(
-            it.count_block_reads(Arc::clone(&counters.scan_block_reads)),
-        ));
+        sources.push(Source {
+            iter: Box::new(it.count_block_reads(Arc::clone(&counters.scan_block_reads))),
+            newest: f.table.properties().largest_seq,
+        });
     }
     let tombstones = range_tombstones_for_scan(&sv);
     DbIterator::new(sources, seq, Box::new(sv)).with_range_tombstones(tombstones)
