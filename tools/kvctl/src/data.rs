@@ -412,7 +412,7 @@ pub fn import_lines(
                      are escaped, and --raw would keep the escapes as bytes",
                     at()
                 ));
-                return Err(stopped(e, written, "import without --raw"));
+                return Err(stopped(e, written, "leave out --raw"));
             }
             format = LineFormat::Escaped;
             continue;

@@ -229,14 +229,14 @@ pub fn run(args: &DistinctArgs) -> Result<(), CliError> {
         }
         for (a, b, e) in &level_overlaps {
             s.push_str(&format!(
-                "L{a} and L{b} share about {} keys\n",
-                group(e.round() as u64)
+                "L{a} and L{b} share about {}\n",
+                crate::format::count(e.round() as u64, "key")
             ));
         }
         for (a, b, e) in &l0_overlaps {
             s.push_str(&format!(
-                "{a} and {b} (L0) share about {} keys\n",
-                group(e.round() as u64)
+                "{a} and {b} (L0) share about {}\n",
+                crate::format::count(e.round() as u64, "key")
             ));
         }
         if l0.len() > MAX_LEVEL0_PAIRS_FILES {

@@ -1549,7 +1549,7 @@ fn distinct_lists_the_compactions_predictions_from_the_manifest() {
         "{text}"
     );
     assert!(
-        text.contains(" <- 2 tables  4000 entries  predicted "),
+        text.contains(" <- 2 tables  4,000 entries  predicted "),
         "{text}"
     );
     // Found by a new-user trial: the time was raw Unix seconds. It is UTC

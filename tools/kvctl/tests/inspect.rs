@@ -555,7 +555,7 @@ fn wal_dump_then_a_torn_tail_then_damage() {
             {"offset": 0, "batch_bytes": 23, "first_seq": 303,
              "ops": [{"seq": 303, "type": "put", "key": "m-key", "value": "mem"}]},
             {"offset": 35, "batch_bytes": 18, "first_seq": 304,
-             "ops": [{"seq": 304, "type": "delete", "key": "k001", "value": ""}]},
+             "ops": [{"seq": 304, "type": "delete", "key": "k001", "value": null}]},
         ])
     );
     assert_eq!(j["wals"][0]["torn_tail"], Value::Null);
@@ -652,7 +652,7 @@ fn explain_found_in_the_third_file_consulted() {
     assert_eq!(
         out,
         "\
-lookup of k150 at sequence 304
+lookup of "k150" at sequence 304
   step  source                            result
      1  memtable (000007.log, 2 entries)  no version
      2  L0 000008.sst (1 of 3)            skipped by bloom filter (says absent)
@@ -692,7 +692,7 @@ fn explain_absent_key_skipped_by_every_filter() {
     assert_eq!(
         out,
         "\
-lookup of k007x at sequence 304
+lookup of "k007x" at sequence 304
   step  source                            result
      1  memtable (000007.log, 2 entries)  no version
      2  L0 000008.sst (1 of 3)            skipped by bloom filter (says absent)

@@ -278,7 +278,7 @@ pub(super) fn steps_table<'a>(steps: impl Iterator<Item = (&'a ExplainSource, St
 /// The human report.
 pub fn explain_text(e: &Explain, show: Show) -> String {
     let mut out = format!(
-        "lookup of {} at sequence {}\n",
+        "lookup of \"{}\" at sequence {}\n",
         show.bytes(&e.key),
         group(e.sequence.0)
     );

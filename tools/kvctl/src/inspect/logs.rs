@@ -14,7 +14,7 @@ use siftdb::KeyPrediction;
 
 use super::{emit, emit_json, file_name, table_name, torn_json, Show};
 use crate::error::{CliError, EXIT_CORRUPTION, SALVAGE_ADVICE};
-use crate::format::{count, human_bytes, Align, Table, TORN_WRITE};
+use crate::format::{count, group, human_bytes, Align, Table, TORN_WRITE};
 
 // ---------------------------------------------------------------- manifest
 
@@ -208,15 +208,18 @@ pub fn key_prediction_json(p: &KeyPrediction) -> Value {
 /// the finish time in UTC (ISO 8601; the JSON keeps Unix seconds).
 pub fn key_prediction_text(p: &KeyPrediction) -> String {
     format!(
-        "L{} <- {}  {} entries  predicted {:.0} (±{:.1}%)  found {} ({:+.2}%)  wrote {}  at {}",
+        "L{} <- {}  {}  predicted {} (±{:.1}%)  found {} ({:+.2}%)  wrote {}  at {}",
         p.output_level,
         crate::format::count(p.input_tables as u64, "table"),
-        p.input_entries,
-        p.predicted_distinct_keys,
+        match p.input_entries {
+            1 => "1 entry".to_string(),
+            n => format!("{} entries", group(n)),
+        },
+        group(p.predicted_distinct_keys.round() as u64),
         100.0 * p.relative_std_error,
-        p.distinct_input_keys,
+        group(p.distinct_input_keys),
         100.0 * p.relative_error(),
-        p.distinct_output_keys,
+        group(p.distinct_output_keys),
         crate::format::utc_iso8601(p.finished_at_unix_secs)
     )
 }
@@ -365,7 +368,11 @@ pub fn wal(args: &WalArgs) -> Result<(), CliError> {
 /// A WAL op's value: a range deletion's end (`null`: it has none) or a
 /// put's value.
 fn op_value_json(o: &WalOp, show: Show) -> Value {
-    if o.value_type == ValueType::RangeDeletion && o.value.is_empty() {
+    // A deletion has no value, as `get --json` says `null` for an absent
+    // key; nor does a range deletion without an end.
+    if o.value_type == ValueType::Deletion
+        || (o.value_type == ValueType::RangeDeletion && o.value.is_empty())
+    {
         Value::Null
     } else {
         json!(show.bytes(&o.value))
@@ -639,7 +646,7 @@ mod tests {
         );
         assert_eq!(
             text[8],
-            "L2 <- 3 tables  5000 entries  predicted 4020 (±1.6%)  found 4000 (+0.51%)  wrote 3990  \
+            "L2 <- 3 tables  5,000 entries  predicted 4,020 (±1.6%)  found 4,000 (+0.51%)  wrote 3,990  \
              at 2027-01-15T08:00:00Z"
         );
         assert_eq!(text[9], "[a .. (no end)) @9  waits on 000006.sst");

@@ -421,10 +421,10 @@ pub fn dump_text(t: &Table, a: &DumpArgs) -> Result<String, CliError> {
     let s = sections(a);
     let f = t.footer();
     let mut out = format!(
-        "{}: {} bytes, {} data blocks, format version {}\n",
+        "{}: {} bytes, {}, format version {}\n",
         file_name(t.path()),
         group(t.file_size()),
-        group(t.index().len() as u64),
+        crate::format::count(t.index().len() as u64, "data block"),
         f.format_version
     );
     let filter = if f.filter.is_null() {
@@ -527,8 +527,13 @@ pub fn dump_text(t: &Table, a: &DumpArgs) -> Result<String, CliError> {
 
 fn dump(a: &DumpArgs) -> Result<(), CliError> {
     if !a.file.is_file() {
+        let what = if a.file.exists() {
+            "not a file"
+        } else {
+            "does not exist"
+        };
         return Err(CliError::usage(format!(
-            "{}: not a file (sst dump takes one .sst file; see `kvctl sst list DB`)",
+            "{}: {what} (sst dump takes one .sst file; see `kvctl sst list DB`)",
             a.file.display()
         )));
     }
