@@ -652,7 +652,7 @@ fn explain_found_in_the_third_file_consulted() {
     assert_eq!(
         out,
         "\
-lookup of "k150" at sequence 304
+lookup of \"k150\" at sequence 304
   step  source                            result
      1  memtable (000007.log, 2 entries)  no version
      2  L0 000008.sst (1 of 3)            skipped by bloom filter (says absent)
@@ -692,7 +692,7 @@ fn explain_absent_key_skipped_by_every_filter() {
     assert_eq!(
         out,
         "\
-lookup of "k007x" at sequence 304
+lookup of \"k007x\" at sequence 304
   step  source                            result
      1  memtable (000007.log, 2 entries)  no version
      2  L0 000008.sst (1 of 3)            skipped by bloom filter (says absent)
