@@ -87,6 +87,18 @@ fn a_file_of_the_wrong_kind_is_a_usage_error_naming_the_right_command() {
             db.display()
         )],
     );
+    // A stray file outside any database: no directory to suggest (a
+    // new-user trial's `verify /etc/passwd` was pointed at /etc).
+    let stray = db.parent().unwrap().join("notes.txt");
+    std::fs::write(&stray, "not a database file").unwrap();
+    let o = kvctl(&["verify", p(&stray)]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("`kvctl verify` takes a database directory"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!stderr(&o).contains("checks the whole database"));
 
     // A renamed copy of a table is still known by its magic number; a
     // file that is neither is refused by `sst dump`.

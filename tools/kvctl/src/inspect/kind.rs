@@ -129,8 +129,15 @@ pub fn wrong_kind(path: &Path, kind: FileKind, command: &str) -> CliError {
     };
     let hint = match kind.reader() {
         // `verify` takes the database directory for everything else.
-        _ if command == "verify" => {
+        // Only a directory that holds a database is worth naming (found
+        // by a new-user trial: `verify /etc/passwd` suggested `/etc`).
+        _ if command == "verify" && Path::new(&dir).join("CURRENT").is_file() => {
             format!("`kvctl verify {dir}` checks the whole database it belongs to")
+        }
+        _ if command == "verify" => {
+            "`kvctl verify` takes a database directory, or one of its SSTables, WALs or \
+             manifests"
+                .to_string()
         }
         Some(reader) => match reader.strip_suffix(" DB") {
             Some(r) => format!("`kvctl {r} {dir}` reads it"),
