@@ -138,6 +138,17 @@ impl From<siftdb::Error> for CliError {
                 EXIT_IO,
                 Some("another process has the database open; close it and retry".to_string()),
             ),
+            // The help's rule: a path that cannot be used as given (here
+            // the database directory or a file in it) is bad input, with
+            // what to check (a new-user trial got exit 4 and no hint).
+            E::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => (
+                EXIT_USAGE,
+                Some(
+                    "check the database directory's permissions: kvctl needs to read it and \
+                     its files, and to write them to change anything"
+                        .to_string(),
+                ),
+            ),
             E::Io { .. } => (EXIT_IO, None),
             // Not damage: this build lacks the codec the database uses.
             E::InvalidArgument(m) if is_no_zstd(m) => {
@@ -184,6 +195,22 @@ mod tests {
     use std::io::{Error, ErrorKind as K};
 
     use super::*;
+
+    /// Found by a new-user trial: a database directory without write
+    /// permission gave exit 4 and no hint; by the help's rule it is bad
+    /// input (2), and the hint says what to check. Other I/O stays 4.
+    #[test]
+    fn a_permission_error_in_the_database_is_bad_input_with_a_hint() {
+        let denied = CliError::from(siftdb::Error::io(
+            "open db/LOCK",
+            Error::from(K::PermissionDenied),
+        ));
+        assert_eq!(denied.code, EXIT_USAGE);
+        assert!(denied.hint.unwrap().contains("permissions"));
+        let eio = CliError::from(siftdb::Error::io("sync db/000007.log", Error::other("EIO")));
+        assert_eq!(eio.code, EXIT_IO);
+        assert!(eio.hint.is_none());
+    }
 
     /// The rule in the help: a path that cannot be used as given is bad
     /// input, a failing read or write is I/O.
