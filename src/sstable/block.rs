@@ -30,6 +30,35 @@ pub struct Block<'a> {
     file_offset: u64,
 }
 
+/// Largest block [`touch_lines`] reads whole, in bytes: past it, the lines
+/// a seek does not reach would cost more bandwidth than the overlap saves.
+pub(crate) const TOUCH_LIMIT: usize = 16 << 10;
+
+/// Reads one byte of every 64-byte cache line of `block` (if it is at most
+/// [`TOUCH_LIMIT`] bytes), so that a point lookup's dependent reads of it
+/// (the restart count and array at its end, the restart point the binary
+/// search picks, the entries scanned after it) find their lines already on
+/// the way: the misses overlap instead of following one another, each
+/// waiting for the last to say where to read next. The loads are
+/// independent, so the CPU issues them together.
+///
+/// Measured with `tools/compare` `readrandom` (1M keys through the maps, 3
+/// samples a run, runs with and without interleaved on a quiet machine):
+/// 492k and 492k lookups per second without, 572k and 610k with; p50 1.93
+/// µs to 1.59–1.68 µs; 1.60–1.65× fjall to 1.89–1.93× (DESIGN.md 3).
+pub(crate) fn touch_lines(block: &[u8]) {
+    if block.len() > TOUCH_LIMIT {
+        return;
+    }
+    let mut acc = 0u8;
+    for line in block.chunks(64) {
+        acc ^= line[0];
+    }
+    // The block's last line holds the restart count the search reads first.
+    acc ^= block.last().copied().unwrap_or(0);
+    std::hint::black_box(acc);
+}
+
 /// One decoded entry header plus the slices it points at.
 struct RawEntry<'a> {
     shared: usize,
@@ -423,6 +452,16 @@ mod tests {
     use proptest::prelude::*;
 
     const F: &str = "000001.sst";
+
+    /// Any length, empty and past the limit included, is read without a
+    /// panic (the lookup path calls it on every block it searches).
+    #[test]
+    fn touch_lines_takes_any_length() {
+        let bytes = vec![7u8; TOUCH_LIMIT + 1];
+        for len in [0, 1, 63, 64, 65, 4096, TOUCH_LIMIT, TOUCH_LIMIT + 1] {
+            touch_lines(&bytes[..len]);
+        }
+    }
 
     fn ik(k: &str, s: u64, vt: ValueType) -> Vec<u8> {
         InternalKey::new(k.as_bytes(), SequenceNumber(s), vt).into_encoded()

@@ -25,7 +25,7 @@ use crate::key::{
     SequenceNumber, ValueType,
 };
 use crate::sketch::hyperloglog::HyperLogLog;
-use crate::sstable::block::{Block, BlockLayout, BlockPos};
+use crate::sstable::block::{touch_lines, Block, BlockLayout, BlockPos};
 use crate::sstable::block_cache::{BlockCache, BlockKey};
 use crate::sstable::compression::{decode_data_block, BlockContents};
 use crate::sstable::format::{
@@ -443,6 +443,7 @@ impl Table {
         // The buffer a long value is shared from: the cached or
         // decompressed block, or (`None`) the map.
         let owned = contents.owned();
+        touch_lines(&contents);
         let block = Block::new(&contents, &self.path, handle.offset)?;
         let found = match block.seek(user_key, seq)? {
             Some((key, value)) if user_key_of(&key) == user_key => {
