@@ -42,10 +42,11 @@ pub(crate) const TOUCH_LIMIT: usize = 16 << 10;
 /// waiting for the last to say where to read next. The loads are
 /// independent, so the CPU issues them together.
 ///
-/// Measured with `tools/compare` `readrandom` (1M keys through the maps, 3
-/// samples a run, runs with and without interleaved on a quiet machine):
-/// 492k and 492k lookups per second without, 572k and 610k with; p50 1.93
-/// µs to 1.59–1.68 µs; 1.60–1.65× fjall to 1.89–1.93× (DESIGN.md 3).
+/// Measured with `tools/compare` `readrandom` (1M keys read through the
+/// maps, 3 samples a run, runs with and without it interleaved on a quiet
+/// machine): siftdb's lookups per second rose by 6% to 24% across four
+/// pairs of runs (DESIGN.md 3); the ratio to fjall moved within its
+/// run-to-run spread.
 pub(crate) fn touch_lines(block: &[u8]) {
     if block.len() > TOUCH_LIMIT {
         return;
