@@ -13,6 +13,25 @@ use common::pause::PauseOnce;
 use siftdb::sync_point::SyncPoint;
 use siftdb::{Db, Options};
 
+/// Starts `Db::open_read_only(dir)` on a thread named "reader" and returns
+/// once it is held right after reading the manifest; releasing the pause
+/// lets it go on.
+fn read_only_open_held_after_the_manifest(
+    dir: &Path,
+) -> (PauseOnce, std::thread::JoinHandle<siftdb::Result<Db>>) {
+    let pause = PauseOnce::for_thread(SyncPoint::ReadOnlyOpenAfterManifest, "reader");
+    let mut o = Options::default();
+    o.sync_points = Some(pause.sync_points());
+    pause.arm();
+    let path = dir.to_path_buf();
+    let reader = std::thread::Builder::new()
+        .name("reader".into())
+        .spawn(move || Db::open_read_only(path, o))
+        .unwrap();
+    pause.wait_until_held();
+    (pause, reader)
+}
+
 /// A read-only open held after it has read the manifest, while the writer
 /// flushes the memtable whose WAL that manifest names (deleting the WAL)
 /// and writes on into the next WAL. Before the fix the open found neither
@@ -23,18 +42,7 @@ fn a_read_only_open_held_across_a_flush_sees_no_hole() {
     let dir = tempfile::tempdir().unwrap();
     let writer = Db::open(dir.path()).unwrap();
     writer.put("earlier", "1").unwrap();
-    let pause = PauseOnce::for_thread(SyncPoint::ReadOnlyOpenAfterManifest, "reader");
-    let mut o = Options::default();
-    o.sync_points = Some(pause.sync_points());
-    pause.arm();
-    let reader = {
-        let path = dir.path().to_path_buf();
-        std::thread::Builder::new()
-            .name("reader".into())
-            .spawn(move || Db::open_read_only(path, o))
-            .unwrap()
-    };
-    pause.wait_until_held();
+    let (pause, reader) = read_only_open_held_after_the_manifest(dir.path());
     writer.flush().unwrap();
     writer.put("later", "2").unwrap();
     pause.release();
@@ -202,18 +210,7 @@ fn a_read_only_open_meets_a_keyspace_created_after_it_read_the_manifest() {
     let dir = tempfile::tempdir().unwrap();
     let writer = Db::open(dir.path()).unwrap();
     writer.put("k", "default").unwrap();
-    let pause = PauseOnce::for_thread(SyncPoint::ReadOnlyOpenAfterManifest, "reader");
-    let mut o = Options::default();
-    o.sync_points = Some(pause.sync_points());
-    pause.arm();
-    let reader = {
-        let path = dir.path().to_path_buf();
-        std::thread::Builder::new()
-            .name("reader".into())
-            .spawn(move || Db::open_read_only(path, o))
-            .unwrap()
-    };
-    pause.wait_until_held();
+    let (pause, reader) = read_only_open_held_after_the_manifest(dir.path());
     writer.keyspace("late").unwrap().put("k", "late").unwrap();
     pause.release();
     let db = reader
