@@ -456,14 +456,23 @@ fn check_version(path: &Path, offset: u64, v: u32) -> Result<()> {
 
 /// The error for a file (`path`) that the manifest at `manifest` lists as
 /// live but that does not exist: [`Error::Corruption`] naming the manifest
-/// at `offset`, with `why` appended to the detail.
+/// at `offset`, with `why` appended to the detail (without one, a word that
+/// the file was deleted or moved, so the manifest is not taken for what is
+/// damaged).
 pub(crate) fn missing_live_file(manifest: &Path, offset: u64, path: &Path, why: &str) -> Error {
     Error::corruption(
         manifest,
         offset,
         format!(
-            "{} is live according to the manifest but missing{why}",
-            path.file_name().unwrap_or_default().to_string_lossy()
+            "{} is live according to the manifest but missing{}",
+            path.file_name().unwrap_or_default().to_string_lossy(),
+            if why.is_empty() {
+                // Found by a new-user trial: "corruption in MANIFEST at
+                // offset 0" alone read as damage to the manifest.
+                " (deleted or moved: the manifest may well be intact)"
+            } else {
+                why
+            }
         ),
     )
 }

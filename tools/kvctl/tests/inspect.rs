@@ -449,7 +449,10 @@ fn verify_lone_wal_and_manifest_and_usage() {
     let o = kvctl(&["verify", p(&db)]);
     assert_eq!(code(&o), 3);
     assert!(
-        stderr(&o).contains("000006.sst is live according to the manifest but missing"),
+        stderr(&o).contains(
+            "000006.sst is live according to the manifest but missing (deleted or moved: the \
+             manifest may well be intact)"
+        ),
         "{}",
         stderr(&o)
     );
