@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 
 use proptest::prelude::*;
+use siftdb::inspect::key_range::overlaps;
 use siftdb::{CompactionStyle, Db, DbIterator, Options};
 
 /// Keys of the randomized test: `k0000` to `k0299`.
@@ -79,19 +80,10 @@ fn bound_key(b: Bound<u16>) -> Bound<Vec<u8>> {
     b.map(key)
 }
 
-/// True if `k` lies within `(lo, hi)`.
+/// True if `k` lies within `(lo, hi)`: the one-key file range of the
+/// engine's own [`overlaps`].
 fn in_bounds(k: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
-    let above = match lo {
-        Bound::Included(l) => k >= l.as_slice(),
-        Bound::Excluded(l) => k > l.as_slice(),
-        Bound::Unbounded => true,
-    };
-    let below = match hi {
-        Bound::Included(h) => k <= h.as_slice(),
-        Bound::Excluded(h) => k < h.as_slice(),
-        Bound::Unbounded => true,
-    };
-    above && below
+    overlaps(k, k, lo, hi)
 }
 
 /// The live pairs, as a scan should see them.
