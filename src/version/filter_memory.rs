@@ -107,8 +107,20 @@ impl FilterMemory {
             };
             // (keys × rate) summed, for the key-weighted mean of a level.
             let mut weighted = 0.0;
+            // A deeper level's run: its kind is that of its largest table
+            // with a filter; each table has its own filter, so Ribbon's
+            // overhead is that of the largest table, not of one filter
+            // over the whole level.
+            let mut largest_filtered: Option<(u64, FilterKind)> = None;
+            let mut filter_keys = 0;
             for f in files {
                 let (keys, fpr) = (f.table.properties().num_distinct_keys, design_fpr(&f.table));
+                filter_keys = filter_keys.max(keys);
+                if let Some(kind) = kind_of(&f.table) {
+                    if largest_filtered.is_none_or(|(n, _)| keys >= n) {
+                        largest_filtered = Some((keys, kind));
+                    }
+                }
                 l.keys += keys;
                 l.filter_bytes += f.table.filter_bytes().map_or(0, |b| b.len() as u64);
                 if f.table.has_filter() {
@@ -127,22 +139,9 @@ impl FilterMemory {
                 } else {
                     weighted / l.keys as f64
                 };
-                // The run's kind: that of its largest table with a filter.
-                let kind = files
-                    .iter()
-                    .filter(|f| kind_of(&f.table).is_some())
-                    .max_by_key(|f| f.table.properties().num_distinct_keys)
-                    .and_then(|f| kind_of(&f.table));
-                // Each table has its own filter: Ribbon's overhead is that
-                // of the largest, not of one filter over the whole level.
-                let filter_keys = files
-                    .iter()
-                    .map(|f| f.table.properties().num_distinct_keys)
-                    .max()
-                    .unwrap_or(0);
                 runs.push(RunShape {
                     keys: l.keys,
-                    kind,
+                    kind: largest_filtered.map(|(_, kind)| kind),
                     filter_keys,
                 });
             }
