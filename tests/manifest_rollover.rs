@@ -8,8 +8,12 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
-use siftdb::{Db, Options};
+use common::fault_fs::{FaultFs, OpKind, EIO};
+use common::pause::PauseOnce;
+use siftdb::sync_point::SyncPoint;
+use siftdb::{Db, Error, Options};
 
 /// The manifests in `dir`, with their sizes and where their first record
 /// (the snapshot) ends. A manifest the database deletes (after a
@@ -108,4 +112,67 @@ fn the_manifest_stays_bounded_while_the_database_runs() {
         })
         .collect();
     assert_eq!(got, model);
+}
+
+/// A failed rollover leaves the database no manifest to log to, and the
+/// flush that failed records its error only once it has let go of the
+/// versions lock. A manual compaction that found the database writable
+/// before that, and logs its edit in between, must report the rollover's
+/// failure, not [`Error::ReadOnly`] as if the handle had been opened
+/// read-only (found by the power-loss campaign in CI: seed 2430779614,
+/// a flush's rollover cut while `compact` ran).
+#[test]
+fn a_compaction_after_a_failed_rollover_reports_the_failure() {
+    let dir = common::scratch_dir();
+    let fs = FaultFs::new();
+    let pause = PauseOnce::for_thread(SyncPoint::CompactionBeforeInstall, "manual");
+    let mut o = Options::default();
+    o.file_system = fs.arc();
+    // No background compaction, and no write stall behind the paused one.
+    (o.level0_compaction_trigger, o.level0_slowdown_trigger) = (1000, 1000);
+    o.level0_stop_trigger = 1000;
+    o.max_manifest_file_size = 1024;
+    o.sync_points = Some(pause.sync_points());
+    let db = Arc::new(Db::open_with(dir.path(), o).unwrap());
+    for k in ["a", "b"] {
+        db.put(k, "old").unwrap();
+        db.flush().unwrap();
+    }
+    pause.arm();
+    let compacting = {
+        let db = Arc::clone(&db);
+        std::thread::Builder::new()
+            .name("manual".into())
+            .spawn(move || db.compact())
+            .unwrap()
+    };
+    pause.wait_until_held();
+    // Flush until an edit fills the manifest and its rollover fails.
+    fs.fail_next(OpKind::Create, "manifest", EIO);
+    let mut flushes = 0;
+    let failed = loop {
+        db.put(format!("k{flushes}"), "v").unwrap();
+        match db.flush() {
+            Ok(()) if flushes < 500 => flushes += 1,
+            other => break other,
+        }
+    };
+    assert!(
+        fs.failed().iter().any(|(_, op)| op.kind == OpKind::Create),
+        "no rollover failed in {flushes} flushes ({failed:?})"
+    );
+    pause.release();
+    let compacted = compacting.join().unwrap();
+    assert!(
+        matches!(compacted, Err(Error::Io { .. } | Error::Background(_))),
+        "the compaction returned {compacted:?}"
+    );
+    assert!(matches!(db.put("c", "v"), Err(Error::Background(_))));
+    drop(db);
+    // Every acknowledged write is there after a reopen.
+    let db = Db::open(dir.path()).unwrap();
+    assert_eq!(db.get("a").unwrap().as_deref(), Some(&b"old"[..]));
+    for i in 0..flushes {
+        assert!(db.get(format!("k{i}")).unwrap().is_some(), "k{i}");
+    }
 }

@@ -371,10 +371,7 @@ impl DbInner {
         mut opened: BTreeMap<u64, Arc<Table>>,
         flushed: Option<&Arc<MemTable>>,
     ) -> Result<()> {
-        vs.manifest
-            .as_mut()
-            .ok_or(Error::ReadOnly)?
-            .log_edit(edit)?;
+        vs.manifest_mut()?.log_edit(edit)?;
         vs.log_number = edit.log_number.unwrap_or(vs.log_number);
         for (id, section) in &edit.keyspaces {
             if let Some(k) = vs.keyspaces.get_mut(id) {
@@ -434,7 +431,8 @@ impl DbInner {
     /// # Errors
     /// [`Error::Io`] if the new manifest or `CURRENT` cannot be written.
     /// `CURRENT` may then name either manifest, so no later edit is logged
-    /// (they fail with [`Error::ReadOnly`]); the caller turns the database
+    /// (they fail with [`Error::Background`] naming this error, from
+    /// [`VersionState::manifest_mut`]); the caller turns the database
     /// read-only, and the next open recovers from whichever `CURRENT`
     /// names.
     pub(super) fn roll_manifest_if_full(&self, vs: &mut VersionState) -> Result<()> {
@@ -448,7 +446,8 @@ impl DbInner {
             &self.other_versions(),
             self.next_file_number.load(Ordering::SeqCst),
         );
-        let new = Manifest::create(&**self.fs(), &self.dir, number, &snapshot)?;
+        let new = Manifest::create(&**self.fs(), &self.dir, number, &snapshot)
+            .inspect_err(|e| vs.manifest_lost = Some(format!("manifest rollover failed: {e}")))?;
         vs.manifest_limit = VersionState::limit_for(&self.options, new.size());
         vs.manifest = Some(new);
         // A failure leaves an obsolete manifest that the next open removes.

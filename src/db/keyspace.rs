@@ -449,7 +449,7 @@ impl DbInner {
             },
         );
         let logged = crate::version::manifest::sync_dir(&**self.fs(), &self.dir)
-            .and_then(|()| vs.manifest.as_mut().ok_or(Error::ReadOnly)?.log_edit(&edit));
+            .and_then(|()| vs.manifest_mut()?.log_edit(&edit));
         if let Err(e) = logged {
             // Whether the edit is durable is unknown: the next open settles
             // it, and nothing more is logged meanwhile.

@@ -172,8 +172,12 @@ struct KeyspaceVersion {
 
 /// State owned by whoever changes the file set.
 struct VersionState {
-    /// `None` when the database is open read-only.
+    /// `None` when the database is open read-only, or once a rollover
+    /// failed ([`VersionState::manifest_lost`] then says how).
     manifest: Option<Manifest>,
+    /// Why a writable database has no manifest: the failed rollover's
+    /// error. Edits logged after it fail with it.
+    manifest_lost: Option<String>,
     /// The default keyspace's log number last logged: its writes in WALs
     /// numbered below it are in tables. A WAL is obsolete once it is below
     /// every live keyspace's logged log number
@@ -198,6 +202,23 @@ struct VersionState {
 }
 
 impl VersionState {
+    /// The manifest to log an edit to.
+    ///
+    /// # Errors
+    /// [`Error::Background`] once a rollover failed: whether `CURRENT`
+    /// names the old manifest or the new one is unknown, so nothing more
+    /// is logged. A manual compaction or a keyspace creation that found
+    /// the database writable just before that (the failing flush records
+    /// its error only after it lets go of the versions lock) gets this,
+    /// not [`Error::ReadOnly`], which means a read-only handle.
+    fn manifest_mut(&mut self) -> Result<&mut Manifest> {
+        match (&mut self.manifest, &self.manifest_lost) {
+            (Some(m), _) => Ok(m),
+            (None, Some(why)) => Err(Error::Background(why.clone())),
+            (None, None) => Err(Error::ReadOnly),
+        }
+    }
+
     /// The edit describing the whole state, with the default keyspace's
     /// files those of `version` and each other keyspace's those of its
     /// version in `others` (every live keyspace has one): the first

@@ -805,6 +805,7 @@ pub(super) fn recover(
         .collect();
     let mut versions = VersionState {
         manifest: None,
+        manifest_lost: None,
         log_number: default.log_number,
         keyspaces: others
             .iter()
