@@ -22,6 +22,9 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
 
+#[cfg(target_os = "linux")]
+pub mod mapped_log;
+
 /// A file open for writing, as [`FileSystem::create`] and
 /// [`FileSystem::create_new`] return it. Writes go to the operating system
 /// without user-space buffering: once `write_all` returns, a process crash
@@ -50,6 +53,22 @@ pub trait FileSystem: Send + Sync + Debug {
     /// its first `len` bytes (`len` at most its length). The cut is durable
     /// after the next sync of the returned file.
     fn reopen_truncated(&self, path: &Path, len: u64) -> io::Result<Box<dyn WritableFile>>;
+    /// Creates a write-ahead log at `path`, as [`FileSystem::create_new`]
+    /// does (the default). The engine only appends to it, one group commit
+    /// per `write_all`, and drops it when it is closed. [`StdFs`] on Linux
+    /// returns a [`mapped_log::MappedLogFile`] instead, appended through a
+    /// memory map without a system call per write; its file is longer than
+    /// what was written, by a zero-filled tail, until it is dropped.
+    fn create_log(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.create_new(path)
+    }
+    /// Reopens the write-ahead log at `path` for appending after cutting it
+    /// to its first `len` bytes, as [`FileSystem::reopen_truncated`] does
+    /// (the default); [`StdFs`] on Linux maps it, as
+    /// [`FileSystem::create_log`] says.
+    fn reopen_log_truncated(&self, path: &Path, len: u64) -> io::Result<Box<dyn WritableFile>> {
+        self.reopen_truncated(path, len)
+    }
     /// Renames `from` to `to`, atomically replacing `to` if it exists.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Removes the file at `path`.
@@ -123,6 +142,16 @@ impl FileSystem for StdFs {
         let file = OpenOptions::new().append(true).open(path)?;
         file.set_len(len)?;
         Ok(Box::new(file))
+    }
+
+    #[cfg(target_os = "linux")]
+    fn create_log(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        mapped_log::MappedLogFile::create_new(path)
+    }
+
+    #[cfg(target_os = "linux")]
+    fn reopen_log_truncated(&self, path: &Path, len: u64) -> io::Result<Box<dyn WritableFile>> {
+        mapped_log::MappedLogFile::reopen_truncated(path, len)
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {

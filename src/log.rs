@@ -35,8 +35,10 @@
 //! # Writing and durability
 //!
 //! [`LogWriter::append`] hands header and payload to the kernel in one
-//! `write_all` with no user-space buffer, so once it returns a process crash
-//! cannot lose the record; [`LogWriter::sync`] (`fdatasync`) makes it
+//! `write_all` with no user-space buffer (a `write`, or for a write-ahead
+//! log on Linux a copy into a shared memory map of the file, which puts the
+//! bytes in the page cache just as a `write` does), so once it returns a
+//! process crash cannot lose the record; [`LogWriter::sync`] (`fdatasync`) makes it
 //! survive a power loss. [`LogWriter::create`] also syncs the parent
 //! directory, so a log whose records were synced cannot vanish as a whole.
 //! After a failed write or sync the writer refuses further use: the file may
@@ -51,9 +53,17 @@
 //! of each record, in order:
 //!
 //! 1. Fewer than 12 bytes left: torn tail (a header cut off by a crash).
-//! 2. `len_crc` mismatch: torn tail if every byte from here to the end of
-//!    the file is zero (space the file system zero-filled after a power
-//!    loss); otherwise corruption at this offset.
+//! 2. `len_crc` mismatch: if every byte from here to the end of the file
+//!    is zero, the end of the log, with no torn tail (space preallocated
+//!    and never written, or zero-filled by the file system after a power
+//!    loss). Otherwise a torn tail if `len` is not zero and each byte of
+//!    the stored `len_crc` is zero or equal to the computed one's: a
+//!    checksum not yet written, or written in part, as a group commit
+//!    into a preallocated write-ahead log leaves it when cut short (it
+//!    writes the first record's `len` first and its `len_crc` last:
+//!    [`crate::fs::mapped_log`]); whatever follows it is not read.
+//!    Otherwise corruption at this offset (a zeroed header with data after
+//!    it among them: a group never leaves that, as no WAL record is empty).
 //! 3. `len` exceeds the bytes left after the header: torn tail (the write
 //!    was cut off).
 //! 4. `payload_crc` mismatch: torn tail if nothing but zero bytes follows
@@ -116,7 +126,22 @@ impl LogWriter {
         Ok(LogWriter::from_file(file, path, 0))
     }
 
-    /// As [`LogWriter::create`], but without syncing the directory: the
+    /// As [`LogWriter::create`], for a write-ahead log: the file comes
+    /// from [`FileSystem::create_log`] (with [`crate::fs::StdFs`] on Linux,
+    /// appended through a memory map, with a zero-filled tail until the
+    /// writer is dropped).
+    ///
+    /// # Errors
+    /// As [`LogWriter::create`].
+    pub fn create_wal(fs: &dyn FileSystem, path: &Path) -> Result<LogWriter> {
+        let file = fs
+            .create_log(path)
+            .context(|| format!("create log {}", path.display()))?;
+        sync_dir(fs, parent_dir(path))?;
+        Ok(LogWriter::from_file(file, path, 0))
+    }
+
+    /// As [`LogWriter::create_wal`], but without syncing the directory: the
     /// first [`LogWriter::sync`] does it before it syncs the file, so a log
     /// whose records were synced still cannot vanish, but creating it costs
     /// no directory `fsync`. Until then a power loss may take the file as a
@@ -130,14 +155,15 @@ impl LogWriter {
         path: &Path,
     ) -> Result<LogWriter> {
         let file = fs
-            .create_new(path)
+            .create_log(path)
             .context(|| format!("create log {}", path.display()))?;
         let mut w = LogWriter::from_file(file, path, 0);
         w.pending_dir_sync = Some(std::sync::Arc::clone(fs));
         Ok(w)
     }
 
-    /// Opens an existing log through `fs` for appending after cutting it to
+    /// Opens an existing write-ahead log through `fs`
+    /// ([`FileSystem::reopen_log_truncated`]) for appending after cutting it to
     /// its first `valid_len` bytes. `valid_len` must come from [`read_log`]
     /// (or [`LogReader::valid_len`]) on this same file, so that the new
     /// records follow the last complete one. If the file was longer (a
@@ -160,7 +186,7 @@ impl LogWriter {
             )));
         }
         let file = fs
-            .reopen_truncated(path, valid_len)
+            .reopen_log_truncated(path, valid_len)
             .context(|| format!("reopen log {} at {valid_len}", path.display()))?;
         let mut writer = LogWriter::from_file(file, path, valid_len);
         if len > valid_len {
@@ -330,8 +356,8 @@ pub struct LogContents {
     pub records: Vec<LogRecord>,
     /// Set if the log ends in an incomplete record.
     pub torn_tail: Option<TornTail>,
-    /// Bytes of complete records: the torn record's offset, or the file
-    /// length if there is no torn tail.
+    /// Bytes of complete records: the torn record's offset, or where a
+    /// zero-filled tail starts, or the file length.
     pub valid_len: u64,
     /// Bytes of the whole log as read, torn tail included.
     pub file_len: u64,
@@ -458,8 +484,11 @@ impl LogReader {
     /// # Errors
     /// [`Error::Corruption`] at the offset of a damaged record that is not a
     /// torn tail (rules 2 and 4 of the module docs); [`Error::Io`] if
-    /// reading fails, or the file is shorter than its length said (it was
-    /// truncated while being read).
+    /// reading fails, or the file ends inside a record although its length
+    /// said more (it was truncated while being read). A file that ends
+    /// early exactly where a record would start, or inside a zero-filled
+    /// tail, has lost only that tail (a mapped WAL cuts it off when it is
+    /// closed): the log ends there.
     pub fn next_record(&mut self) -> Result<Option<LogRecord>> {
         if self.done {
             return Ok(None);
@@ -477,7 +506,13 @@ impl LogReader {
             )));
         }
         let mut header = [0u8; HEADER_LEN];
-        self.read_exact(&mut header)?;
+        if !self.read_header(&mut header)? {
+            // The file was cut back to here while being read: a mapped WAL
+            // closed by its writer loses its zero-filled tail, and its
+            // records end where the cut is.
+            self.done = true;
+            return Ok(None);
+        }
         let len_bytes = [header[0], header[1], header[2], header[3]];
         let len = u32::from_le_bytes(len_bytes);
         let len_crc = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
@@ -486,8 +521,19 @@ impl LogReader {
         // Rule 2: a length that fails its checksum.
         let actual = crc32(&len_bytes);
         if actual != len_crc {
-            if header.iter().all(|&b| b == 0) && self.rest_is_zero(rest - HEADER_LEN as u64)? {
-                return Ok(self.torn(format!("zero-filled tail of {rest} bytes after a crash")));
+            if header.iter().all(|&b| b == 0) {
+                if self.rest_is_zero(rest - HEADER_LEN as u64)? {
+                    // Nothing but zeros: space never written. The log
+                    // ends here, and no record is torn.
+                    self.done = true;
+                    return Ok(None);
+                }
+            } else if len != 0 && unwritten_checksum(len_crc, actual) {
+                return Ok(self.torn(
+                    "a record header whose length checksum is not yet written: a group \
+                     commit cut short, or still being copied"
+                        .to_string(),
+                ));
             }
             return Err(self.corrupt(
                 start,
@@ -541,19 +587,64 @@ impl LogReader {
         })
     }
 
+    /// Reads a record header; `false` if the file ends exactly where it
+    /// should start (it was cut back to here while being read, as a
+    /// closing mapped WAL cuts its zero-filled tail off).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if reading fails or the file ends inside the header.
+    fn read_header(&mut self, header: &mut [u8; HEADER_LEN]) -> Result<bool> {
+        let mut got = 0;
+        while got < HEADER_LEN {
+            match self.src.read(&mut header[got..]) {
+                Ok(0) if got == 0 => return Ok(false),
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.done = true;
+                    return Err(Error::io(format!("read log {}", self.path.display()), e));
+                }
+            }
+        }
+        if got < HEADER_LEN {
+            return Err(self.short_read());
+        }
+        Ok(true)
+    }
+
     /// Whether the next `n` bytes are all zero; reads them in chunks, so a
-    /// long zero-filled tail costs no memory. The reader is done after it.
+    /// long zero-filled tail costs no memory. The file ending early counts
+    /// as zeros: only a zero-filled tail is ever cut off a log being read.
+    /// The reader is done after it.
     fn rest_is_zero(&mut self, mut n: u64) -> Result<bool> {
         let mut chunk = vec![0u8; READ_BUFFER.min(n as usize)];
         while n > 0 {
             let take = chunk.len().min(n as usize);
-            self.read_exact(&mut chunk[..take])?;
-            if !all_zero(&chunk[..take]) {
+            let got = match self.src.read(&mut chunk[..take]) {
+                Ok(0) => return Ok(true),
+                Ok(got) => got,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.done = true;
+                    return Err(Error::io(format!("read log {}", self.path.display()), e));
+                }
+            };
+            if !all_zero(&chunk[..got]) {
                 return Ok(false);
             }
-            n -= take as u64;
+            n -= got as u64;
         }
         Ok(true)
+    }
+
+    /// The error for a file that ended inside a record.
+    fn short_read(&mut self) -> Error {
+        self.done = true;
+        Error::io(
+            format!("read log {}", self.path.display()),
+            std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+        )
     }
 
     /// The torn tail, once [`LogReader::next_record`] has stopped at one.
@@ -618,6 +709,16 @@ impl Iterator for LogReader {
     fn next(&mut self) -> Option<Self::Item> {
         self.next_record().transpose()
     }
+}
+
+/// Whether a stored length checksum that differs from the `computed` one
+/// is one not yet written, or written in part: each of its bytes zero or
+/// the computed one's (rule 2). A mapped WAL writes a group's first
+/// checksum last ([`crate::fs::mapped_log`]), and its unwritten space
+/// is zero.
+fn unwritten_checksum(stored: u32, computed: u32) -> bool {
+    let (s, c) = (stored.to_le_bytes(), computed.to_le_bytes());
+    s.iter().zip(c).all(|(&s, c)| s == 0 || s == c)
 }
 
 fn all_zero(bytes: &[u8]) -> bool {
@@ -913,15 +1014,71 @@ mod tests {
     }
 
     #[test]
-    fn rule2_zero_filled_tail_is_torn() {
+    fn rule2_a_zero_filled_tail_ends_the_log() {
         let mut b = three();
         b.extend_from_slice(&[0; 4096]);
         let c = parse(&b).unwrap();
         assert_eq!(c.records.len(), 3);
-        let t = c.torn_tail.unwrap();
-        assert_eq!(t.offset, 44);
-        assert!(t.reason.contains("zero-filled"), "{}", t.reason);
-        assert_eq!(c.valid_len, 44);
+        assert_eq!(c.torn_tail, None);
+        assert_eq!((c.valid_len, c.file_len), (44, 44 + 4096));
+    }
+
+    #[test]
+    fn a_log_cut_back_while_being_read_ends_where_the_cut_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("1.log");
+        // Read as if 4 KiB of zero-filled tail were still there.
+        std::fs::write(&path, three()).unwrap();
+        let file = File::open(&path).unwrap();
+        let c = LogReader::from_file_prefix(file, &path, 44 + 4096)
+            .read_all()
+            .unwrap();
+        assert_eq!(payloads(&c), [&b"abc"[..], b"", b"hello"]);
+        assert_eq!((c.torn_tail, c.valid_len), (None, 44));
+        // Cut inside the zero-filled tail itself.
+        let mut b = three();
+        b.extend_from_slice(&[0; 100]);
+        std::fs::write(&path, &b).unwrap();
+        let file = File::open(&path).unwrap();
+        let c = LogReader::from_file_prefix(file, &path, 44 + 4096)
+            .read_all()
+            .unwrap();
+        assert_eq!((c.records.len(), c.torn_tail, c.valid_len), (3, None, 44));
+        // A cut inside a record is not a lost tail.
+        std::fs::write(&path, &three()[..20]).unwrap();
+        let file = File::open(&path).unwrap();
+        let e = LogReader::from_file_prefix(file, &path, 44).read_all();
+        assert!(matches!(e, Err(Error::Io { .. })), "{e:?}");
+    }
+
+    #[test]
+    fn rule2_a_checksum_not_yet_written_is_a_torn_tail() {
+        // A group of two records cut short before its first checksum was
+        // written (src/fs/mapped_log.rs): zero, or any of its bytes zero,
+        // with the rest of the group and zeros after it.
+        let mut group = frame(b"first");
+        group.extend_from_slice(&frame(b"second"));
+        for kept in [[0u8, 0, 0, 0], [1, 1, 0, 0], [0, 1, 1, 1], [1, 0, 1, 0]] {
+            let mut b = three();
+            let mut g = group.clone();
+            for (i, keep) in kept.iter().enumerate() {
+                g[4 + i] *= keep;
+            }
+            b.extend_from_slice(&g);
+            b.extend_from_slice(&[0; 100]);
+            let c = parse(&b).unwrap();
+            assert_eq!(payloads(&c), [&b"abc"[..], b"", b"hello"], "{kept:?}");
+            let t = c.torn_tail.unwrap();
+            assert_eq!(t.offset, 44);
+            assert!(t.reason.contains("not yet written"), "{}", t.reason);
+        }
+        // A checksum byte that is neither zero nor the right one is damage.
+        let mut b = three();
+        let mut g = group.clone();
+        g[5] = g[5].wrapping_add(1).max(1);
+        g[4] = 0;
+        b.extend_from_slice(&g);
+        assert_eq!(corruption_offset(parse(&b).unwrap_err()), 44);
     }
 
     #[test]
@@ -931,13 +1088,18 @@ mod tests {
         b[15] ^= 0x01;
         assert_eq!(corruption_offset(parse(&b).unwrap_err()), 15);
 
-        // A zeroed header with non-zero bytes after it is not a tail either.
+        // A zeroed header with non-zero bytes after it is not a tail
+        // either: a group cut short has written its first length.
         let mut b = three();
         b[15..27].fill(0);
         assert_eq!(corruption_offset(parse(&b).unwrap_err()), 15);
         let mut b = three();
         b[0..12].fill(0);
         assert_eq!(corruption_offset(parse(&b).unwrap_err()), 0);
+        // So is a zeroed checksum under a zero length.
+        let mut b = three();
+        b[19..23].fill(0);
+        assert_eq!(corruption_offset(parse(&b).unwrap_err()), 15);
 
         // Bad len_crc in the last record: its own bytes are not all zero.
         let mut b = three();
@@ -1053,9 +1215,17 @@ mod tests {
         assert_eq!(w.offset(), 44);
         assert_eq!(w.append(b"new").unwrap(), 44);
         w.sync().unwrap();
-        let c = read_log(&path).unwrap();
-        assert_eq!(payloads(&c), [&b"abc"[..], b"", b"hello", b"new"]);
-        assert_eq!(c.torn_tail, None);
+        // While open, a mapped WAL (Linux) ends in zero-filled space that
+        // reads as the end; dropped, it is cut to what was written.
+        let check = |open: bool| {
+            let c = read_log(&path).unwrap();
+            assert_eq!(payloads(&c), [&b"abc"[..], b"", b"hello", b"new"]);
+            assert_eq!((&c.torn_tail, c.valid_len), (&None, 59));
+            assert_eq!(c.file_len > 59, open && cfg!(target_os = "linux"));
+        };
+        check(true);
+        drop(w);
+        check(false);
         assert!(LogWriter::open_truncated(&StdFs, &path, 1000).is_err());
     }
 

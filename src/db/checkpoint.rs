@@ -36,6 +36,7 @@ use crate::error::IoContext;
 use crate::filename;
 use crate::fs::FileSystem;
 use crate::key::SequenceNumber;
+use crate::log::LogWriter;
 use crate::sync_point::{self, SyncPoint};
 use crate::version::edit::VersionEdit;
 use crate::version::manifest::{self, Manifest};
@@ -316,15 +317,29 @@ impl DbInner {
         numbers.sort_unstable();
         numbers.dedup();
         let mut wals = Vec::with_capacity(numbers.len());
+        // Closed WALs are synced and dropped under this lock.
+        let closed = self.closed_wals.lock();
         for number in numbers {
             let path = filename::wal_path(&self.dir, number);
-            // Open, so that it stays readable after a flush deletes it;
-            // its length now is the end of its last committed record.
+            // Open, so that it stays readable after a flush deletes it.
+            // The end of its last committed record: a writer's offset
+            // while it has one, the WAL being written or one closed and
+            // not yet synced (a mapped WAL is longer than its records
+            // until its writer is dropped: src/fs/mapped_log.rs);
+            // otherwise the file's length.
             let file = File::open(&path).context(|| format!("open {}", path.display()))?;
-            let len = file
-                .metadata()
-                .context(|| format!("stat {}", path.display()))?
-                .len();
+            let writer_offset = std::iter::once(ws.wal.as_ref())
+                .flatten()
+                .chain(closed.iter())
+                .find(|w| w.path() == path)
+                .map(LogWriter::offset);
+            let len = match writer_offset {
+                Some(offset) => offset,
+                None => file
+                    .metadata()
+                    .context(|| format!("stat {}", path.display()))?
+                    .len(),
+            };
             wals.push(PinnedLog {
                 number,
                 path,
@@ -332,6 +347,7 @@ impl DbInner {
                 len,
             });
         }
+        drop(closed);
         let manifest_number = self.next_file_number.fetch_add(1, Ordering::SeqCst);
         let mut snapshot = vs.snapshot(&sv.version, &BTreeMap::new(), manifest_number + 1);
         // The oldest live memtable's WAL (what the last flush logged).

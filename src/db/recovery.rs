@@ -64,6 +64,11 @@ pub struct WalReplay {
     pub path: PathBuf,
     /// Its length in bytes when read.
     pub size: u64,
+    /// Where its records end, in bytes: `size`, or where a zero-filled
+    /// tail starts (space a memory-mapped WAL preallocated and never
+    /// wrote, DESIGN.md 14, 2026-12-04), or where reading stopped at a
+    /// torn tail.
+    pub end: u64,
     /// Write batches replayed (one per complete record).
     pub batches: u64,
     /// Puts and deletes in those batches.
@@ -74,10 +79,11 @@ pub struct WalReplay {
 }
 
 impl WalReplay {
-    /// Bytes of complete records, replayed: the torn tail's offset, or the
-    /// whole size if there is none.
+    /// Bytes of complete records, replayed: the torn tail's offset, or
+    /// [`WalReplay::end`] if there is none. A WAL kept by the open is cut
+    /// to this length before new records are appended after it.
     pub fn valid_len(&self) -> u64 {
-        self.torn_tail.as_ref().map_or(self.size, |t| t.offset)
+        self.torn_tail.as_ref().map_or(self.end, |t| t.offset)
     }
 }
 
@@ -513,6 +519,7 @@ fn check_wal(
     Ok(WalReplay {
         path: wal.path.clone(),
         size: reader.file_len(),
+        end: reader.valid_len(),
         batches,
         entries,
         torn_tail: gap.or_else(|| reader.torn_tail().cloned()),
@@ -783,7 +790,7 @@ pub(super) fn recover(
                 let number = next_file;
                 next_file += 1;
                 let path = filename::wal_path(&dir, number);
-                (number, LogWriter::create(&*fs, &path)?)
+                (number, LogWriter::create_wal(&*fs, &path)?)
             }
         };
         for tree in &mut trees {

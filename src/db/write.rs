@@ -296,7 +296,7 @@ impl DbInner {
             return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
         }
         // Each batch is one record (so each stays atomic on its own), and
-        // the group is one `write`.
+        // the group is one `write_all` (a copy into the WAL's map).
         let mut seq = first;
         for w in group.iter_mut() {
             w.batch.stamp(SequenceNumber(seq));

@@ -317,8 +317,9 @@ pub fn notes(settings: &Settings) -> Vec<String> {
             BLOCK_SIZE >> 10,
             mib(MEMTABLE_BYTES)
         ),
-        "durability (all but fillsync): siftdb Options::sync = false: each put write()s its WAL record \
-         before returning, no fsync. fjall: its default (manual_journal_persist = false): each insert \
+        "durability (all but fillsync): siftdb Options::sync = false: each put copies its WAL record \
+         into the page cache through the WAL's shared memory map before returning (no system call), \
+         no fsync. fjall: its default (manual_journal_persist = false): each insert \
          flushes the journal's 8 KiB user-space buffer with write() before returning \
          (PersistMode::Buffer), no fsync. Same guarantee: an acknowledged write survives a process \
          crash, not a power loss."
