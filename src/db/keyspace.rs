@@ -61,10 +61,7 @@ impl KeyspaceState {
     /// docs/keyspaces-plan.md 4): its oldest frozen memtable's, else its
     /// active memtable's.
     pub(super) fn oldest_wal(&self) -> u64 {
-        let cur = self.current.read();
-        cur.imms
-            .last()
-            .map_or(cur.mem.wal_number(), |m| m.wal_number())
+        self.current.read().oldest_wal()
     }
 }
 

@@ -60,6 +60,18 @@ pub(crate) struct SuperVersion {
     pub version: Arc<Version>,
 }
 
+impl SuperVersion {
+    /// The WAL of the oldest write its memtables may hold (`Lmem` in
+    /// docs/keyspaces-plan.md 4): its oldest frozen memtable's, else its
+    /// active memtable's. The keyspace's writes in older WALs are all in
+    /// the tables of `version`.
+    pub(crate) fn oldest_wal(&self) -> u64 {
+        self.imms
+            .last()
+            .map_or(self.mem.wal_number(), |m| m.wal_number())
+    }
+}
+
 /// The read calls `Db` and `Snapshot` both offer on top of `get` and
 /// `iter` (one definition, so the two stay alike).
 macro_rules! read_conveniences {
