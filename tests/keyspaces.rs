@@ -357,6 +357,68 @@ fn flush_and_compaction_inside_a_keyspace_keep_its_data_separate() {
     check(&handles(&db), &models);
 }
 
+/// `Db::stats` lists every keyspace (default first) and sums their
+/// memory; `Keyspace::stats` gives one keyspace's tree and its own flush
+/// count (docs/keyspaces-plan.md 7).
+#[test]
+fn stats_list_every_keyspace_and_memory_sums_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    let (a, b) = (db.keyspace("a").unwrap(), db.keyspace("b").unwrap());
+    db.put("d", "in the default's memtable").unwrap();
+    for i in 0..100 {
+        a.put(format!("a{i:03}"), "flushed").unwrap();
+    }
+    a.flush().unwrap();
+    a.delete_range("a0".."a1").unwrap();
+    for i in 0..50 {
+        b.put(format!("b{i:03}"), "in b's memtable").unwrap();
+    }
+    let s = db.stats();
+    let names: Vec<(u32, &str)> = s.keyspaces.iter().map(|k| (k.id, &*k.name)).collect();
+    assert_eq!(names, [(0, "default"), (1, "a"), (2, "b")]);
+    let (d, ka, kb) = (&s.keyspaces[0], &s.keyspaces[1], &s.keyspaces[2]);
+    // The compatibility fields are the default's.
+    assert_eq!(s.levels, d.levels);
+    assert_eq!(s.levels[0].files, 0);
+    assert_eq!((ka.levels[0].files, ka.levels[0].entries), (1, 100));
+    assert_eq!(kb.levels[0].files, 0);
+    assert_eq!((s.range_tombstones, ka.range_tombstones), (0, 1));
+    assert!(d.memtable_bytes > 0 && kb.memtable_bytes > d.memtable_bytes);
+    assert_eq!((ka.flushes, kb.flushes, s.flushes), (1, 0, 1));
+    // "a"'s log number is the WAL its flush rotated to: the newest.
+    let newest = common::files_with_ext(dir.path(), "log")
+        .iter()
+        .map(|p| {
+            p.file_stem()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        })
+        .max()
+        .unwrap();
+    assert_eq!(ka.log_number, newest);
+    // Memory sums every keyspace: the memtables, and a's table's filter.
+    let memtables: u64 = s.keyspaces.iter().map(|k| k.memtable_bytes).sum();
+    assert_eq!(s.memory.memtables, memtables);
+    let one = a.stats();
+    assert!(one.memory.pinned_filters > 0);
+    assert_eq!(s.memory.pinned_filters, one.memory.pinned_filters);
+    assert_eq!(
+        s.memory.pinned_indexes, one.memory.pinned_indexes,
+        "only a has a table"
+    );
+    // One keyspace's stats: its tree, its flushes, itself listed.
+    assert_eq!(one.levels, ka.levels);
+    assert_eq!((one.flushes, one.range_tombstones), (1, 1));
+    assert_eq!(one.keyspaces, std::slice::from_ref(ka));
+    assert_eq!(one.memory.memtables, ka.memtable_bytes);
+    assert_eq!(b.stats().flushes, 0);
+    assert_eq!(b.stats().memory.memtables, kb.memtable_bytes);
+}
+
 #[test]
 fn tools_that_do_not_handle_keyspaces_yet_refuse_them() {
     let dir = tempfile::tempdir().unwrap();
