@@ -204,6 +204,8 @@ fn a_wal_no_memtable_names_is_copied_with_every_keyspace() {
     assert_eq!(read("b", "y").as_deref(), Some("b2"));
     assert_eq!(read("default", "d").as_deref(), Some("default"));
     assert_eq!(copy.existing_keyspace("a").unwrap().len().unwrap(), 2);
+    drop(copy);
+    assert_verifies(&cp);
 }
 
 /// Writer threads and a compactor keep going while the checkpoint is held

@@ -15,7 +15,7 @@ use crate::fs::FileSystem;
 use crate::key::SequenceNumber;
 use crate::sstable::{MappedTable, Table};
 use crate::stats::KeyPrediction;
-use crate::version::edit::{FileMetaData, VersionEdit};
+use crate::version::edit::{FileMetaData, VersionEdit, DEFAULT_KEYSPACE_NAME};
 use crate::version::range_tombstones::RangeTombstoneSet;
 use crate::{Error, Result};
 
@@ -461,6 +461,53 @@ impl ReplayedState {
             "{} {what}",
             manifest.display()
         )))
+    }
+}
+
+/// One keyspace's tree as a [`ReplayedState`] holds it
+/// ([`ReplayedState::trees`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ReplayedTree<'a> {
+    /// Its id: 0 for the default keyspace.
+    pub id: u32,
+    /// Its name ([`DEFAULT_KEYSPACE_NAME`] for id 0).
+    pub name: &'a str,
+    /// Its live files, `files[level][number]`.
+    pub files: &'a [BTreeMap<u64, FileMetaData>],
+    /// Its log number: its writes in older WALs are in its tables.
+    pub log_number: u64,
+    /// Its live range tombstones.
+    pub range_tombstones: &'a RangeTombstoneSet,
+    /// Its last key predictions, oldest first.
+    pub key_predictions: &'a VecDeque<KeyPrediction>,
+}
+
+impl ReplayedState {
+    /// Every live keyspace's tree, the default first, then by id.
+    pub fn trees(&self) -> impl Iterator<Item = ReplayedTree<'_>> {
+        let default = ReplayedTree {
+            id: 0,
+            name: DEFAULT_KEYSPACE_NAME,
+            files: &self.files,
+            log_number: self.log_number,
+            range_tombstones: &self.range_tombstones,
+            key_predictions: &self.key_predictions,
+        };
+        std::iter::once(default).chain(self.keyspaces.iter().map(|(&id, k)| ReplayedTree {
+            id,
+            name: &k.name,
+            files: &k.files,
+            log_number: k.log_number,
+            range_tombstones: &k.range_tombstones,
+            key_predictions: &k.key_predictions,
+        }))
+    }
+
+    /// The smallest log number of any live keyspace: every WAL numbered
+    /// at least this is live (it may hold writes of some keyspace that
+    /// its tables do not).
+    pub fn min_log_number(&self) -> u64 {
+        self.trees().map(|t| t.log_number).min().unwrap_or(0)
     }
 }
 

@@ -64,14 +64,23 @@ pub fn open_existing_waiting(
 /// # Errors
 /// `siftdb::Error::InvalidArgument` naming the keyspaces.
 pub fn refuse_keyspaces(db: Db) -> Result<Db, CliError> {
-    let names = db.keyspaces();
+    refuse_keyspace_names(db.path(), &db.keyspaces())?;
+    Ok(db)
+}
+
+/// Refuses the database at `path` if its live keyspaces, `names` (the
+/// default first), are more than the default, as [`refuse_keyspaces`].
+///
+/// # Errors
+/// `siftdb::Error::InvalidArgument` naming the keyspaces.
+pub fn refuse_keyspace_names(path: &Path, names: &[String]) -> Result<(), CliError> {
     if names.len() <= 1 {
-        return Ok(db);
+        return Ok(());
     }
     Err(siftdb::Error::InvalidArgument(format!(
         "unsupported: {} holds keyspaces other than the default ({}); kvctl does not handle \
          keyspaces yet",
-        db.path().display(),
+        path.display(),
         names[1..].join(", ")
     ))
     .into())
