@@ -515,44 +515,102 @@ fn inspection_reads_every_keyspace() {
     assert_eq!((report.tables, report.wal_records), (1, 5));
 }
 
+/// A `Keyspace` handle that outlives its database writes nothing once it
+/// closed (its lock is let go: another handle may open the directory).
 #[test]
-fn tools_that_do_not_handle_keyspaces_yet_refuse_them() {
+fn a_handle_outliving_its_database_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path()).unwrap();
-    db.put("k", "v").unwrap();
-    let a = db.keyspace("a").unwrap();
-    a.put("k", "in a").unwrap();
-    a.flush().unwrap();
-    let unsupported = |e: Error| match e {
-        Error::InvalidArgument(m) => assert!(
-            m.starts_with("unsupported: ")
-                && m.contains("does not handle keyspaces other than the default yet"),
-            "{m}"
-        ),
-        other => panic!("expected InvalidArgument, got {other:?}"),
-    };
-    // A handle that outlives its database writes nothing once it closed.
-    let closing = Db::open(dir.path().with_extension("other")).unwrap();
+    let closing = Db::open(dir.path()).unwrap();
     let orphan = closing.keyspace("x").unwrap();
     closing.close().unwrap();
     assert!(matches!(orphan.put("k", "v"), Err(Error::Background(_))));
-    // Salvage needs the database closed.
-    drop((a, db));
-    unsupported(
-        siftdb::inspect::Salvage::open(dir.path())
-            .map(|_| ())
-            .unwrap_err(),
+}
+
+/// Salvage reads one keyspace (docs/keyspaces-plan.md 7): with the
+/// manifest, its tables and its WAL ops, by name or id; with the manifest
+/// destroyed, the tables whose `siftdb.keyspace` property names it (absent:
+/// the default) and its WAL ops, by id only.
+#[test]
+fn salvage_reads_one_keyspace_with_or_without_the_manifest() {
+    use siftdb::inspect::{KeyspaceSelector, Salvage};
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path()).unwrap();
+        let (a, b) = (db.keyspace("a").unwrap(), db.keyspace("b").unwrap());
+        for k in ["d1", "d2"] {
+            db.put(k, "default").unwrap();
+        }
+        for k in ["a1", "a2", "a3"] {
+            a.put(k, "a's table").unwrap();
+        }
+        b.put("b1", "b's table").unwrap();
+        db.flush().unwrap();
+        a.put("a4", "a's WAL").unwrap();
+        a.delete("a1").unwrap();
+        b.put("a2", "b's WAL").unwrap();
+        db.put("d3", "default's WAL").unwrap();
+    }
+    let salvage = |sel: KeyspaceSelector| -> siftdb::Result<(Vec<String>, _)> {
+        let mut s = Salvage::open(dir.path(), &sel)?;
+        let keys = s
+            .by_ref()
+            .map(|e| {
+                let (k, v) = (e.key, e.value);
+                format!(
+                    "{}={}",
+                    String::from_utf8(k).unwrap(),
+                    String::from_utf8(v).unwrap()
+                )
+            })
+            .collect();
+        Ok((keys, s.finish()))
+    };
+    let expected_a = ["a2=a's table", "a3=a's table", "a4=a's WAL"];
+    let expected_d = ["d1=default", "d2=default", "d3=default's WAL"];
+    let expected_b = ["a2=b's WAL", "b1=b's table"];
+    let (keys, report) = salvage(KeyspaceSelector::Name("a".into())).unwrap();
+    assert_eq!(keys, expected_a);
+    assert!(report.is_complete(), "{report:?}");
+    assert!(report.notes.is_empty(), "{:?}", report.notes);
+    assert_eq!(report.keyspace_name.as_deref(), Some("a"));
+    assert_eq!(
+        (report.keyspace, &report.keyspaces[..]),
+        (1, &[0, 1, 2][..])
     );
-    // Without a manifest, salvage meets keyspace 1's table by its
-    // property (and its WAL ops by their tags), and refuses them too.
+    assert_eq!(report.tables.len(), 1);
+    assert_eq!(salvage(KeyspaceSelector::Id(2)).unwrap().0, expected_b);
+    assert_eq!(salvage(KeyspaceSelector::Default).unwrap().0, expected_d);
+    assert!(matches!(
+        salvage(KeyspaceSelector::Name("nope".into())),
+        Err(Error::NoSuchKeyspace(n)) if n == "nope"
+    ));
+
+    // The manifest destroyed: tables by their property, names unknown.
     for f in common::files_where(dir.path(), |n| n.starts_with("MANIFEST") || n == "CURRENT") {
         fs::remove_file(f).unwrap();
     }
-    unsupported(
-        siftdb::inspect::Salvage::open(dir.path())
-            .map(|_| ())
-            .unwrap_err(),
+    let (keys, report) = salvage(KeyspaceSelector::Id(1)).unwrap();
+    assert_eq!(keys, expected_a);
+    assert!(report.file_set.is_directory());
+    assert_eq!(
+        (report.keyspace, report.keyspace_name.as_deref()),
+        (1, None)
     );
+    assert_eq!(report.keyspaces, [0, 1, 2]);
+    assert_eq!(report.tables.len(), 1);
+    assert_eq!(report.possibly_stale, 0);
+    assert_eq!(salvage(KeyspaceSelector::Id(2)).unwrap().0, expected_b);
+    assert_eq!(salvage(KeyspaceSelector::Default).unwrap().0, expected_d);
+    let by_name = salvage(KeyspaceSelector::Name("default".into())).unwrap();
+    assert_eq!(by_name.0, expected_d);
+    match salvage(KeyspaceSelector::Name("a".into())) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("select it by id"), "{m}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    // An id no table or op names: nothing, and nothing lost.
+    let (keys, report) = salvage(KeyspaceSelector::Id(7)).unwrap();
+    assert!(keys.is_empty());
+    assert_eq!(report.keyspaces, [0, 1, 2]);
 }
 
 /// The offsets of the records of the log file at `path` (DESIGN.md 12.2:

@@ -288,7 +288,7 @@ mod tests {
         // Three flushes: a snapshot plus one edit each.
         assert_eq!(m.records.len(), 4);
         assert!(m.records[1..].iter().all(|r| r.edit.new_files.len() == 1));
-        assert_eq!(m.replay().unwrap().files[0].len(), 3);
+        assert_eq!(m.replay_all().unwrap().files[0].len(), 3);
         let total: u64 = m.records.iter().map(|r| 12 + r.payload_len).sum();
         assert_eq!(total, m.size);
     }

@@ -276,7 +276,7 @@ mod tests {
         db.compact().unwrap();
         assert_ne!(identity(tmp.path()), before);
         // The stale file list names tables the compaction deleted.
-        let gone = stale.replay().unwrap().files[0]
+        let gone = stale.replay_all().unwrap().files[0]
             .keys()
             .map(|&n| filename::table_path(tmp.path(), n))
             .find(|p| !p.exists())

@@ -872,7 +872,7 @@ pub fn verify_file(
         Some(FileType::Manifest(_)) => match read_manifest(path) {
             Ok(m) => {
                 c.report.manifest_edits = m.records.len() as u64;
-                if let Err(e) = m.replay() {
+                if let Err(e) = m.replay_all() {
                     c.corruption(e, "manifest")?;
                 }
                 if let Some(t) = m.torn_tail {
@@ -1094,7 +1094,7 @@ mod tests {
     /// applied to it; returns the new manifest's path.
     fn rewrite_manifest(dir: &Path, change: impl FnOnce(&mut VersionEdit)) -> PathBuf {
         let (_, manifest) = current_manifest(dir).unwrap();
-        let state = read_manifest(&manifest).unwrap().replay().unwrap();
+        let state = read_manifest(&manifest).unwrap().replay_all().unwrap();
         let mut snapshot = VersionEdit {
             format_version: Some(FORMAT_VERSION),
             log_number: Some(state.log_number),

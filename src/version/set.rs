@@ -432,36 +432,6 @@ impl ReplayedState {
         }
         Ok(())
     }
-
-    /// Refuses a state that has ever had a keyspace other than the
-    /// default, for the readers that handle only the default so far
-    /// (`crate::inspect`: snapshots, salvage, verify, WAL reads; DESIGN.md
-    /// 12.8). They must neither read a database whose other keyspaces are
-    /// live as if they did not exist nor mix their tables into the
-    /// default's. The engine (`Db`) reads the state whole
-    /// ([`crate::version::manifest::ManifestContents::replay_all`]).
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] naming `manifest` and the first live
-    /// keyspace, or the next keyspace id.
-    pub fn refuse_keyspaces(&self, manifest: &Path) -> Result<()> {
-        let what = match self.keyspaces.iter().next() {
-            Some((id, k)) => format!(
-                "leaves keyspace {id} (\"{}\") live, {} in all beside the default",
-                k.name,
-                self.keyspaces.len()
-            ),
-            None if self.next_keyspace_id > 1 => format!(
-                "has held keyspaces (all dropped; the next keyspace id is {})",
-                self.next_keyspace_id
-            ),
-            None => return Ok(()),
-        };
-        Err(Error::keyspaces_not_handled(format_args!(
-            "{} {what}",
-            manifest.display()
-        )))
-    }
 }
 
 /// One keyspace's tree as a [`ReplayedState`] holds it
@@ -652,7 +622,6 @@ mod tests {
         .unwrap();
         assert_eq!(s.keyspaces[&1].options_text, "block_size 4096\n");
         assert_eq!((s.log_number, s.keyspaces[&1].log_number), (3, 9));
-        assert!(s.refuse_keyspaces(Path::new("MANIFEST-000001")).is_err());
         s.apply(&drop_ks(1)).unwrap();
         assert!(s.keyspaces.is_empty());
         assert_eq!(s.next_keyspace_id, 2);
@@ -788,25 +757,5 @@ mod tests {
             ..VersionEdit::default()
         })
         .unwrap();
-    }
-
-    #[test]
-    fn only_a_state_that_never_held_keyspaces_is_served() {
-        let m = Path::new("MANIFEST-000001");
-        assert!(ReplayedState::new().refuse_keyspaces(m).is_ok());
-        let mut s = with_logs();
-        let e = s.refuse_keyspaces(m).unwrap_err().to_string();
-        assert_eq!(
-            e,
-            "invalid argument: unsupported: MANIFEST-000001 leaves keyspace 1 (\"logs\") live, 1 \
-             in all beside the default; this operation does not handle keyspaces other than the \
-             default yet"
-        );
-        s.apply(&drop_ks(1)).unwrap();
-        let e = s.refuse_keyspaces(m).unwrap_err().to_string();
-        assert!(
-            e.contains("has held keyspaces (all dropped; the next keyspace id is 2)"),
-            "{e}"
-        );
     }
 }
