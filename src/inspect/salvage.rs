@@ -636,7 +636,8 @@ impl Salvage {
     /// `siftdb.keyspace` property names the salvaged keyspace (absent: the
     /// default), and notes every keyspace met in
     /// [`SalvageReport::keyspaces`]. A table whose properties cannot be
-    /// read belongs to no keyspace it can be told of: it is read if the
+    /// read (nor found: a damaged footer or index) belongs to no keyspace
+    /// it can be told of: it is read if the
     /// directory shows no keyspace but the salvaged one, and otherwise
     /// skipped whole, with every key flagged as possibly stale (its data
     /// may be this keyspace's).
@@ -690,8 +691,9 @@ impl Salvage {
             unreadable: Some(UnreadTable {
                 what: "properties block".into(),
                 offset: None,
-                detail: "unreadable, so the table's keyspace (property siftdb.keyspace) \
-                         cannot be told, and the directory holds several keyspaces: not read"
+                detail: "the table's keyspace (property siftdb.keyspace) cannot be read \
+                         (footer, index or properties block damaged), and the directory \
+                         holds several keyspaces: not read"
                     .into(),
             }),
             notes: Vec::new(),
