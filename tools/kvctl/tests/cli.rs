@@ -2195,7 +2195,8 @@ fn a_zstd_database_reads_or_names_the_missing_feature() {
 /// kvctl reads and writes only the default keyspace so far: every command
 /// refuses a database holding others (exit 2) rather than show or change
 /// the default as if it were the whole database; but `verify`, which
-/// checks every keyspace's files, works.
+/// checks every keyspace's files, and `checkpoint`, which copies every
+/// keyspace, work.
 #[test]
 fn a_database_with_keyspaces_is_refused_until_kvctl_handles_them() {
     let tmp = tempfile::tempdir().unwrap();
@@ -2213,7 +2214,6 @@ fn a_database_with_keyspaces_is_refused_until_kvctl_handles_them() {
         vec!["export", p(&dir)],
         vec!["stats", p(&dir)],
         vec!["compact", p(&dir)],
-        vec!["checkpoint", p(&dir), p(&copy)],
         vec!["info", p(&dir)],
         vec!["explain", p(&dir), "k"],
         vec!["export", "--salvage", p(&dir)],
@@ -2227,9 +2227,15 @@ fn a_database_with_keyspaces_is_refused_until_kvctl_handles_them() {
             stderr(&out)
         );
     }
-    assert!(!copy.exists());
     let out = kvctl(&["verify", p(&dir)]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = kvctl(&["checkpoint", p(&dir), p(&copy)]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let copied = siftdb::Db::open(&copy).unwrap();
+    let logs = copied.existing_keyspace("logs").unwrap();
+    assert_eq!(logs.get("k").unwrap().as_deref(), Some(&b"in logs"[..]));
+    assert_eq!(copied.get("k").unwrap().as_deref(), Some(&b"v"[..]));
+    drop((logs, copied));
     // Nothing changed: the default still holds its value.
     let db = siftdb::Db::open(&dir).unwrap();
     assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"v"[..]));
