@@ -148,10 +148,15 @@ impl DbSnapshot {
             Ok((_, m)) => Err(missing_live_file(&m, p)),
             Err(e) => Err(e),
         };
-        with_retries(dir, || DbSnapshot::load(dir), missing)
+        with_retries(dir, || DbSnapshot::load(dir, &mut || {}), missing)
     }
 
-    fn load(dir: &Path) -> std::result::Result<DbSnapshot, LoadError> {
+    /// One attempt of [`DbSnapshot::open`]; `after_manifest` runs once the
+    /// manifest is read (tests make a writer change the database there).
+    fn load(
+        dir: &Path,
+        after_manifest: &mut dyn FnMut(),
+    ) -> std::result::Result<DbSnapshot, LoadError> {
         // As `Db::open_read_only` does: WALs are opened before the manifest
         // is read, and every table is mapped before any is decoded, so that
         // a writer's flush or compaction can only get in during the short
@@ -160,6 +165,7 @@ impl DbSnapshot {
         let (manifest_number, manifest_path) = current_manifest(dir)?;
         let manifest = read_manifest(&manifest_path).map_err(|e| missing_or(&manifest_path, e))?;
         let state = manifest.replay_all()?;
+        after_manifest();
         let mut last_seq = state.last_sequence;
         let mut keyspaces = Vec::with_capacity(1 + state.keyspaces.len());
         for t in state.trees() {
@@ -312,6 +318,48 @@ mod tests {
     use super::super::{filter_settings, level_summaries, FilterSetting};
     use super::*;
     use crate::filter::BLOOM_POLICY_NAME;
+
+    /// A keyspace created, and written to, after the manifest was read:
+    /// its op in a pinned WAL names a keyspace the manifest read lacks.
+    /// That is no damage: the manifest changed, so the snapshot reads it
+    /// again and sees the keyspace.
+    #[test]
+    fn a_keyspace_created_after_the_manifest_was_read_is_read_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = build(tmp.path());
+        let dir = tmp.path();
+        let mut attempts = 0;
+        let snap = with_retries(
+            dir,
+            || {
+                attempts += 1;
+                DbSnapshot::load(dir, &mut || {
+                    if attempts == 1 {
+                        db.keyspace("late").unwrap().put("k", "v").unwrap();
+                    }
+                })
+            },
+            |p| panic!("{} missing", p.display()),
+        )
+        .unwrap();
+        assert_eq!(attempts, 2);
+        let late = snap.tree(&KeyspaceSelector::Name("late".into())).unwrap();
+        assert_eq!(late.mems.iter().map(|m| m.mem.len()).sum::<usize>(), 1);
+        // The first attempt alone found an op of a keyspace it did not know.
+        let e = DbSnapshot::load(dir, &mut || {
+            db.keyspace("later").unwrap().put("k", "v").unwrap()
+        });
+        match e {
+            Err(LoadError::Stale(e)) => {
+                assert!(
+                    e.to_string().contains("which the manifest does not hold"),
+                    "{e}"
+                )
+            }
+            Err(_) => panic!("expected a stale read, got another error"),
+            Ok(_) => panic!("expected a stale read, got a snapshot"),
+        }
+    }
 
     #[test]
     fn snapshot_sees_tables_and_wal() {
