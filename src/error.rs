@@ -133,18 +133,6 @@ impl Error {
         }
     }
 
-    /// The [`Error::InvalidArgument`] of an operation or tool that does not
-    /// handle keyspaces other than the default yet (checkpoint, salvage,
-    /// inspection, kvctl), for a database that holds some: it refuses
-    /// rather than take the default keyspace for the whole database.
-    /// `what` names the database and what it holds.
-    pub(crate) fn keyspaces_not_handled(what: impl std::fmt::Display) -> Error {
-        Error::InvalidArgument(format!(
-            "unsupported: {what}; this operation does not handle keyspaces other than the \
-             default yet"
-        ))
-    }
-
     /// True for [`Error::Corruption`].
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption { .. })

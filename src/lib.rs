@@ -114,7 +114,9 @@ pub use slice::Slice;
 pub use sstable::{
     BlockHandle, Compression, CompressionPolicy, PrefixFilterProperties, TableProperties,
 };
-pub use stats::{KeyPrediction, LevelStats, MemoryUsage, Stats, KEY_PREDICTIONS_KEPT};
+pub use stats::{
+    KeyPrediction, KeyspaceStats, LevelStats, MemoryUsage, Stats, KEY_PREDICTIONS_KEPT,
+};
 pub use version::filter_memory::{FilterMemory, LevelFilterMemory};
 pub use write_batch::{BatchOp, WriteBatch, MAX_BATCH_LEN};
 

@@ -114,6 +114,41 @@ pub struct Stats {
     /// to what the merge found. The manifest records them (tag 9, DESIGN.md
     /// 12.8), so they survive reopens.
     pub key_predictions: Vec<KeyPrediction>,
+    /// One entry per live keyspace, the default first, then by id
+    /// (`Keyspace::stats` lists only its own). Hidden from the docs with
+    /// the rest of the keyspace API.
+    #[doc(hidden)]
+    pub keyspaces: Vec<KeyspaceStats>,
+}
+
+/// The shape of one keyspace's tree now (`Stats::keyspaces`). Hidden
+/// from the docs until keyspaces can be dropped.
+#[doc(hidden)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KeyspaceStats {
+    /// Its id: 0 for the default keyspace.
+    pub id: u32,
+    /// Its name (`"default"` for id 0).
+    pub name: String,
+    /// One entry per level of its current version, level 0 first: files,
+    /// bytes, entries, ...
+    pub levels: Vec<LevelStats>,
+    /// Bytes of its active and frozen memtables, as their approximate
+    /// sizes count them.
+    pub memtable_bytes: u64,
+    /// Its frozen memtables waiting for a flush.
+    pub immutable_memtables: usize,
+    /// The log number the manifest holds for it: its writes in WALs
+    /// numbered below it are in its tables (DESIGN.md 5).
+    pub log_number: u64,
+    /// Its live range tombstones, in memtables and flushed (as
+    /// `Stats::range_tombstones`).
+    pub range_tombstones: u64,
+    /// Its memtables flushed since open.
+    pub flushes: u64,
+    /// Its compactions since open (trivial moves included).
+    pub compactions: u64,
 }
 
 /// How many compactions' [`KeyPrediction`]s `Stats` keeps.
@@ -172,7 +207,9 @@ impl KeyPrediction {
     }
 }
 
-/// Memory a database holds, in bytes, by part (`Stats::memory`). Table
+/// Memory a database holds, in bytes, by part (`Stats::memory`: the sum
+/// over every keyspace; `Keyspace::stats` counts one keyspace's tables
+/// and memtables, and the shared block cache). Table
 /// data read through memory maps (scans, and point lookups with
 /// [`crate::TableReads::Mapped`]) is not here: it is the kernel's page
 /// cache, which the kernel may reclaim at any time and which siftdb does
@@ -208,6 +245,14 @@ impl MemoryUsage {
             m.pinned_indexes += t.index;
         }
         m
+    }
+
+    /// Adds the tables' part of another tree (`tables`, as
+    /// [`MemoryUsage::of_version`] counts it) and its `memtables` bytes.
+    pub(crate) fn add_tree(&mut self, tables: &MemoryUsage, memtables: u64) {
+        self.pinned_filters += tables.pinned_filters;
+        self.pinned_indexes += tables.pinned_indexes;
+        self.memtables += memtables;
     }
 
     /// The sum of the parts held now (the block cache by what it holds,
@@ -413,6 +458,7 @@ impl Counters {
             filter_memory,
             memory,
             key_predictions,
+            keyspaces: Vec::new(),
         }
     }
 }

@@ -487,30 +487,6 @@ fn decode_op<'a>(d: &mut Decoder<'a>) -> std::result::Result<BatchOp<'a>, &'stat
     })
 }
 
-/// Refuses a WAL record (of file `wal`, at `offset`) holding an op in a
-/// keyspace other than the default, given the keyspace of each op, for a
-/// reader that handles only the default keyspace so far
-/// (`inspect::DbSnapshot`, before it replays a record): it must neither
-/// replay such an op into the default's memtable nor skip it (DESIGN.md
-/// 12.3). `Db::open` replays every keyspace instead.
-///
-/// # Errors
-/// [`Error::InvalidArgument`] naming the WAL, the record's offset and the
-/// keyspace.
-pub(crate) fn refuse_keyspace_ops(
-    wal: &std::path::Path,
-    offset: u64,
-    keyspaces: impl IntoIterator<Item = u32>,
-) -> Result<()> {
-    match keyspaces.into_iter().find(|&k| k != 0) {
-        None => Ok(()),
-        Some(k) => Err(Error::keyspaces_not_handled(format_args!(
-            "{} holds, in the record at offset {offset}, a write to keyspace {k}",
-            wal.display()
-        ))),
-    }
-}
-
 /// A batch decoded from a WAL record payload.
 #[derive(Debug)]
 pub struct DecodedBatch<'a> {

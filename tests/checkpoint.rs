@@ -158,6 +158,56 @@ fn empty_and_memtable_only_databases() {
     );
 }
 
+/// Keyspaces (docs/keyspaces-plan.md 7, RocksDB #7789): "a" writes in
+/// WAL w0; "b" is flushed twice, rotating to w1 and w2, while "a" writes
+/// again in w1. No memtable names w1 ("a"'s started in w0, "b"'s and the
+/// default's in w2), yet it holds "a"'s second write: the checkpoint
+/// copies every WAL from the oldest memtable's on, and its manifest
+/// carries each keyspace's log number, so it opens with both of "a"'s
+/// writes and every other keyspace whole.
+#[test]
+fn a_wal_no_memtable_names_is_copied_with_every_keyspace() {
+    let base = scratch_dir();
+    let (src, cp) = (base.path().join("db"), base.path().join("cp"));
+    let db = Db::open(&src).unwrap();
+    let (a, b) = (db.keyspace("a").unwrap(), db.keyspace("b").unwrap());
+    db.put("d", "default").unwrap();
+    db.flush().unwrap();
+    a.put("k1", "in w0").unwrap();
+    b.put("x", "b1").unwrap();
+    b.flush().unwrap();
+    a.put("k2", "in w1").unwrap();
+    b.put("y", "b2").unwrap();
+    b.flush().unwrap();
+    let wals = common::files_with_ext(&src, "log");
+    assert_eq!(wals.len(), 3, "{wals:?}");
+    let report = db.checkpoint(&cp).unwrap();
+    assert_eq!(report.wal_files, 3);
+    assert_eq!(report.tables_linked + report.tables_copied, 3);
+    db.put("d", "after").unwrap();
+    a.put("k3", "after").unwrap();
+    drop((a, b, db));
+
+    let copy = Db::open(&cp).unwrap();
+    assert_eq!(copy.keyspaces(), ["default", "a", "b"]);
+    assert_eq!(copy.last_sequence(), report.sequence);
+    let read = |ks: &str, k: &str| {
+        let ks = copy.existing_keyspace(ks).unwrap();
+        ks.get(k)
+            .unwrap()
+            .map(|v| String::from_utf8(v.to_vec()).unwrap())
+    };
+    assert_eq!(read("a", "k1").as_deref(), Some("in w0"));
+    assert_eq!(read("a", "k2").as_deref(), Some("in w1"));
+    assert_eq!(read("a", "k3"), None);
+    assert_eq!(read("b", "x").as_deref(), Some("b1"));
+    assert_eq!(read("b", "y").as_deref(), Some("b2"));
+    assert_eq!(read("default", "d").as_deref(), Some("default"));
+    assert_eq!(copy.existing_keyspace("a").unwrap().len().unwrap(), 2);
+    drop(copy);
+    assert_verifies(&cp);
+}
+
 /// Writer threads and a compactor keep going while the checkpoint is held
 /// after fixing its point and again before its rename. Each writer puts
 /// its own numbered keys in order, so the writes up to any sequence

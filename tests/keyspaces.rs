@@ -357,57 +357,278 @@ fn flush_and_compaction_inside_a_keyspace_keep_its_data_separate() {
     check(&handles(&db), &models);
 }
 
+/// `Db::stats` lists every keyspace (default first) and sums their
+/// memory; `Keyspace::stats` gives one keyspace's tree and its own flush
+/// count (docs/keyspaces-plan.md 7).
 #[test]
-fn tools_that_do_not_handle_keyspaces_yet_refuse_them() {
+fn stats_list_every_keyspace_and_memory_sums_them() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path()).unwrap();
-    db.put("k", "v").unwrap();
-    let a = db.keyspace("a").unwrap();
-    a.put("k", "in a").unwrap();
+    let (a, b) = (db.keyspace("a").unwrap(), db.keyspace("b").unwrap());
+    db.put("d", "in the default's memtable").unwrap();
+    for i in 0..100 {
+        a.put(format!("a{i:03}"), "flushed").unwrap();
+    }
     a.flush().unwrap();
-    let unsupported = |e: Error| match e {
-        Error::InvalidArgument(m) => assert!(
-            m.starts_with("unsupported: ")
-                && m.contains("does not handle keyspaces other than the default yet"),
-            "{m}"
-        ),
-        other => panic!("expected InvalidArgument, got {other:?}"),
+    a.delete_range("a0".."a1").unwrap();
+    for i in 0..50 {
+        b.put(format!("b{i:03}"), "in b's memtable").unwrap();
+    }
+    let s = db.stats();
+    let names: Vec<(u32, &str)> = s.keyspaces.iter().map(|k| (k.id, &*k.name)).collect();
+    assert_eq!(names, [(0, "default"), (1, "a"), (2, "b")]);
+    let (d, ka, kb) = (&s.keyspaces[0], &s.keyspaces[1], &s.keyspaces[2]);
+    // The compatibility fields are the default's.
+    assert_eq!(s.levels, d.levels);
+    assert_eq!(s.levels[0].files, 0);
+    assert_eq!((ka.levels[0].files, ka.levels[0].entries), (1, 100));
+    assert_eq!(kb.levels[0].files, 0);
+    assert_eq!((s.range_tombstones, ka.range_tombstones), (0, 1));
+    assert!(d.memtable_bytes > 0 && kb.memtable_bytes > d.memtable_bytes);
+    assert_eq!((ka.flushes, kb.flushes, s.flushes), (1, 0, 1));
+    // "a"'s log number is the WAL its flush rotated to: the newest.
+    let newest = common::files_with_ext(dir.path(), "log")
+        .iter()
+        .map(|p| {
+            p.file_stem()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        })
+        .max()
+        .unwrap();
+    assert_eq!(ka.log_number, newest);
+    // Memory sums every keyspace: the memtables, and a's table's filter.
+    let memtables: u64 = s.keyspaces.iter().map(|k| k.memtable_bytes).sum();
+    assert_eq!(s.memory.memtables, memtables);
+    let one = a.stats();
+    assert!(one.memory.pinned_filters > 0);
+    assert_eq!(s.memory.pinned_filters, one.memory.pinned_filters);
+    assert_eq!(
+        s.memory.pinned_indexes, one.memory.pinned_indexes,
+        "only a has a table"
+    );
+    // One keyspace's stats: its tree, its flushes, itself listed.
+    assert_eq!(one.levels, ka.levels);
+    assert_eq!((one.flushes, one.range_tombstones), (1, 1));
+    assert_eq!(one.keyspaces, std::slice::from_ref(ka));
+    assert_eq!(one.memory.memtables, ka.memtable_bytes);
+    assert_eq!(b.stats().flushes, 0);
+    assert_eq!(b.stats().memory.memtables, kb.memtable_bytes);
+}
+
+/// `siftdb::inspect` reads every keyspace: `DbSnapshot` holds one tree
+/// per keyspace (its tables, and its writes in the live WALs), `explain`
+/// and `explain_prefix` trace a lookup in the keyspace selected (by name
+/// or id; `NoSuchKeyspace` for none), `stats` lists each, and `verify_db`
+/// checks every keyspace's tables and finds them sound.
+#[test]
+fn inspection_reads_every_keyspace() {
+    use siftdb::inspect::{
+        explain, explain_prefix, verify_db, DbSnapshot, ExplainSource, KeyspaceSelector,
+        PrefixOutcome, Verdict,
     };
-    // A handle that outlives its database writes nothing once it closed.
-    let closing = Db::open(dir.path().with_extension("other")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    let (a, b) = (db.keyspace("a").unwrap(), db.keyspace("b").unwrap());
+    db.put("k", "default").unwrap();
+    a.put("k", "in a's table").unwrap();
+    a.flush().unwrap();
+    a.put("m", "in a's memtable").unwrap();
+    b.put("k", "in b").unwrap();
+    b.delete_range("x".."y").unwrap();
+    let snap = DbSnapshot::open(dir.path()).unwrap();
+    let trees: Vec<(u32, &str, usize)> = snap
+        .keyspaces
+        .iter()
+        .map(|t| (t.id, &*t.name, t.tables().len()))
+        .collect();
+    assert_eq!(trees, [(0, "default", 0), (1, "a", 1), (2, "b", 0)]);
+    let a_tables = snap
+        .tree(&KeyspaceSelector::Name("a".into()))
+        .unwrap()
+        .tables();
+    assert_eq!(a_tables[0].properties.keyspace, 1);
+    assert_eq!(snap.last_sequence, db.last_sequence());
+    // The default's put keeps the first WAL live, with a's first put
+    // (also in a's table, so not in its tree's memtables).
+    assert_eq!(snap.wals.iter().map(|w| w.ops).sum::<u64>(), 4);
+    let a_mems: Vec<usize> = snap.keyspaces[1].mems.iter().map(|m| m.mem.len()).collect();
+    assert_eq!(a_mems, [1]);
+    assert_eq!(snap.wals.iter().map(|w| w.range_deletions).sum::<u64>(), 1);
+
+    let get = |sel: KeyspaceSelector, key: &str| explain(&snap, &sel, key.as_bytes());
+    let value = |sel: KeyspaceSelector, key: &str| get(sel, key).unwrap().verdict;
+    let name = |n: &str| KeyspaceSelector::Name(n.into());
+    assert_eq!(
+        value(KeyspaceSelector::Default, "k"),
+        Verdict::Value(b"default".to_vec())
+    );
+    let in_a = get(name("a"), "k").unwrap();
+    assert_eq!(in_a.verdict, Verdict::Value(b"in a's table".to_vec()));
+    assert!(matches!(
+        in_a.steps.last().unwrap().source,
+        ExplainSource::Table { level: 0, .. }
+    ));
+    assert_eq!(
+        value(KeyspaceSelector::Id(1), "m"),
+        Verdict::Value(b"in a's memtable".to_vec())
+    );
+    assert_eq!(value(name("b"), "k"), Verdict::Value(b"in b".to_vec()));
+    assert_eq!(value(name("b"), "m"), Verdict::Absent);
+    assert!(matches!(
+        value(name("b"), "xx"),
+        Verdict::RangeDeleted { .. }
+    ));
+    assert_eq!(value(KeyspaceSelector::Default, "m"), Verdict::Absent);
+    for (sel, shown) in [(name("nope"), "nope"), (KeyspaceSelector::Id(9), "id 9")] {
+        match get(sel, "k") {
+            Err(Error::NoSuchKeyspace(n)) => assert_eq!(n, shown),
+            other => panic!("expected NoSuchKeyspace, got {other:?}"),
+        }
+    }
+    let p = explain_prefix(&snap, &name("a"), b"k").unwrap();
+    let read: Vec<u64> = p
+        .steps
+        .iter()
+        .filter_map(|s| match s.outcome {
+            PrefixOutcome::Read { entries, .. } => Some(entries),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(read, [1]);
+
+    // The same shape as the engine's own stats, keyspace by keyspace.
+    let (mine, engine) = (snap.stats(), db.stats());
+    assert_eq!(mine.keyspaces.len(), 3);
+    for (m, e) in mine.keyspaces.iter().zip(&engine.keyspaces) {
+        assert_eq!((m.id, &m.name, &m.levels), (e.id, &e.name, &e.levels));
+        assert_eq!(m.log_number, e.log_number);
+        assert_eq!(m.range_tombstones, e.range_tombstones);
+    }
+    assert_eq!(mine.memory.pinned_filters, engine.memory.pinned_filters);
+
+    let report = verify_db(dir.path(), true, &mut |_, _| {}).unwrap();
+    assert!(report.is_clean(), "{:?}", report.problems);
+    assert_eq!((report.tables, report.wal_records), (1, 5));
+}
+
+/// A `Keyspace` handle that outlives its database writes nothing once it
+/// closed (its lock is let go: another handle may open the directory).
+#[test]
+fn a_handle_outliving_its_database_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let closing = Db::open(dir.path()).unwrap();
     let orphan = closing.keyspace("x").unwrap();
     closing.close().unwrap();
     assert!(matches!(orphan.put("k", "v"), Err(Error::Background(_))));
-    let target = dir.path().with_extension("copy");
-    unsupported(db.checkpoint(&target).unwrap_err());
-    assert!(!target.exists());
-    unsupported(
-        siftdb::inspect::DbSnapshot::open(dir.path())
-            .map(|_| ())
-            .unwrap_err(),
+}
+
+/// Salvage reads one keyspace (docs/keyspaces-plan.md 7): with the
+/// manifest, its tables and its WAL ops, by name or id; with the manifest
+/// destroyed, the tables whose `siftdb.keyspace` property names it (absent:
+/// the default) and its WAL ops, by id only.
+#[test]
+fn salvage_reads_one_keyspace_with_or_without_the_manifest() {
+    use siftdb::inspect::{KeyspaceSelector, Salvage};
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path()).unwrap();
+        let (a, b) = (db.keyspace("a").unwrap(), db.keyspace("b").unwrap());
+        for k in ["d1", "d2"] {
+            db.put(k, "default").unwrap();
+        }
+        for k in ["a1", "a2", "a3"] {
+            a.put(k, "a's table").unwrap();
+        }
+        b.put("b1", "b's table").unwrap();
+        db.flush().unwrap();
+        a.put("a4", "a's WAL").unwrap();
+        a.delete("a1").unwrap();
+        b.put("a2", "b's WAL").unwrap();
+        db.put("d3", "default's WAL").unwrap();
+    }
+    let salvage = |sel: KeyspaceSelector| -> siftdb::Result<(Vec<String>, _)> {
+        let mut s = Salvage::open(dir.path(), &sel)?;
+        let keys = s
+            .by_ref()
+            .map(|e| {
+                let (k, v) = (e.key, e.value);
+                format!(
+                    "{}={}",
+                    String::from_utf8(k).unwrap(),
+                    String::from_utf8(v).unwrap()
+                )
+            })
+            .collect();
+        Ok((keys, s.finish()))
+    };
+    let expected_a = ["a2=a's table", "a3=a's table", "a4=a's WAL"];
+    let expected_d = ["d1=default", "d2=default", "d3=default's WAL"];
+    let expected_b = ["a2=b's WAL", "b1=b's table"];
+    let (keys, report) = salvage(KeyspaceSelector::Name("a".into())).unwrap();
+    assert_eq!(keys, expected_a);
+    assert!(report.is_complete(), "{report:?}");
+    assert!(report.notes.is_empty(), "{:?}", report.notes);
+    assert_eq!(report.keyspace_name.as_deref(), Some("a"));
+    assert_eq!(
+        (report.keyspace, &report.keyspaces[..]),
+        (1, &[0, 1, 2][..])
     );
-    unsupported(
-        siftdb::inspect::verify_db(dir.path(), true, &mut |_, _| {})
-            .map(|_| ())
-            .unwrap_err(),
-    );
-    // Salvage needs the database closed.
-    drop((a, db));
-    unsupported(
-        siftdb::inspect::Salvage::open(dir.path())
-            .map(|_| ())
-            .unwrap_err(),
-    );
-    // Without a manifest, salvage meets keyspace 1's table by its
-    // property (and its WAL ops by their tags), and refuses them too.
+    assert_eq!(report.tables.len(), 1);
+    let (keys, report) = salvage(KeyspaceSelector::Id(2)).unwrap();
+    assert_eq!(keys, expected_b);
+    let b_table = report.tables[0].path.clone();
+    assert_eq!(salvage(KeyspaceSelector::Default).unwrap().0, expected_d);
+    assert!(matches!(
+        salvage(KeyspaceSelector::Name("nope".into())),
+        Err(Error::NoSuchKeyspace(n)) if n == "nope"
+    ));
+
+    // The manifest destroyed: tables by their property, names unknown.
     for f in common::files_where(dir.path(), |n| n.starts_with("MANIFEST") || n == "CURRENT") {
         fs::remove_file(f).unwrap();
     }
-    unsupported(
-        siftdb::inspect::Salvage::open(dir.path())
-            .map(|_| ())
-            .unwrap_err(),
+    let (keys, report) = salvage(KeyspaceSelector::Id(1)).unwrap();
+    assert_eq!(keys, expected_a);
+    assert!(report.file_set.is_directory());
+    assert_eq!(
+        (report.keyspace, report.keyspace_name.as_deref()),
+        (1, None)
     );
+    assert_eq!(report.keyspaces, [0, 1, 2]);
+    assert_eq!(report.tables.len(), 1);
+    assert_eq!(report.possibly_stale, 0);
+    assert_eq!(salvage(KeyspaceSelector::Id(2)).unwrap().0, expected_b);
+    assert_eq!(salvage(KeyspaceSelector::Default).unwrap().0, expected_d);
+    let by_name = salvage(KeyspaceSelector::Name("default".into())).unwrap();
+    assert_eq!(by_name.0, expected_d);
+    match salvage(KeyspaceSelector::Name("a".into())) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("select it by id"), "{m}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    // An id no table or op names: nothing, and nothing lost.
+    let (keys, report) = salvage(KeyspaceSelector::Id(7)).unwrap();
+    assert!(keys.is_empty());
+    assert_eq!(report.keyspaces, [0, 1, 2]);
+    // b's table with its footer destroyed cannot be placed: skipped by
+    // every salvage, each key it might have shadowed flagged.
+    let mut bytes = fs::read(&b_table).unwrap();
+    let n = bytes.len();
+    bytes[n - 8..].fill(0);
+    fs::write(&b_table, bytes).unwrap();
+    let (keys, report) = salvage(KeyspaceSelector::Default).unwrap();
+    assert_eq!(keys, expected_d);
+    let unread: Vec<&str> = report
+        .tables
+        .iter()
+        .filter_map(|t| t.unreadable.as_ref().map(|u| &*u.what))
+        .collect();
+    assert_eq!(unread, ["properties block"]);
+    assert_eq!(report.possibly_stale, 3);
+    assert!(!report.is_complete());
 }
 
 /// The offsets of the records of the log file at `path` (DESIGN.md 12.2:

@@ -1,8 +1,10 @@
 //! Campaign 6 for checkpoints (RELIABILITY.md): the power cut at every file
 //! operation of `Db::checkpoint`.
 //!
-//! A database with tables in several levels, a live WAL and range
-//! deletions (flushed and not) runs on a `PowerFs`
+//! A database with tables in several levels, a live WAL, range
+//! deletions (flushed and not) and two keyspaces beside the default (one
+//! cold, whose memtable pins the oldest WAL, docs/keyspaces-plan.md 7)
+//! runs on a `PowerFs`
 //! (tests/common/power_fs.rs), which models the checkpoint's temporary
 //! directory, its hard links, its rename to the target and the parent's
 //! sync. For each operation `n` of the checkpoint call, a fresh copy of
@@ -28,9 +30,12 @@ use std::path::Path;
 
 use common::power_fs::{PowerFs, Unsynced};
 use common::{env_u64, scratch_dir, Rng};
-use siftdb::{CompactionStyle, Db, Options};
+use siftdb::{CompactionStyle, Db, Keyspace, Options};
 
 type State = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Every keyspace's contents, by name.
+type States = BTreeMap<String, State>;
 
 fn options(fs: Option<&PowerFs>) -> Options {
     let mut o = common::campaign::tiny_options(true);
@@ -45,40 +50,87 @@ fn key(i: u32) -> Vec<u8> {
     format!("key{i:04}").into_bytes()
 }
 
-/// Builds the source in `dir` through `fs` and returns its contents: 300
-/// keys over several flushes (and the compactions they trigger), a range
-/// deletion flushed and one only in the WAL, and a few writes after it.
-fn build(dir: &Path, fs: &PowerFs) -> (Db, State) {
+/// Builds the source in `dir` through `fs` and returns its contents. The
+/// default keyspace: 300 keys over several flushes (and the compactions
+/// they trigger), a range deletion flushed and one only in the WAL, and a
+/// few writes after it. Keyspace "cold", never flushed: a put before
+/// everything else, so its memtable pins the first WAL while the others
+/// rotate past it, one in a middle WAL (which no memtable names then) and
+/// one in the last WAL. Keyspace "hot": puts
+/// flushed with each round and a range deletion in its memtable.
+fn build(dir: &Path, fs: &PowerFs) -> (Db, States) {
     let db = Db::open_with(dir, options(Some(fs))).unwrap();
-    let mut model = State::new();
-    let put = |db: &Db, model: &mut State, i: u32, v: String| {
-        db.put(key(i), &v).unwrap();
-        model.insert(key(i), v.into_bytes());
+    let (default, cold) = (
+        db.existing_keyspace("default").unwrap(),
+        db.keyspace("cold").unwrap(),
+    );
+    let hot = db.keyspace("hot").unwrap();
+    let mut model = States::new();
+    let put = |ks: &Keyspace, model: &mut States, k: Vec<u8>, v: String| {
+        ks.put(&k, &v).unwrap();
+        model
+            .entry(ks.name().to_string())
+            .or_default()
+            .insert(k, v.into_bytes());
     };
+    put(&cold, &mut model, b"c1".to_vec(), "first WAL".into());
     for round in 0..3 {
-        for i in 0..100 {
-            put(&db, &mut model, round * 100 + i, format!("r{round}-{i}"));
+        if round == 1 {
+            // In a WAL no memtable will name: "cold"'s started earlier.
+            put(&cold, &mut model, b"c2".to_vec(), "middle WAL".into());
         }
-        db.flush().unwrap();
+        for i in 0..100 {
+            put(
+                &default,
+                &mut model,
+                key(round * 100 + i),
+                format!("r{round}-{i}"),
+            );
+        }
+        for i in 0..20 {
+            put(&hot, &mut model, key(round * 20 + i), format!("hot{round}"));
+        }
+        default.flush().unwrap();
+        hot.flush().unwrap();
     }
     db.wait_for_compactions().unwrap();
     db.delete_range(key(20)..key(40)).unwrap();
-    db.flush().unwrap();
+    default.flush().unwrap();
     db.delete_range(key(250)..=key(260)).unwrap();
+    hot.delete_range(key(0)..key(10)).unwrap();
+    let m = model.get_mut("default").unwrap();
     for i in (20..40).chain(250..=260) {
-        model.remove(&key(i));
+        m.remove(&key(i));
+    }
+    let m = model.get_mut("hot").unwrap();
+    for i in 0..10 {
+        m.remove(&key(i));
     }
     for i in 0..5 {
-        put(&db, &mut model, i * 7, "after".into());
+        put(&default, &mut model, key(i * 7), "after".into());
     }
+    put(&cold, &mut model, b"c3".to_vec(), "last WAL".into());
+    assert!(
+        common::files_with_ext(dir, "log").len() > 2,
+        "the cold keyspace pins older WALs"
+    );
     (db, model)
 }
 
-fn contents(db: &Db) -> State {
-    db.iter()
-        .map(|r| {
-            let (k, v) = r.unwrap();
-            (k.into_vec(), v.into_vec())
+/// Every keyspace's live pairs, by name.
+fn contents(db: &Db) -> States {
+    db.keyspaces()
+        .into_iter()
+        .map(|name| {
+            let ks = db.existing_keyspace(&name).unwrap();
+            let pairs = ks
+                .iter()
+                .map(|r| {
+                    let (k, v) = r.unwrap();
+                    (k.into_vec(), v.into_vec())
+                })
+                .collect();
+            (name, pairs)
         })
         .collect()
 }

@@ -192,7 +192,11 @@ fn inspection_snapshots_see_a_prefix_of_the_writes_while_a_writer_flushes_and_co
         let snap = siftdb::inspect::DbSnapshot::open(dir)?;
         (0..KEYS)
             .map(|j| {
-                let e = siftdb::inspect::explain(&snap, format!("k{j:06}").as_bytes())?;
+                let e = siftdb::inspect::explain(
+                    &snap,
+                    &Default::default(),
+                    format!("k{j:06}").as_bytes(),
+                )?;
                 Ok(e.verdict.as_get().map_or(u64::MAX, number_in))
             })
             .collect()

@@ -162,7 +162,7 @@ fn build() -> Built {
 /// Runs a salvage of `dir` to its end, checking that it changes no file.
 fn salvage(dir: &Path) -> (Vec<SalvagedEntry>, SalvageReport) {
     let before = dir_contents(dir);
-    let mut s = Salvage::open(dir).unwrap();
+    let mut s = Salvage::open(dir, &Default::default()).unwrap();
     let entries: Vec<SalvagedEntry> = s.by_ref().collect();
     let report = s.finish();
     assert!(report.finished);
@@ -593,14 +593,14 @@ fn metadata_damage_loses_nothing_and_a_walk_past_a_bad_index_stops_at_damage() {
 fn bad_paths_are_clear_errors() {
     let tmp = scratch_dir();
     let missing = tmp.path().join("missing");
-    let e = Salvage::open(&missing).unwrap_err();
+    let e = Salvage::open(&missing, &Default::default()).unwrap_err();
     assert!(matches!(e, siftdb::Error::NotADatabase { .. }), "{e}");
-    let e = Salvage::open(tmp.path()).unwrap_err();
+    let e = Salvage::open(tmp.path(), &Default::default()).unwrap_err();
     assert!(e.to_string().contains("no siftdb file"), "{e}");
     let file = tmp.path().join("f");
     std::fs::write(&file, "x").unwrap();
     assert!(matches!(
-        Salvage::open(&file).unwrap_err(),
+        Salvage::open(&file, &Default::default()).unwrap_err(),
         siftdb::Error::NotADatabase { .. }
     ));
     // Only a truncated table: it is reported, not an error.
@@ -623,7 +623,7 @@ fn a_database_open_for_writing_is_not_salvaged() {
     o.compaction_style = CompactionStyle::None;
     let db = open(&b.dir, &o);
     assert_eq!(Db::held_by_a_writer(&b.dir), Some(true));
-    match Salvage::open(&b.dir) {
+    match Salvage::open(&b.dir, &Default::default()) {
         Err(siftdb::Error::Locked(p)) => assert_eq!(p, b.dir),
         other => panic!("expected Locked, got {other:?}"),
     }

@@ -255,6 +255,7 @@ impl DbInner {
         let obsolete_below = vs.min_log_number();
         drop(vs);
         self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+        ks.flushes.fetch_add(1, Ordering::Relaxed);
         self.counters
             .table_bytes_written
             .fetch_add(file_size, Ordering::Relaxed);
@@ -651,6 +652,7 @@ impl DbInner {
         let r = Ordering::Relaxed;
         let k = &self.counters;
         k.compactions.fetch_add(1, r);
+        ks.compactions.fetch_add(1, r);
         if c.copy_every_entry {
             k.filter_rebuilds.fetch_add(c.inputs.len() as u64, r);
             k.filter_rebuild_bytes_written

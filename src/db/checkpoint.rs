@@ -7,12 +7,16 @@
 //! 2. *Fix the point.* Under the writer lock (no group is half applied:
 //!    a group's WAL append and memtable inserts happen under it) and then
 //!    the versions lock (no flush or compaction installs a version or
-//!    deletes a WAL meanwhile): note the last sequence number, pin the
-//!    current [`Version`] (its `Arc` keeps every SSTable it lists on disk,
-//!    whatever compactions do next), open the WAL of every live memtable
-//!    and note its length, take the state's snapshot edit (the first
-//!    record of a fresh manifest, as an open or a rollover writes it) and
-//!    a file number for the checkpoint's manifest. Then let both locks go:
+//!    deletes a WAL meanwhile): note the last sequence number, pin every
+//!    keyspace's current [`Version`] (its `Arc` keeps every SSTable it
+//!    lists on disk, whatever compactions do next), open every live WAL
+//!    from the oldest one any keyspace's memtables have writes in (not
+//!    only the WALs a memtable names: one may hold only writes of a
+//!    keyspace whose memtable started in an older one, RocksDB #7789) and
+//!    note its length, take the state's snapshot edit (the first record of
+//!    a fresh manifest, as an open or a rollover writes it) with each
+//!    keyspace's log number set to its oldest memtable's WAL, and a file
+//!    number for the checkpoint's manifest. Then let both locks go:
 //!    writes wait only for these few system calls, never for the copying.
 //! 3. Hard-link every pinned SSTable into it (copy it where the file
 //!    system cannot link), copy each pinned WAL's first noted bytes (its
@@ -43,7 +47,7 @@ use crate::version::manifest::{self, Manifest};
 use crate::version::set::Version;
 use crate::{Error, Result};
 
-use super::{stored_options, Db, DbInner};
+use super::{live_wals, pin_wals, stored_options, Db, DbInner, SuperVersion};
 
 /// What the name of a checkpoint's temporary directory adds to its
 /// target's: `<target>.checkpoint-tmp`, a sibling of the target.
@@ -69,7 +73,8 @@ pub struct CheckpointReport {
     pub table_bytes: u64,
     /// Bytes copied: the copied SSTables' and the WALs'.
     pub bytes_copied: u64,
-    /// WALs copied (one per memtable not yet flushed).
+    /// WALs copied: every live WAL from the oldest one a memtable of any
+    /// keyspace has writes in.
     pub wal_files: u64,
     /// Bytes of those WALs: the writes of the memtables, as logged.
     pub wal_bytes: u64,
@@ -101,7 +106,8 @@ impl Db {
     /// committed after the moment the call fixed (the report's
     /// [`sequence`](CheckpointReport::sequence)), as SSTables hard-linked
     /// where the file system allows (copied otherwise), the WAL prefixes
-    /// of the memtables not yet flushed, and a fresh manifest, `CURRENT`
+    /// of the memtables not yet flushed, of every keyspace, and a fresh
+    /// manifest, `CURRENT`
     /// and `OPTIONS`. `dir` then opens as an ordinary, writable database
     /// (it shares no file with this one that either ever changes:
     /// SSTables are immutable). Writes, flushes and compactions go on
@@ -161,8 +167,9 @@ struct PinnedLog {
 /// What the checkpoint copies, fixed under the writer and versions locks.
 struct Point {
     sequence: SequenceNumber,
-    /// Keeps every table it lists on disk until the checkpoint is made.
-    version: Arc<Version>,
+    /// Every keyspace's version, the default's first: keeps every table
+    /// they list on disk until the checkpoint is made.
+    versions: Vec<Arc<Version>>,
     wals: Vec<PinnedLog>,
     /// The first record of the checkpoint's manifest.
     snapshot: VersionEdit,
@@ -239,7 +246,7 @@ impl DbInner {
             wal_bytes: 0,
             stale_temp_removed: false,
         };
-        for (_, f) in point.version.files() {
+        for (_, f) in point.versions.iter().flat_map(|v| v.files()) {
             let (src, dst) = (f.table.path(), filename::table_path(tmp, f.meta.number));
             report.table_bytes += f.meta.file_size;
             match fs.hard_link(src, &dst) {
@@ -265,8 +272,8 @@ impl DbInner {
             report.wal_bytes += n;
             report.bytes_copied += n;
         }
-        // The version's tables are linked or copied: let them go.
-        drop(point.version);
+        // The versions' tables are linked or copied: let them go.
+        drop(point.versions);
         // Syncs the manifest and the directory, then points CURRENT at it
         // (temporary file, sync, rename, directory sync).
         Manifest::create(fs, tmp, point.manifest_number, &point.snapshot)?;
@@ -293,71 +300,72 @@ impl DbInner {
     fn fix_point(&self) -> Result<Point> {
         let ws = self.write.lock();
         self.check_writable()?;
-        // A flush installs its version under this lock and deletes the
-        // WAL of the memtable it wrote only after that: every WAL of a
-        // memtable in the super-version read under it still exists.
+        // A flush installs its version under this lock and deletes a WAL
+        // only once every keyspace's log number *in the manifest* is past
+        // it, so every WAL at or above the oldest live memtable's exists.
         let vs = self.versions.lock();
-        // The WALs copied are those the default's memtables name, and the
-        // snapshot carries one log number: with other keyspaces, a WAL may
-        // hold only their writes, and their tables and log numbers would
-        // be missing (docs/keyspaces-plan.md 7).
-        if let Some(k) = vs.keyspaces.values().next() {
-            return Err(Error::keyspaces_not_handled(format_args!(
-                "checkpoint of {}, which holds keyspace \"{}\" and {} in all beside the default,",
-                self.dir.display(),
-                k.name,
-                vs.keyspaces.len()
-            )));
-        }
-        let sv = self.default.current.read().clone();
-        let mut numbers: Vec<u64> = std::iter::once(&sv.mem)
-            .chain(&sv.imms)
-            .map(|m| m.wal_number())
+        let keyspaces = self.all_keyspaces();
+        let views: Vec<Arc<SuperVersion>> = keyspaces
+            .iter()
+            .map(|ks| ks.current.read().clone())
             .collect();
-        numbers.sort_unstable();
-        numbers.dedup();
-        let mut wals = Vec::with_capacity(numbers.len());
+        // Each keyspace's `Lmem` (docs/keyspaces-plan.md 4): its writes in
+        // older WALs are in the tables of its pinned version.
+        let log_numbers: Vec<u64> = views.iter().map(|sv| sv.oldest_wal()).collect();
+        let oldest = log_numbers.iter().copied().min().unwrap_or(ws.wal_number);
+        // Every WAL from the oldest `Lmem` on, not only those a memtable
+        // names: a WAL may hold only writes of a keyspace whose memtable
+        // started in an older one (RocksDB #7789).
+        let mut wals = Vec::new();
         // Closed WALs are synced and dropped under this lock.
         let closed = self.closed_wals.lock();
-        for number in numbers {
-            let path = filename::wal_path(&self.dir, number);
-            // Open, so that it stays readable after a flush deletes it.
+        for w in live_wals(pin_wals(&**self.fs(), &self.dir)?, oldest)? {
             // The end of its last committed record: a writer's offset
             // while it has one, the WAL being written or one closed and
             // not yet synced (a mapped WAL is longer than its records
             // until its writer is dropped: src/fs/mapped_log.rs);
             // otherwise the file's length.
-            let file = File::open(&path).context(|| format!("open {}", path.display()))?;
             let writer_offset = std::iter::once(ws.wal.as_ref())
                 .flatten()
                 .chain(closed.iter())
-                .find(|w| w.path() == path)
+                .find(|l| l.path() == w.path)
                 .map(LogWriter::offset);
             let len = match writer_offset {
                 Some(offset) => offset,
-                None => file
+                None => w
+                    .file
                     .metadata()
-                    .context(|| format!("stat {}", path.display()))?
+                    .context(|| format!("stat {}", w.path.display()))?
                     .len(),
             };
             wals.push(PinnedLog {
-                number,
-                path,
-                file,
+                number: w.number,
+                path: w.path,
+                file: w.file,
                 len,
             });
         }
         drop(closed);
         let manifest_number = self.next_file_number.fetch_add(1, Ordering::SeqCst);
-        let mut snapshot = vs.snapshot(&sv.version, &BTreeMap::new(), manifest_number + 1);
-        // The oldest live memtable's WAL (what the last flush logged).
-        snapshot.log_number = wals.first().map(|w| w.number).or(snapshot.log_number);
+        let others: BTreeMap<u32, Arc<Version>> = keyspaces
+            .iter()
+            .zip(&views)
+            .skip(1)
+            .map(|(ks, sv)| (ks.id, Arc::clone(&sv.version)))
+            .collect();
+        let mut snapshot = vs.snapshot(&views[0].version, &others, manifest_number + 1);
+        snapshot.log_number = Some(log_numbers[0]);
+        for (ks, &log_number) in keyspaces.iter().zip(&log_numbers).skip(1) {
+            if let Some(section) = snapshot.keyspaces.get_mut(&ks.id) {
+                section.log_number = Some(log_number);
+            }
+        }
         let sequence = SequenceNumber(ws.last_seq);
         drop(vs);
         drop(ws);
         Ok(Point {
             sequence,
-            version: Arc::clone(&sv.version),
+            versions: views.iter().map(|sv| Arc::clone(&sv.version)).collect(),
             wals,
             snapshot,
             manifest_number,

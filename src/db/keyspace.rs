@@ -43,6 +43,11 @@ pub(super) struct KeyspaceState {
     /// pointer): where the next compaction from that level starts.
     /// Taken only while holding `DbInner::compaction`.
     pub(super) compaction_pointers: Mutex<Vec<Vec<u8>>>,
+    /// Its memtables flushed since open (`KeyspaceStats::flushes`).
+    pub(super) flushes: AtomicU64,
+    /// Its compactions run since open, trivial moves included
+    /// (`KeyspaceStats::compactions`).
+    pub(super) compactions: AtomicU64,
 }
 
 impl KeyspaceState {
@@ -54,6 +59,8 @@ impl KeyspaceState {
             name,
             current: RwLock::new(Arc::new(sv)),
             compaction_pointers: Mutex::new(vec![Vec::new(); NUM_LEVELS]),
+            flushes: AtomicU64::new(0),
+            compactions: AtomicU64::new(0),
         }
     }
 
@@ -61,10 +68,7 @@ impl KeyspaceState {
     /// docs/keyspaces-plan.md 4): its oldest frozen memtable's, else its
     /// active memtable's.
     pub(super) fn oldest_wal(&self) -> u64 {
-        let cur = self.current.read();
-        cur.imms
-            .last()
-            .map_or(cur.mem.wal_number(), |m| m.wal_number())
+        self.current.read().oldest_wal()
     }
 }
 

@@ -37,10 +37,9 @@ use crate::memtable::MemTable;
 use crate::sketch::hyperloglog::HyperLogLog;
 use crate::sketch::read_sketch::ReadSketch;
 use crate::sstable::block_cache::BlockCache;
-use crate::stats::{Counters, GetCounts, KeyPrediction, LevelStats, MemoryUsage, Stats};
+use crate::stats::{Counters, GetCounts, KeyPrediction};
 use crate::sync_point::{self, SyncPoint};
 use crate::version::edit::{FileMetaData, KeyspaceAdd, KeyspaceEdit, VersionEdit};
-use crate::version::filter_memory::FilterMemory;
 use crate::version::manifest::{self, Manifest};
 use crate::version::set::Version;
 use crate::write_batch::{check_lengths, WriteBatch};
@@ -58,6 +57,18 @@ pub(crate) struct SuperVersion {
     pub mem: Arc<MemTable>,
     pub imms: Vec<Arc<MemTable>>,
     pub version: Arc<Version>,
+}
+
+impl SuperVersion {
+    /// The WAL of the oldest write its memtables may hold (`Lmem` in
+    /// docs/keyspaces-plan.md 4): its oldest frozen memtable's, else its
+    /// active memtable's. The keyspace's writes in older WALs are all in
+    /// the tables of `version`.
+    pub(crate) fn oldest_wal(&self) -> u64 {
+        self.imms
+            .last()
+            .map_or(self.mem.wal_number(), |m| m.wal_number())
+    }
 }
 
 /// The read calls `Db` and `Snapshot` both offer on top of `get` and
@@ -106,20 +117,6 @@ macro_rules! read_conveniences {
             self.iter().try_fold(0u64, |n, pair| pair.map(|_| n + 1))
         }
     };
-}
-
-/// What the tables and memtables of `sv` hold in memory.
-fn memory_usage(sv: &SuperVersion, cache: Option<&BlockCache>) -> MemoryUsage {
-    let mut m = MemoryUsage::of_version(&sv.version);
-    if let Some(c) = cache {
-        m.block_cache_capacity = c.capacity() as u64;
-        m.block_cache = c.used() as u64;
-    }
-    m.memtables = std::iter::once(&sv.mem)
-        .chain(&sv.imms)
-        .map(|mem| mem.approximate_size() as u64)
-        .sum();
-    m
 }
 
 /// State owned by the (single) writer.
@@ -825,7 +822,7 @@ impl Db {
     /// With [`Options::prefix_extractor`] set and `prefix` in its domain
     /// (for [`crate::filter::FixedPrefix`]: at least as long as its
     /// prefixes), tables whose prefix filter says they hold no key of that
-    /// prefix are skipped without a read ([`Stats::prefix_negatives`]).
+    /// prefix are skipped without a read ([`crate::Stats::prefix_negatives`]).
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
         let (sv, seq) = self.inner.view();
         self.inner.scan_prefix(sv, seq, prefix.as_ref())
@@ -987,28 +984,6 @@ impl Db {
     /// within level 0, by smallest key in deeper levels).
     pub fn live_files(&self) -> Vec<LiveFile> {
         live_files_of(&self.inner.default)
-    }
-
-    /// Counters since open and the shape of the current version.
-    pub fn stats(&self) -> Stats {
-        let sv = self.inner.default.current.read().clone();
-        let levels = LevelStats::of_version(&sv.version);
-        let filters = FilterMemory::of(&sv.version, self.inner.options.filter_budget.as_ref());
-        let vs = self.inner.versions.lock();
-        let totals = (vs.user_bytes_flushed, vs.table_bytes_written);
-        let predictions = vs.key_predictions.iter().copied().collect();
-        drop(vs);
-        let memory = memory_usage(&sv, self.inner.block_cache.as_deref());
-        let mut stats = self
-            .inner
-            .counters
-            .snapshot(levels, filters, totals, memory, predictions);
-        let in_mems: usize = std::iter::once(&sv.mem)
-            .chain(sv.imms.iter())
-            .map(|m| m.range_tombstone_count())
-            .sum();
-        stats.range_tombstones = (in_mems + sv.version.range_tombstones.len()) as u64;
-        stats
     }
 
     /// The estimated number of distinct user keys in the database: the
@@ -1290,6 +1265,7 @@ mod filter_budget;
 mod keyspace;
 mod read;
 mod recovery;
+mod stats;
 mod stored_options;
 mod write;
 

@@ -1,6 +1,6 @@
 //! [`explain`]: the path of one point lookup through a [`DbSnapshot`].
 
-use super::DbSnapshot;
+use super::{DbSnapshot, KeyspaceSelector};
 use crate::filter::{hash_key, FilterKind, KeyHash};
 use crate::key::{SequenceNumber, ValueType};
 use crate::sstable::format::BlockHandle;
@@ -142,8 +142,9 @@ pub struct Explain {
     pub verdict: Verdict,
 }
 
-/// Traces the point lookup of `key` in `snap`, visiting sources in the
-/// engine's order (DESIGN.md section 3): the memtables (one per live WAL,
+/// Traces the point lookup of `key` in the keyspace of `snap` that
+/// `keyspace` selects, visiting sources in the engine's order (DESIGN.md
+/// section 3): the memtables (the keyspace's writes in each live WAL,
 /// newest first), the level-0 tables newest first, then in each deeper
 /// level the one file whose largest key is `>=` the key (binary search),
 /// each table through [`Table::get`](crate::sstable::Table::get) (key
@@ -151,19 +152,22 @@ pub struct Explain {
 ///
 /// # Errors
 /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a key
-/// over 65,535 bytes; [`Error::Corruption`](crate::Error::Corruption) if a
-/// data block read fails.
-pub fn explain(snap: &DbSnapshot, key: &[u8]) -> Result<Explain> {
+/// over 65,535 bytes; [`Error::NoSuchKeyspace`](crate::Error::NoSuchKeyspace)
+/// if `snap` holds no keyspace so selected;
+/// [`Error::Corruption`](crate::Error::Corruption) if a data block read
+/// fails.
+pub fn explain(snap: &DbSnapshot, keyspace: &KeyspaceSelector, key: &[u8]) -> Result<Explain> {
     check_lengths(key.len(), 0)?;
+    let tree = snap.tree(keyspace)?;
     let seq = snap.last_sequence;
     let mut steps = Vec::new();
     // The newest range deletion over the key, as `Db::get` applies it.
-    let range_deleted = snap
-        .wals
+    let range_deleted = tree
+        .mems
         .iter()
         .map(|w| w.mem.max_range_tombstone(key, seq))
         .fold(
-            snap.version.range_tombstones.index().max_covering(key, seq),
+            tree.version.range_tombstones.index().max_covering(key, seq),
             SequenceNumber::max,
         );
     let finish = |steps: Vec<ExplainStep>| {
@@ -190,9 +194,9 @@ pub fn explain(snap: &DbSnapshot, key: &[u8]) -> Result<Explain> {
             verdict,
         }
     };
-    for wal in snap.wals.iter().rev() {
+    for wal in tree.mems.iter().rev() {
         let source = ExplainSource::Memtable {
-            wal: wal.number,
+            wal: wal.wal,
             entries: wal.mem.len() as u64,
             range_deletions: wal.range_deletions,
         };
@@ -218,7 +222,7 @@ pub fn explain(snap: &DbSnapshot, key: &[u8]) -> Result<Explain> {
         }
     }
     let hash = hash_key(key);
-    for (level, files) in snap.version.levels.iter().enumerate() {
+    for (level, files) in tree.version.levels.iter().enumerate() {
         let candidates: Vec<usize> = if level == 0 {
             (0..files.len()).collect()
         } else {
@@ -309,7 +313,7 @@ mod tests {
     /// Explains `key(i)` and checks the verdict against `db.get`.
     fn explain_as_get(snap: &DbSnapshot, db: &Db, i: u32) -> Explain {
         let k = key(i);
-        let e = explain(snap, &k).unwrap();
+        let e = explain(snap, &KeyspaceSelector::Default, &k).unwrap();
         assert_eq!(
             e.verdict.as_get(),
             db.get(&k).unwrap().as_deref(),
@@ -327,17 +331,22 @@ mod tests {
             explain_as_get(&snap, &db, i);
         }
         // key 1: in the memtable.
-        let e = explain(&snap, &key(1)).unwrap();
+        let e = explain(&snap, &KeyspaceSelector::Default, &key(1)).unwrap();
         assert_eq!(e.steps.len(), 1);
         assert_eq!(e.verdict, Verdict::Value(b"mem".to_vec()));
         // key 2: a tombstone in the memtable.
-        assert_eq!(explain(&snap, &key(2)).unwrap().verdict, Verdict::Tombstone);
+        assert_eq!(
+            explain(&snap, &KeyspaceSelector::Default, &key(2))
+                .unwrap()
+                .verdict,
+            Verdict::Tombstone
+        );
         // key 3: deleted in the newest table (second step).
-        let e = explain(&snap, &key(3)).unwrap();
+        let e = explain(&snap, &KeyspaceSelector::Default, &key(3)).unwrap();
         assert_eq!(e.verdict, Verdict::Tombstone);
         assert_eq!(e.steps.len(), 2);
         // key 4: memtable miss, C filter/range skip, B out of range, found in A.
-        let e = explain(&snap, &key(4)).unwrap();
+        let e = explain(&snap, &KeyspaceSelector::Default, &key(4)).unwrap();
         assert_eq!(e.verdict, Verdict::Value(b"v1-4".to_vec()));
         assert_eq!(e.steps.len(), 4);
         assert_eq!(e.steps[2].outcome, ExplainOutcome::OutOfRange);
@@ -349,10 +358,10 @@ mod tests {
             }
         ));
         // key 150 (not a multiple of 3... 150 is): use 151, in B.
-        let e = explain(&snap, &key(151)).unwrap();
+        let e = explain(&snap, &KeyspaceSelector::Default, &key(151)).unwrap();
         assert_eq!(e.verdict, Verdict::Value(b"v2-151".to_vec()));
         // An absent key past every range.
-        let e = explain(&snap, b"zzz").unwrap();
+        let e = explain(&snap, &KeyspaceSelector::Default, b"zzz").unwrap();
         assert_eq!(e.verdict, Verdict::Absent);
         assert!(e.steps[1..]
             .iter()
@@ -374,6 +383,7 @@ mod tests {
         db.flush().unwrap();
         let snap = DbSnapshot::open(tmp.path()).unwrap();
         let deep = snap
+            .default_tree()
             .version
             .levels
             .iter()
@@ -391,7 +401,7 @@ mod tests {
                 .count();
             assert!(deep_steps <= 1, "{e:?}");
         }
-        let e = explain(&snap, b"zzz").unwrap();
+        let e = explain(&snap, &KeyspaceSelector::Default, b"zzz").unwrap();
         assert!(matches!(
             e.steps.last().unwrap().outcome,
             ExplainOutcome::PastLevel

@@ -9,7 +9,7 @@
 use std::ops::Bound;
 
 use super::explain::ExplainSource;
-use super::DbSnapshot;
+use super::{DbSnapshot, KeyspaceSelector};
 use crate::filter::prefix::builtin_extractor;
 use crate::filter::{hash_key, FilterKind, PrefixExtractor};
 use crate::key::{prefix_successor, user_key_of, SequenceNumber};
@@ -139,7 +139,8 @@ impl PrefixExplain {
     }
 }
 
-/// Traces `Db::prefix(prefix)` in `snap`: every memtable, then every table
+/// Traces `Keyspace::prefix(prefix)` in the keyspace of `snap` that
+/// `keyspace` selects (`Db::prefix` for the default): every memtable, then every table
 /// in lookup order, each either left out by its key range, left out by its
 /// prefix filter (probed as the engine probes it, with the extractor the
 /// table records), or read (with the data blocks the scan reads from it);
@@ -148,14 +149,21 @@ impl PrefixExplain {
 ///
 /// # Errors
 /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a prefix
-/// over 65,535 bytes; [`Error::Corruption`](crate::Error::Corruption) if a
-/// data block read fails.
-pub fn explain_prefix(snap: &DbSnapshot, prefix: &[u8]) -> Result<PrefixExplain> {
+/// over 65,535 bytes; [`Error::NoSuchKeyspace`](crate::Error::NoSuchKeyspace)
+/// if `snap` holds no keyspace so selected;
+/// [`Error::Corruption`](crate::Error::Corruption) if a data block read
+/// fails.
+pub fn explain_prefix(
+    snap: &DbSnapshot,
+    keyspace: &KeyspaceSelector,
+    prefix: &[u8],
+) -> Result<PrefixExplain> {
     check_lengths(prefix.len(), 0)?;
+    let tree = snap.tree(keyspace)?;
     let lo = Bound::Included(prefix.to_vec());
     let hi = prefix_successor(prefix).map_or(Bound::Unbounded, Bound::Excluded);
     let mut steps = Vec::new();
-    for wal in snap.wals.iter().rev() {
+    for wal in tree.mems.iter().rev() {
         let mut entries = 0;
         wal.mem.for_each(|k, _| {
             entries += u64::from(user_key_of(k).starts_with(prefix));
@@ -163,14 +171,14 @@ pub fn explain_prefix(snap: &DbSnapshot, prefix: &[u8]) -> Result<PrefixExplain>
         })?;
         steps.push(PrefixStep {
             source: ExplainSource::Memtable {
-                wal: wal.number,
+                wal: wal.wal,
                 entries: wal.mem.len() as u64,
                 range_deletions: wal.range_deletions,
             },
             outcome: PrefixOutcome::Memtable { entries },
         });
     }
-    for (level, files) in snap.version.levels.iter().enumerate() {
+    for (level, files) in tree.version.levels.iter().enumerate() {
         for (position, f) in files.iter().enumerate() {
             let outcome = table_outcome(f, prefix, &lo, &hi)?;
             let p = f.table.properties();
@@ -194,13 +202,13 @@ pub fn explain_prefix(snap: &DbSnapshot, prefix: &[u8]) -> Result<PrefixExplain>
         _ => None,
     };
     let seq = snap.last_sequence;
-    let memtables = snap.wals.iter().flat_map(|w| {
+    let memtables = tree.mems.iter().flat_map(|w| {
         w.mem
             .range_tombstones(seq)
             .into_iter()
-            .map(move |t| (t, Some(w.number)))
+            .map(move |t| (t, Some(w.wal)))
     });
-    let version = snap
+    let version = tree
         .version
         .range_tombstones
         .iter()
@@ -316,7 +324,7 @@ mod tests {
         db.put("b00/x", "in the memtable").unwrap();
         drop(db);
         let snap = DbSnapshot::open(dir.path()).unwrap();
-        let e = explain_prefix(&snap, b"b00").unwrap();
+        let e = explain_prefix(&snap, &KeyspaceSelector::Default, b"b00").unwrap();
         assert_eq!(e.steps.len(), 4);
         assert_eq!(e.steps[0].outcome, PrefixOutcome::Memtable { entries: 1 });
         // Level 0 is newest first: the third table, the second, the first.
@@ -340,7 +348,7 @@ mod tests {
         assert_eq!((e.blocks_read(), e.prefix_negatives()), (1, 2));
         assert_eq!((e.range_skips(), e.false_positives()), (0, 0));
         // Shorter than the extractor's prefixes: every table in range is read.
-        let e = explain_prefix(&snap, b"a").unwrap();
+        let e = explain_prefix(&snap, &KeyspaceSelector::Default, b"a").unwrap();
         assert_eq!(e.prefix_negatives(), 0);
         assert!(matches!(
             e.steps[1].outcome,
@@ -351,7 +359,7 @@ mod tests {
             }
         ));
         // Past every table's key range.
-        let e = explain_prefix(&snap, b"zzz").unwrap();
+        let e = explain_prefix(&snap, &KeyspaceSelector::Default, b"zzz").unwrap();
         assert_eq!(e.range_skips(), 3);
     }
 }

@@ -14,6 +14,7 @@ use crate::fs::StdFs;
 use crate::key::{SequenceNumber, ValueType};
 use crate::log::{LogReader, LogRecord, TornTail};
 use crate::version::manifest::read_current;
+use crate::version::set::ReplayedState;
 use crate::write_batch::decode_batch;
 use crate::{Error, Result};
 
@@ -167,34 +168,37 @@ fn read_wal_from(mut reader: LogReader) -> Result<WalContents> {
     })
 }
 
-/// The live WALs of `dir` (numbered at least `log_number`), read, oldest
-/// first; see [`read_pinned_wals`].
+/// The live WALs of `dir` for `state` (numbered at least its smallest
+/// log number), read, oldest first; see [`read_pinned_wals`].
 pub(super) fn read_wals(
     dir: &Path,
-    log_number: u64,
+    state: &ReplayedState,
 ) -> std::result::Result<Vec<WalContents>, LoadError> {
-    read_pinned_wals(pin_wals(&StdFs, dir)?, dir, log_number)
+    read_pinned_wals(pin_wals(&StdFs, dir)?, dir, state)
 }
 
 /// Reads the WALs of `pinned` (opened by [`pin_wals`], before the manifest
-/// was read) numbered at least `log_number`, oldest first. The WAL of the
-/// oldest unflushed memtable, numbered `log_number`, must be among them,
-/// as at open (`db::recovery`): if a writer's flush deleted it before it
-/// was pinned, the later WALs alone would show newer writes with older
-/// ones missing. It is then [`LoadError::Missing`], and the caller reads
+/// was read) that are live for `state`: numbered at least the smallest
+/// log number of any keyspace, oldest first. The WAL each keyspace's log
+/// number names (of its oldest unflushed memtable) must be among them, as
+/// at open (`db::recovery`): if a writer's flush deleted it before it was
+/// pinned, the later WALs alone would show newer writes with older ones
+/// missing. It is then [`LoadError::Missing`], and the caller reads
 /// again.
 pub(super) fn read_pinned_wals(
     pinned: Vec<PinnedWal>,
     dir: &Path,
-    log_number: u64,
+    state: &ReplayedState,
 ) -> std::result::Result<Vec<WalContents>, LoadError> {
-    let live = live_wals(pinned, log_number)?;
-    if log_number > 0 && live.first().map(|w| w.number) != Some(log_number) {
-        let p = filename::wal_path(dir, log_number);
-        return Err(LoadError::Missing(
-            p,
-            std::io::Error::from(ErrorKind::NotFound),
-        ));
+    let live = live_wals(pinned, state.min_log_number())?;
+    for log_number in state.trees().map(|t| t.log_number) {
+        if log_number > 0 && !live.iter().any(|w| w.number == log_number) {
+            let p = filename::wal_path(dir, log_number);
+            return Err(LoadError::Missing(
+                p,
+                std::io::Error::from(ErrorKind::NotFound),
+            ));
+        }
     }
     live.into_iter()
         .map(|w| Ok(read_wal_from(LogReader::from_file(w.file, &w.path)?)?))
@@ -211,7 +215,7 @@ pub fn read_live_wals(dir: &Path) -> Result<Vec<WalContents>> {
         let pinned = pin_wals(&StdFs, dir)?;
         let (_, manifest) = current_manifest(dir)?;
         let m = read_manifest(&manifest).map_err(|e| missing_or(&manifest, e))?;
-        read_pinned_wals(pinned, dir, m.replay()?.log_number)
+        read_pinned_wals(pinned, dir, &m.replay_all()?)
     };
     with_retries(dir, load, |p| Err(missing_live_file(&manifest, p)))
 }
@@ -284,7 +288,7 @@ mod tests {
         // Three flushes: a snapshot plus one edit each.
         assert_eq!(m.records.len(), 4);
         assert!(m.records[1..].iter().all(|r| r.edit.new_files.len() == 1));
-        assert_eq!(m.replay().unwrap().files[0].len(), 3);
+        assert_eq!(m.replay_all().unwrap().files[0].len(), 3);
         let total: u64 = m.records.iter().map(|r| 12 + r.payload_len).sum();
         assert_eq!(total, m.size);
     }

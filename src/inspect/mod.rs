@@ -43,6 +43,7 @@
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
+use crate::version::edit::DEFAULT_KEYSPACE_NAME;
 use crate::version::manifest::{self, retry_while_manifest_changes};
 use crate::{Error, Result};
 
@@ -68,7 +69,7 @@ pub use salvage::{
     FileSet, KeyRange, Salvage, SalvageReport, SalvagedEntry, SkippedBlock, TableSalvage,
     UnreadTable, WalDamage, WalSalvage,
 };
-pub use snapshot::{DbSnapshot, LiveWal};
+pub use snapshot::{DbSnapshot, KeyspaceTree, LiveWal, WalMem};
 pub use table::{
     filter_settings, level_summaries, open_table, properties_block, table_entries, FilterInfo,
     FilterSetting, FilterStats, PropertyValue, TableEntries, TableEntry, TableInfo,
@@ -110,6 +111,52 @@ unstable_modules! {
     write_batch: "The write batch encoding of a WAL record's payload (DESIGN.md 12.3).",
 }
 
+// ------------------------------------------------------------- keyspaces
+
+/// Which keyspace an inspection or a salvage reads: the default unless
+/// told, or one by name or by id (a salvage without a usable manifest
+/// knows no names, only the ids the tables' `siftdb.keyspace` property
+/// carries).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum KeyspaceSelector {
+    /// The default keyspace (id 0, named `default`).
+    #[default]
+    Default,
+    /// The keyspace with this name.
+    Name(String),
+    /// The keyspace with this id.
+    Id(u32),
+}
+
+impl KeyspaceSelector {
+    /// Whether keyspace `id`, named `name` if known, is the one selected.
+    pub fn matches(&self, id: u32, name: Option<&str>) -> bool {
+        match self {
+            KeyspaceSelector::Default => id == 0,
+            KeyspaceSelector::Id(i) => *i == id,
+            KeyspaceSelector::Name(n) => match name {
+                Some(name) => name == n,
+                None => id == 0 && n == DEFAULT_KEYSPACE_NAME,
+            },
+        }
+    }
+
+    /// The error for a database that holds no keyspace so selected.
+    pub(crate) fn missing(&self) -> Error {
+        Error::NoSuchKeyspace(self.to_string())
+    }
+}
+
+impl std::fmt::Display for KeyspaceSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeyspaceSelector::Default => f.write_str(DEFAULT_KEYSPACE_NAME),
+            KeyspaceSelector::Name(n) => f.write_str(n),
+            KeyspaceSelector::Id(i) => write!(f, "id {i}"),
+        }
+    }
+}
+
 // ---------------------------------------------------------------- errors
 
 /// The error for a file that vanished while being read.
@@ -139,6 +186,10 @@ fn missing_live_file(manifest: &Path, path: &Path) -> Error {
 enum LoadError {
     /// A file named by the manifest or the listing does not exist.
     Missing(PathBuf, std::io::Error),
+    /// An error a newer manifest may explain (a WAL op of a keyspace the
+    /// manifest read does not hold: created since): retried while the
+    /// manifest changes, this error once it stays the same.
+    Stale(Error),
     /// Any other error.
     Other(Error),
 }
@@ -179,10 +230,10 @@ fn with_retries<T>(
     load: impl FnMut() -> std::result::Result<T, LoadError>,
     missing: impl FnOnce(&Path) -> Result<T>,
 ) -> Result<T> {
-    let retry = |e: &LoadError| matches!(e, LoadError::Missing(..));
+    let retry = |e: &LoadError| matches!(e, LoadError::Missing(..) | LoadError::Stale(_));
     match retry_while_manifest_changes(dir, load, retry) {
         Ok(v) => Ok(v),
-        Err((LoadError::Other(e), _)) => Err(e),
+        Err((LoadError::Other(e) | LoadError::Stale(e), _)) => Err(e),
         Err((LoadError::Missing(path, source), true)) => Err(vanished(&path, source)),
         Err((LoadError::Missing(path, _), false)) => missing(&path),
     }
@@ -225,7 +276,7 @@ mod tests {
         db.compact().unwrap();
         assert_ne!(identity(tmp.path()), before);
         // The stale file list names tables the compaction deleted.
-        let gone = stale.replay().unwrap().files[0]
+        let gone = stale.replay_all().unwrap().files[0]
             .keys()
             .map(|&n| filename::table_path(tmp.path(), n))
             .find(|p| !p.exists())
@@ -234,9 +285,12 @@ mod tests {
         assert!(matches!(missing_or(&gone, e), LoadError::Missing(..)));
         // A fresh snapshot reads the new state, while the writer is open.
         let snap = DbSnapshot::open(tmp.path()).unwrap();
-        assert_eq!(snap.version.levels[0].len(), 0);
+        assert_eq!(snap.default_tree().version.levels[0].len(), 0);
         assert_eq!(
-            explain(&snap, &key(4)).unwrap().verdict.as_get(),
+            explain(&snap, &KeyspaceSelector::Default, &key(4))
+                .unwrap()
+                .verdict
+                .as_get(),
             db.get(key(4)).unwrap().as_deref()
         );
         // Missing without a manifest change is corruption.

@@ -16,6 +16,12 @@
 //!   every `*.sst` and every `*.log` in the directory, and
 //!   [`FileSet::Directory`] says why. Tables a compaction had already
 //!   replaced can then bring back older values and deleted keys.
+//! - **One keyspace.** A salvage reads the keyspace a
+//!   [`KeyspaceSelector`] picks (the default unless told): with the
+//!   manifest, that keyspace's live tables and its ops in the WALs from
+//!   its log number on; without it, the tables whose `siftdb.keyspace`
+//!   property names it (absent: the default) and its ops in every WAL,
+//!   selected by id (names are only in the manifest).
 //! - **Merge.** All entries read are merged by internal key: for each user
 //!   key the version with the largest sequence number wins, and a winning
 //!   tombstone hides the key. WAL entries carry the sequence numbers of
@@ -54,7 +60,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{file_name, read_manifest, read_wal};
+use super::{file_name, read_manifest, read_wal, KeyspaceSelector};
 use crate::filename::{self, FileType};
 use crate::filter::{hash_key, policy_for_name, FilterPolicy};
 use crate::fs::StdFs;
@@ -102,7 +108,8 @@ pub enum FileSet {
         current_problem: Option<String>,
         /// Edits replayed.
         edits: u64,
-        /// WALs numbered at least this were read.
+        /// WALs numbered at least this, the salvaged keyspace's log
+        /// number, were read.
         log_number: u64,
         /// A torn final manifest record, ignored as at open.
         torn_tail: Option<TornTail>,
@@ -229,7 +236,7 @@ pub struct WalSalvage {
     pub size: u64,
     /// Complete records (write batches) read.
     pub records: u64,
-    /// Updates in them.
+    /// Updates in them of the keyspace salvaged.
     pub entries: u64,
     /// An incomplete final record, dropped as at open: it was never
     /// acknowledged (unless damaged after the fact).
@@ -257,6 +264,16 @@ impl WalSalvage {
 pub struct SalvageReport {
     /// The database directory.
     pub dir: PathBuf,
+    /// The id of the keyspace salvaged (0: the default).
+    pub keyspace: u32,
+    /// Its name, when the manifest was used (without it, names are
+    /// unknown).
+    pub keyspace_name: Option<String>,
+    /// Every keyspace the database holds, by id: the manifest's live
+    /// keyspaces, or (without it) every id the tables' `siftdb.keyspace`
+    /// properties and the WALs' ops name. The others are not salvaged:
+    /// one salvage reads one keyspace.
+    pub keyspaces: Vec<u32>,
     /// Which files were read, and why.
     pub file_set: FileSet,
     /// Every table considered, in level and then file-number order
@@ -439,6 +456,9 @@ impl Eq for Head {}
 #[derive(Debug)]
 pub struct Salvage {
     report: SalvageReport,
+    /// Keyspace ids the WAL ops name (for [`SalvageReport::keyspaces`]
+    /// without a manifest).
+    wal_keyspaces: BTreeSet<u32>,
     sources: Vec<Source>,
     heap: BinaryHeap<Head>,
     /// Lost ranges not yet reached, smallest first key last.
@@ -452,10 +472,15 @@ pub struct Salvage {
 }
 
 impl Salvage {
-    /// Prepares a salvage of the database in `dir`: chooses the file set,
-    /// opens every table (footer and index; checks the filter and
-    /// properties blocks), reads every WAL, and reads the first data block
-    /// of each table. Damage to any of these is recorded in the report.
+    /// Prepares a salvage of the keyspace `keyspace` selects (the default
+    /// unless told) of the database in `dir`: chooses the file set (with a
+    /// usable manifest, that keyspace's tables and its writes in the WALs
+    /// from its log number on; without one, the tables whose
+    /// `siftdb.keyspace` property names it, absent meaning the default,
+    /// and its writes in every WAL), opens every table (footer and index;
+    /// checks the filter and properties blocks), reads every WAL, and
+    /// reads the first data block of each table. Damage to any of these is
+    /// recorded in the report.
     ///
     /// # Errors
     /// [`Error::NotADatabase`] if `dir` does not exist, is not a directory
@@ -463,8 +488,12 @@ impl Salvage {
     /// [`Error::Io`] if it cannot be listed;
     /// [`Error::UnsupportedVersion`] if the manifest was written by a newer
     /// siftdb; [`Error::Locked`] if a process has the database open for
-    /// writing ([`crate::Db::held_by_a_writer`]). Damage is never an error.
-    pub fn open(dir: &Path) -> Result<Salvage> {
+    /// writing ([`crate::Db::held_by_a_writer`]);
+    /// [`Error::NoSuchKeyspace`] if the manifest holds no keyspace so
+    /// selected; [`Error::InvalidArgument`] for a keyspace selected by a
+    /// name other than `default` without a usable manifest (names are only
+    /// there: select it by id). Damage is never an error.
+    pub fn open(dir: &Path, keyspace: &KeyspaceSelector) -> Result<Salvage> {
         let not_db = |detail: &str| Error::NotADatabase {
             path: dir.to_path_buf(),
             detail: detail.into(),
@@ -492,10 +521,31 @@ impl Salvage {
                 "holds no siftdb file (no CURRENT, manifest, table or WAL) to salvage",
             ));
         }
-        let (file_set, live) = choose_files(dir, &listing)?;
+        let (file_set, live) = choose_files(dir, &listing, keyspace)?;
+        let selected = match (&live, keyspace) {
+            (Some(live), _) => live.keyspace,
+            (None, KeyspaceSelector::Id(id)) => *id,
+            (None, k) if k.matches(0, None) => 0,
+            (None, k) => {
+                let FileSet::Directory { reason } = &file_set else {
+                    unreachable!("no live set without a directory file set")
+                };
+                return Err(Error::InvalidArgument(format!(
+                    "cannot salvage keyspace \"{k}\" of {} by name: keyspace names are in the \
+                     manifest, which cannot be used ({reason}); select it by id",
+                    dir.display()
+                )));
+            }
+        };
         let mut salvage = Salvage {
             report: SalvageReport {
                 dir: dir.to_path_buf(),
+                keyspace: selected,
+                keyspace_name: live.as_ref().map(|l| l.name.clone()),
+                keyspaces: live
+                    .as_ref()
+                    .map(|l| l.keyspaces.clone())
+                    .unwrap_or_default(),
                 file_set,
                 tables: Vec::new(),
                 wals: Vec::new(),
@@ -506,6 +556,7 @@ impl Salvage {
                 possibly_stale: 0,
                 finished: false,
             },
+            wal_keyspaces: BTreeSet::new(),
             sources: Vec::new(),
             heap: BinaryHeap::new(),
             pending: Vec::new(),
@@ -518,11 +569,10 @@ impl Salvage {
         };
         let (tables, wals) = match &live {
             Some(live) => {
-                let numbers: BTreeSet<u64> = live.tables.iter().map(|(_, m)| m.number).collect();
                 let mut orphans: Vec<u64> = listing
                     .iter()
                     .filter_map(|t| match *t {
-                        FileType::Table(n) if !numbers.contains(&n) => Some(n),
+                        FileType::Table(n) if !live.all_tables.contains(&n) => Some(n),
                         _ => None,
                     })
                     .collect();
@@ -561,23 +611,15 @@ impl Salvage {
                 }
                 (tables, wals)
             }
-            None => {
-                let mut numbers: Vec<u64> = listing
-                    .iter()
-                    .filter_map(|t| match *t {
-                        FileType::Table(n) => Some(n),
-                        _ => None,
-                    })
-                    .collect();
-                numbers.sort_unstable();
-                let tables = numbers.into_iter().map(|n| (None, n, None)).collect();
-                (tables, wal_numbers(&listing, 0))
-            }
+            None => (Vec::new(), wal_numbers(&listing, 0)),
         };
         salvage.read_wals(dir, &wals)?;
         salvage.range_index = FragmentedRangeTombstones::new(&salvage.range_tombstones);
         for (level, number, meta) in tables {
             salvage.open_table(dir, level, number, meta)?;
+        }
+        if live.is_none() {
+            salvage.open_tables_by_property(dir, &listing)?;
         }
         // Lost ranges known up front wait until the merge reaches them.
         salvage
@@ -588,6 +630,74 @@ impl Salvage {
             salvage.refill(s);
         }
         Ok(salvage)
+    }
+
+    /// Without a manifest: opens every table of `listing` whose
+    /// `siftdb.keyspace` property names the salvaged keyspace (absent: the
+    /// default), and notes every keyspace met in
+    /// [`SalvageReport::keyspaces`]. A table whose properties cannot be
+    /// read (nor found: a damaged footer or index) belongs to no keyspace
+    /// it can be told of: it is read if the
+    /// directory shows no keyspace but the salvaged one, and otherwise
+    /// skipped whole, with every key flagged as possibly stale (its data
+    /// may be this keyspace's).
+    ///
+    /// # Errors
+    /// As [`Salvage::open_table`].
+    fn open_tables_by_property(&mut self, dir: &Path, listing: &[FileType]) -> Result<()> {
+        let mut numbers: Vec<u64> = listing
+            .iter()
+            .filter_map(|t| match *t {
+                FileType::Table(n) => Some(n),
+                _ => None,
+            })
+            .collect();
+        numbers.sort_unstable();
+        let owners: Vec<(u64, Option<u32>)> = numbers
+            .into_iter()
+            .map(|n| (n, table_keyspace(&filename::table_path(dir, n))))
+            .collect();
+        let mut seen = std::mem::take(&mut self.wal_keyspaces);
+        seen.extend(owners.iter().filter_map(|&(_, k)| k));
+        let only_this = seen.iter().all(|&k| k == self.report.keyspace);
+        self.report.keyspaces = seen.into_iter().collect();
+        for (number, owner) in owners {
+            match owner {
+                Some(k) if k == self.report.keyspace => self.open_table(dir, None, number, None)?,
+                Some(_) => {}
+                None if only_this => self.open_table(dir, None, number, None)?,
+                None => self.unowned_table(dir, number),
+            }
+        }
+        Ok(())
+    }
+
+    /// Reports table `number`, whose keyspace cannot be told, as skipped
+    /// whole: every key may be stale.
+    fn unowned_table(&mut self, dir: &Path, number: u64) {
+        let path = filename::table_path(dir, number);
+        let size = std::fs::metadata(&path).ok().map(|m| m.len());
+        self.pending.push(Lost::unknown(KeyRange::everything()));
+        self.report.tables.push(TableSalvage {
+            path,
+            number,
+            level: None,
+            size,
+            keys: KeyRange::everything(),
+            data_blocks: 0,
+            blocks_read: 0,
+            entries: 0,
+            skipped_blocks: Vec::new(),
+            unreadable: Some(UnreadTable {
+                what: "properties block".into(),
+                offset: None,
+                detail: "the table's keyspace (property siftdb.keyspace) cannot be read \
+                         (footer, index or properties block damaged), and the directory \
+                         holds several keyspaces: not read"
+                    .into(),
+            }),
+            notes: Vec::new(),
+        });
     }
 
     /// What was read and lost so far; final once the iterator has returned
@@ -603,12 +713,9 @@ impl Salvage {
         self.report
     }
 
-    /// Reads the WALs numbered `numbers` into one sorted source.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for a write to a keyspace other than the
-    /// default: salvage reads one tree, and must not mix another's writes
-    /// into it (WAL damage is recorded, not an error).
+    /// Reads the salvaged keyspace's writes in the WALs numbered `numbers`
+    /// into one sorted source, noting every keyspace their ops name.
+    /// Damage is recorded, never an error.
     fn read_wals(&mut self, dir: &Path, numbers: &[u64]) -> Result<()> {
         let mut entries: Vec<Entry> = Vec::new();
         for &number in numbers {
@@ -626,14 +733,15 @@ impl Salvage {
                 Ok(contents) => {
                     w.size = contents.size;
                     w.records = contents.records.len() as u64;
-                    w.entries = contents.ops();
                     w.torn_tail = contents.torn_tail;
                     w.damage = contents.corruption.map(|e| damage_of(e, contents.size));
-                    for r in &contents.records {
-                        let ids = r.ops.iter().map(|o| o.keyspace);
-                        crate::write_batch::refuse_keyspace_ops(&path, r.offset, ids)?;
-                    }
-                    for op in contents.records.into_iter().flat_map(|r| r.ops) {
+                    let ops = contents.records.into_iter().flat_map(|r| r.ops);
+                    for op in ops {
+                        self.wal_keyspaces.insert(op.keyspace);
+                        if op.keyspace != self.report.keyspace {
+                            continue;
+                        }
+                        w.entries += 1;
                         if op.value_type == ValueType::RangeDeletion {
                             self.range_tombstones.push(RangeTombstone {
                                 end: (!op.value.is_empty()).then(|| op.value.to_vec()),
@@ -727,14 +835,15 @@ impl Salvage {
         let mut policy_name = None;
         match table.properties() {
             Ok(p) => {
-                // Salvage reads one tree: a table of another keyspace
-                // (found without a manifest) is refused, not mixed in.
-                if p.keyspace != 0 {
-                    return Err(Error::keyspaces_not_handled(format_args!(
-                        "{} belongs to keyspace {}, not the default",
-                        path.display(),
-                        p.keyspace
-                    )));
+                if p.keyspace != self.report.keyspace {
+                    // Only the manifest lists a table in a keyspace its
+                    // property does not name: the manifest is followed.
+                    t.notes.push(format!(
+                        "its property siftdb.keyspace says keyspace {}, but the manifest \
+                         lists it in keyspace {} (kvctl verify reports it): read as the \
+                         manifest says",
+                        p.keyspace, self.report.keyspace
+                    ));
                 }
                 if let Some(c) = &p.compression {
                     let codec = c.codec.parse::<Compression>();
@@ -1050,11 +1159,20 @@ impl TableCursor {
 
 // ---------------------------------------------------------------- files
 
-/// The live set of a usable manifest.
+/// The live set of a usable manifest, for the salvaged keyspace.
 #[derive(Debug)]
 struct LiveSet {
-    /// `(level, metadata)` of each live table, level by level.
+    /// The salvaged keyspace's id and name.
+    keyspace: u32,
+    name: String,
+    /// Every live keyspace's id.
+    keyspaces: Vec<u32>,
+    /// Every live table of every keyspace (the others are not orphans).
+    all_tables: BTreeSet<u64>,
+    /// `(level, metadata)` of each live table of the salvaged keyspace,
+    /// level by level.
     tables: Vec<(usize, FileMetaData)>,
+    /// The salvaged keyspace's log number.
     log_number: u64,
     /// The flushed range deletions the manifest lists.
     range_tombstones: Vec<RangeTombstone>,
@@ -1097,12 +1215,19 @@ fn wal_numbers(listing: &[FileType], log_number: u64) -> Vec<u64> {
     v
 }
 
-/// Chooses the files to read: a manifest's live set if one is usable
-/// (module docs), else the whole directory.
+/// Chooses the files to read: the live set of the keyspace `keyspace`
+/// selects in a manifest, if one is usable (module docs), else the whole
+/// directory.
 ///
 /// # Errors
-/// [`Error::UnsupportedVersion`] for a manifest newer than this build.
-fn choose_files(dir: &Path, listing: &[FileType]) -> Result<(FileSet, Option<LiveSet>)> {
+/// [`Error::UnsupportedVersion`] for a manifest newer than this build;
+/// [`Error::NoSuchKeyspace`] if the usable manifest holds no keyspace so
+/// selected.
+fn choose_files(
+    dir: &Path,
+    listing: &[FileType],
+    keyspace: &KeyspaceSelector,
+) -> Result<(FileSet, Option<LiveSet>)> {
     let directory = |reason: String| Ok((FileSet::Directory { reason }, None));
     let manifests: Vec<u64> = listing
         .iter()
@@ -1138,14 +1263,15 @@ fn choose_files(dir: &Path, listing: &[FileType]) -> Result<(FileSet, Option<Liv
         Err(e @ Error::UnsupportedVersion { .. }) => return Err(e),
         Err(e) => return directory(format!("{name} cannot be read: {e}")),
     };
-    let state = match manifest.replay() {
+    let state = match manifest.replay_all() {
         Ok(s) => s,
-        // Keyspaces other than the default: refused, not salvaged from the
-        // directory, which would mix their tables into one tree.
-        Err(e @ Error::InvalidArgument(_)) => return Err(e),
         Err(e) => return directory(format!("{name} does not replay: {e}")),
     };
-    let tables: Vec<(usize, FileMetaData)> = state
+    let tree = state
+        .trees()
+        .find(|t| keyspace.matches(t.id, Some(t.name)))
+        .ok_or_else(|| keyspace.missing())?;
+    let tables: Vec<(usize, FileMetaData)> = tree
         .files
         .iter()
         .enumerate()
@@ -1155,21 +1281,36 @@ fn choose_files(dir: &Path, listing: &[FileType]) -> Result<(FileSet, Option<Liv
         path,
         current_problem,
         edits: manifest.records.len() as u64,
-        log_number: state.log_number,
+        log_number: tree.log_number,
         torn_tail: manifest.torn_tail.clone(),
     };
     Ok((
         file_set,
         Some(LiveSet {
+            keyspace: tree.id,
+            name: tree.name.to_string(),
+            keyspaces: state.trees().map(|t| t.id).collect(),
+            all_tables: state
+                .trees()
+                .flat_map(|t| t.files.iter().flat_map(|l| l.keys().copied()))
+                .collect(),
             tables,
-            log_number: state.log_number,
-            range_tombstones: state
+            log_number: tree.log_number,
+            range_tombstones: tree
                 .range_tombstones
                 .iter()
                 .map(|t| t.tombstone.clone())
                 .collect(),
         }),
     ))
+}
+
+/// The keyspace the table at `path` belongs to, by its `siftdb.keyspace`
+/// property (absent: the default), or `None` if its footer, index or
+/// properties block cannot be read.
+fn table_keyspace(path: &Path) -> Option<u32> {
+    let table = TableBlocks::open(path).ok()?;
+    table.properties().ok().map(|p| p.keyspace)
 }
 
 /// The damage a WAL read stopped at (`size` bytes long).

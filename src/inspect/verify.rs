@@ -247,7 +247,7 @@ fn verify_db_once(
             t.reason
         ));
     }
-    let state = match manifest.replay() {
+    let state = match manifest.replay_all() {
         Ok(s) => s,
         Err(e) => {
             c.corruption(e, "manifest")?;
@@ -260,20 +260,22 @@ fn verify_db_once(
     // through its map, and WALs are read whole, even if the files are
     // deleted afterwards.
     let mut tables = Vec::new();
-    for (level, files) in state.files.iter().enumerate() {
-        for meta in files.values() {
-            let path = filename::table_path(dir, meta.number);
-            let opened = unless_missing(&path, Table::open(&path, meta.number))?;
-            c.total_bytes += opened.as_ref().map_or(0, |t| t.file_size());
-            tables.push((level, meta, path, opened));
+    for tree in state.trees() {
+        for (level, files) in tree.files.iter().enumerate() {
+            for meta in files.values() {
+                let path = filename::table_path(dir, meta.number);
+                let opened = unless_missing(&path, Table::open(&path, meta.number))?;
+                c.total_bytes += opened.as_ref().map_or(0, |t| t.file_size());
+                tables.push((tree.id, level, meta, path, opened));
+            }
         }
     }
     let on_disk = filename::list_dir(&StdFs, dir)?;
-    let wals = read_wals(dir, state.log_number)?;
+    let wals = read_wals(dir, &state)?;
     (c.progress)(0, c.total_bytes);
 
-    let live_numbers: BTreeSet<u64> = tables.iter().map(|(_, m, _, _)| m.number).collect();
-    for (level, meta, path, opened) in tables {
+    let live_numbers: BTreeSet<u64> = tables.iter().map(|(_, _, m, _, _)| m.number).collect();
+    for (keyspace, level, meta, path, opened) in tables {
         let table = match opened {
             Ok(t) => t,
             Err(e) => {
@@ -290,14 +292,22 @@ fn verify_db_once(
             return Ok(c.report);
         }
         if let Some(contents) = contents {
-            if check_manifest_entry(&mut c, &manifest_path, level, meta, &table, &contents) {
+            let entry = ManifestEntry {
+                keyspace,
+                level,
+                meta,
+            };
+            if check_manifest_entry(&mut c, &manifest_path, &entry, &table, &contents) {
                 return Ok(c.report);
             }
         }
     }
 
-    // Levels >= 1 hold disjoint key ranges.
-    for (level, files) in state.files.iter().enumerate().skip(1) {
+    // Levels >= 1 hold disjoint key ranges, in each keyspace.
+    let levels = state
+        .trees()
+        .flat_map(|t| t.files.iter().enumerate().skip(1).map(move |l| (t, l)));
+    for (tree, (level, files)) in levels {
         let mut sorted: Vec<&FileMetaData> = files.values().collect();
         sorted.sort_by(|a, b| a.smallest.cmp(&b.smallest));
         for pair in sorted.windows(2) {
@@ -312,7 +322,11 @@ fn verify_db_once(
                     escape_bytes(b.smallest.user_key()),
                     escape_bytes(b.largest.user_key()),
                 );
-                if c.problem(&manifest_path, format!("level {level}"), None, detail) {
+                let what = match tree.id {
+                    0 => format!("level {level}"),
+                    id => format!("level {level} of keyspace {id} (\"{}\")", tree.name),
+                };
+                if c.problem(&manifest_path, what, None, detail) {
                     return Ok(c.report);
                 }
             }
@@ -320,8 +334,9 @@ fn verify_db_once(
     }
 
     // WALs.
+    let live_keyspaces: BTreeSet<u32> = state.trees().map(|t| t.id).collect();
     for wal in wals {
-        if check_wal(&mut c, wal)? {
+        if check_wal(&mut c, wal, Some(&live_keyspaces))? {
             return Ok(c.report);
         }
     }
@@ -331,7 +346,7 @@ fn verify_db_once(
         .into_iter()
         .filter(|(t, _)| match *t {
             FileType::Table(n) => !live_numbers.contains(&n),
-            FileType::Wal(n) => n < state.log_number,
+            FileType::Wal(n) => n < state.min_log_number(),
             FileType::Temp(_) => true,
             FileType::Manifest(n) => n != number_of(&manifest_path).unwrap_or(n),
             _ => false,
@@ -707,17 +722,38 @@ fn check_table(c: &mut Checker<'_>, table: &Table) -> Result<Option<Contents>> {
     Ok(Some(t))
 }
 
-/// Checks a table's manifest entry against the table; true to stop.
+/// Where the manifest lists a table, and what it records of it.
+struct ManifestEntry<'a> {
+    keyspace: u32,
+    level: usize,
+    meta: &'a FileMetaData,
+}
+
+/// Checks a table's manifest entry against the table (its keyspace
+/// against its `siftdb.keyspace` property too); true to stop.
 fn check_manifest_entry(
     c: &mut Checker<'_>,
     manifest: &Path,
-    level: usize,
-    meta: &FileMetaData,
+    entry: &ManifestEntry<'_>,
     table: &Table,
     t: &Contents,
 ) -> bool {
-    let what = format!("manifest entry of {:06}.sst (level {level})", meta.number);
+    let (meta, level) = (entry.meta, entry.level);
+    let what = match entry.keyspace {
+        0 => format!("manifest entry of {:06}.sst (level {level})", meta.number),
+        k => format!(
+            "manifest entry of {:06}.sst (level {level} of keyspace {k})",
+            meta.number
+        ),
+    };
     let mut diffs = Vec::new();
+    let property = table.properties().keyspace;
+    if property != entry.keyspace {
+        diffs.push(format!(
+            "it in keyspace {} but its property siftdb.keyspace says {property}",
+            entry.keyspace
+        ));
+    }
     if meta.file_size != table.file_size() {
         diffs.push(format!(
             "size {} but the file has {}",
@@ -759,10 +795,27 @@ fn check_manifest_entry(
     false
 }
 
-/// Records a WAL's damage and torn tail; true to stop.
-fn check_wal(c: &mut Checker<'_>, wal: WalContents) -> Result<bool> {
+/// Records a WAL's damage and torn tail, and a write to a keyspace not
+/// among `live` (the manifest's keyspaces, when known: an open refuses
+/// such a write as corruption); true to stop.
+fn check_wal(c: &mut Checker<'_>, wal: WalContents, live: Option<&BTreeSet<u32>>) -> Result<bool> {
     c.report.wals += 1;
     c.report.wal_records += wal.records.len() as u64;
+    for r in &wal.records {
+        let unknown = r
+            .ops
+            .iter()
+            .find(|o| live.is_some_and(|l| !l.contains(&o.keyspace)));
+        if let Some(op) = unknown {
+            let detail = format!(
+                "a write to keyspace {}, which the manifest does not hold",
+                op.keyspace
+            );
+            if c.problem(&wal.path, "WAL record", Some(r.offset), detail) {
+                return Ok(true);
+            }
+        }
+    }
     if let Some(t) = &wal.torn_tail {
         c.report.notes.push(format!(
             "{}: torn tail at offset {} ({}); recovery drops it ({}, or damage to the last \
@@ -814,12 +867,12 @@ pub fn verify_file(
     match kind {
         Some(FileType::Wal(_)) => {
             let wal = read_wal(path)?;
-            check_wal(&mut c, wal)?;
+            check_wal(&mut c, wal, None)?;
         }
         Some(FileType::Manifest(_)) => match read_manifest(path) {
             Ok(m) => {
                 c.report.manifest_edits = m.records.len() as u64;
-                if let Err(e) = m.replay() {
+                if let Err(e) = m.replay_all() {
                     c.corruption(e, "manifest")?;
                 }
                 if let Some(t) = m.torn_tail {
@@ -892,7 +945,7 @@ mod tests {
     use crate::key::SequenceNumber;
     use crate::sstable::format::BlockHandle;
     use crate::sstable::TableProperties;
-    use crate::version::edit::VersionEdit;
+    use crate::version::edit::{KeyspaceAdd, KeyspaceEdit, VersionEdit};
     use crate::version::manifest::{Manifest, FORMAT_VERSION};
 
     #[test]
@@ -908,7 +961,7 @@ mod tests {
 
         // Flip a byte in the second data block of the largest table.
         let snap = DbSnapshot::open(tmp.path()).unwrap();
-        let f = &snap.version.levels[0][2];
+        let f = &snap.default_tree().version.levels[0][2];
         let h = f.table.index()[1].handle;
         let path = f.table.path().to_path_buf();
         drop(snap);
@@ -934,7 +987,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         drop(build(tmp.path()));
         let snap = DbSnapshot::open(tmp.path()).unwrap();
-        let t = &snap.version.levels[0][0].table;
+        let t = &snap.default_tree().version.levels[0][0].table;
         let path = t.path().to_path_buf();
         let footer = *t.footer();
         drop(snap);
@@ -1037,11 +1090,11 @@ mod tests {
     }
 
     /// Points `CURRENT` in `dir` at a new manifest holding the current
-    /// state with `change` applied to its `(level, file)` list; returns the
-    /// new manifest's path.
-    fn rewrite_manifest(dir: &Path, change: impl FnOnce(&mut Vec<(u32, FileMetaData)>)) -> PathBuf {
+    /// state (of a database with only the default keyspace) with `change`
+    /// applied to it; returns the new manifest's path.
+    fn rewrite_manifest(dir: &Path, change: impl FnOnce(&mut VersionEdit)) -> PathBuf {
         let (_, manifest) = current_manifest(dir).unwrap();
-        let state = read_manifest(&manifest).unwrap().replay().unwrap();
+        let state = read_manifest(&manifest).unwrap().replay_all().unwrap();
         let mut snapshot = VersionEdit {
             format_version: Some(FORMAT_VERSION),
             log_number: Some(state.log_number),
@@ -1054,7 +1107,7 @@ mod tests {
                 snapshot.new_files.push((level as u32, meta.clone()));
             }
         }
-        change(&mut snapshot.new_files);
+        change(&mut snapshot);
         let n = state.next_file_number;
         Manifest::create(&StdFs, dir, n, &snapshot).unwrap();
         filename::manifest_path(dir, n)
@@ -1067,8 +1120,8 @@ mod tests {
         // A new manifest whose entry for one table is off by one entry and
         // one byte.
         let mut number = 0;
-        rewrite_manifest(tmp.path(), |files| {
-            let (_, wrong) = &mut files[1];
+        rewrite_manifest(tmp.path(), |edit| {
+            let (_, wrong) = &mut edit.new_files[1];
             wrong.num_entries += 1;
             wrong.file_size += 1;
             number = wrong.number;
@@ -1094,6 +1147,49 @@ mod tests {
                 .any(|n| n.contains("manifest not named by CURRENT")),
             "{:?}",
             r.notes
+        );
+    }
+
+    /// A table the manifest lists in keyspace 1 whose `siftdb.keyspace`
+    /// property says the default (absent) is a problem of its manifest
+    /// entry; the other tables, the keyspace's WALs and the sections'
+    /// shape are sound.
+    #[test]
+    fn verify_compares_a_tables_keyspace_with_the_manifest() {
+        let tmp = tempfile::tempdir().unwrap();
+        drop(build(tmp.path()));
+        assert!(verify_db(tmp.path(), true, &mut |_, _| {})
+            .unwrap()
+            .is_clean());
+        let mut number = 0;
+        rewrite_manifest(tmp.path(), |edit| {
+            let moved = edit.new_files.remove(1);
+            number = moved.1.number;
+            edit.next_keyspace_id = Some(2);
+            edit.keyspaces.insert(
+                1,
+                KeyspaceEdit {
+                    add: Some(KeyspaceAdd {
+                        name: "moved".into(),
+                        options: String::new(),
+                    }),
+                    log_number: edit.log_number,
+                    new_files: vec![moved],
+                    ..Default::default()
+                },
+            );
+        });
+        let r = verify_db(tmp.path(), true, &mut |_, _| {}).unwrap();
+        assert_eq!(r.tables, 3);
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+        let p = &r.problems[0];
+        assert_eq!(
+            p.what,
+            format!("manifest entry of {number:06}.sst (level 0 of keyspace 1)")
+        );
+        assert_eq!(
+            p.detail,
+            "records it in keyspace 1 but its property siftdb.keyspace says 0"
         );
     }
 
@@ -1221,8 +1317,8 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         drop(build(tmp.path()));
         // Claim that the (overlapping) level-0 tables are in level 1.
-        let manifest = rewrite_manifest(tmp.path(), |files| {
-            files.iter_mut().for_each(|(level, _)| *level = 1);
+        let manifest = rewrite_manifest(tmp.path(), |edit| {
+            edit.new_files.iter_mut().for_each(|(level, _)| *level = 1);
         });
         let r = verify_db(tmp.path(), true, &mut |_, _| {}).unwrap();
         assert_eq!(r.problems.len(), 2, "{:?}", r.problems);

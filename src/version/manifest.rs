@@ -23,9 +23,8 @@
 //! Format version 4 added tags 12 to 16 (keyspaces), with the same rules
 //! again: in a version-3 or older manifest they are corruption, and a
 //! writable open upgrades such a manifest to 4. An edit that touches only
-//! the default keyspace encodes exactly as at version 3. This build reads
-//! the keyspace sections but serves only the default keyspace:
-//! [`ManifestContents::replay`] refuses a state that leaves another live.
+//! the default keyspace encodes exactly as at version 3;
+//! [`ManifestContents::replay_all`] gives every keyspace's state.
 //!
 //! Worked example (pinned by the `golden_manifest_bytes` test): a manifest
 //! whose snapshot is `{ format_version: 4, log_number: 5, next_file_number:
@@ -272,29 +271,14 @@ impl ManifestContents {
         self.records.iter().map(|r| &r.edit)
     }
 
-    /// The state the edits replay to: live files per level and counters.
+    /// The state the edits replay to: every live keyspace's files per
+    /// level and log number, and the counters.
     ///
     /// # Errors
-    /// - [`Error::Corruption`] naming this manifest and the offset of the
-    ///   record whose edit breaks a rule of [`ReplayedState::apply`]
-    ///   (deletes a file that is not live, names a level beyond the tree, a
-    ///   keyspace that is not live, ...).
-    /// - [`Error::InvalidArgument`] if the state leaves a keyspace other
-    ///   than the default live ([`ReplayedState::refuse_keyspaces`]): this
-    ///   build serves only the default, and every reader of the state
-    ///   (open, read-only open, `crate::inspect`) would otherwise ignore
-    ///   the others' tables.
-    pub fn replay(&self) -> Result<ReplayedState> {
-        let state = self.replay_all()?;
-        state.refuse_keyspaces(&self.path)?;
-        Ok(state)
-    }
-
-    /// As [`ManifestContents::replay`], but a state with live keyspaces
-    /// other than the default is returned, not refused.
-    ///
-    /// # Errors
-    /// [`Error::Corruption`] as [`ManifestContents::replay`].
+    /// [`Error::Corruption`] naming this manifest and the offset of the
+    /// record whose edit breaks a rule of [`ReplayedState::apply`]
+    /// (deletes a file that is not live, names a level beyond the tree, a
+    /// keyspace that is not live, ...).
     pub fn replay_all(&self) -> Result<ReplayedState> {
         let mut state = ReplayedState::new();
         for r in &self.records {
@@ -770,7 +754,7 @@ mod tests {
         w.append(&[0x0b, 0x07, 0x04]).unwrap();
         w.sync().unwrap();
         let contents = replay(dir.path(), 7).unwrap();
-        let detail = contents.replay().map(|_| ()).unwrap_err().to_string();
+        let detail = contents.replay_all().map(|_| ()).unwrap_err().to_string();
         assert!(detail.contains("tombstone 7, which is absent"), "{detail}");
     }
 
@@ -807,7 +791,7 @@ mod tests {
     }
 
     #[test]
-    fn replay_refuses_a_live_keyspace_and_replay_all_returns_it() {
+    fn replay_all_returns_a_live_keyspace() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(manifest_name(3));
         let mut w = LogWriter::create(&StdFs, &path).unwrap();
@@ -819,12 +803,6 @@ mod tests {
         .unwrap();
         w.sync().unwrap();
         let contents = replay(dir.path(), 3).unwrap();
-        match contents.replay().map(|_| ()).unwrap_err() {
-            Error::InvalidArgument(m) => {
-                assert!(m.contains("leaves keyspace 1 (\"logs\") live"), "{m}")
-            }
-            other => panic!("{other:?}"),
-        }
         let all = contents.replay_all().unwrap();
         assert_eq!(all.keyspaces[&1].name, "logs");
         assert_eq!(all.next_keyspace_id, 2);
@@ -878,8 +856,7 @@ mod tests {
         );
         let r = replay(dir.path(), 1).unwrap();
         assert_eq!(edits(&r)[1], drop);
-        // Every keyspace dropped: still refused (the used id would be lost).
-        assert!(matches!(r.replay(), Err(Error::InvalidArgument(_))));
+        // Every keyspace dropped: none live, the used id kept.
         assert!(r.replay_all().unwrap().keyspaces.is_empty());
     }
 

@@ -15,7 +15,7 @@ use crate::fs::FileSystem;
 use crate::key::SequenceNumber;
 use crate::sstable::{MappedTable, Table};
 use crate::stats::KeyPrediction;
-use crate::version::edit::{FileMetaData, VersionEdit};
+use crate::version::edit::{FileMetaData, VersionEdit, DEFAULT_KEYSPACE_NAME};
 use crate::version::range_tombstones::RangeTombstoneSet;
 use crate::{Error, Result};
 
@@ -432,35 +432,52 @@ impl ReplayedState {
         }
         Ok(())
     }
+}
 
-    /// Refuses a state that has ever had a keyspace other than the
-    /// default, for the readers that handle only the default so far
-    /// (`crate::inspect`: snapshots, salvage, verify, WAL reads; DESIGN.md
-    /// 12.8). They must neither read a database whose other keyspaces are
-    /// live as if they did not exist nor mix their tables into the
-    /// default's. The engine (`Db`) reads the state whole
-    /// ([`crate::version::manifest::ManifestContents::replay_all`]).
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] naming `manifest` and the first live
-    /// keyspace, or the next keyspace id.
-    pub fn refuse_keyspaces(&self, manifest: &Path) -> Result<()> {
-        let what = match self.keyspaces.iter().next() {
-            Some((id, k)) => format!(
-                "leaves keyspace {id} (\"{}\") live, {} in all beside the default",
-                k.name,
-                self.keyspaces.len()
-            ),
-            None if self.next_keyspace_id > 1 => format!(
-                "has held keyspaces (all dropped; the next keyspace id is {})",
-                self.next_keyspace_id
-            ),
-            None => return Ok(()),
+/// One keyspace's tree as a [`ReplayedState`] holds it
+/// ([`ReplayedState::trees`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ReplayedTree<'a> {
+    /// Its id: 0 for the default keyspace.
+    pub id: u32,
+    /// Its name ([`DEFAULT_KEYSPACE_NAME`] for id 0).
+    pub name: &'a str,
+    /// Its live files, `files[level][number]`.
+    pub files: &'a [BTreeMap<u64, FileMetaData>],
+    /// Its log number: its writes in older WALs are in its tables.
+    pub log_number: u64,
+    /// Its live range tombstones.
+    pub range_tombstones: &'a RangeTombstoneSet,
+    /// Its last key predictions, oldest first.
+    pub key_predictions: &'a VecDeque<KeyPrediction>,
+}
+
+impl ReplayedState {
+    /// Every live keyspace's tree, the default first, then by id.
+    pub fn trees(&self) -> impl Iterator<Item = ReplayedTree<'_>> {
+        let default = ReplayedTree {
+            id: 0,
+            name: DEFAULT_KEYSPACE_NAME,
+            files: &self.files,
+            log_number: self.log_number,
+            range_tombstones: &self.range_tombstones,
+            key_predictions: &self.key_predictions,
         };
-        Err(Error::keyspaces_not_handled(format_args!(
-            "{} {what}",
-            manifest.display()
-        )))
+        std::iter::once(default).chain(self.keyspaces.iter().map(|(&id, k)| ReplayedTree {
+            id,
+            name: &k.name,
+            files: &k.files,
+            log_number: k.log_number,
+            range_tombstones: &k.range_tombstones,
+            key_predictions: &k.key_predictions,
+        }))
+    }
+
+    /// The smallest log number of any live keyspace: every WAL numbered
+    /// at least this is live (it may hold writes of some keyspace that
+    /// its tables do not).
+    pub fn min_log_number(&self) -> u64 {
+        self.trees().map(|t| t.log_number).min().unwrap_or(0)
     }
 }
 
@@ -605,7 +622,6 @@ mod tests {
         .unwrap();
         assert_eq!(s.keyspaces[&1].options_text, "block_size 4096\n");
         assert_eq!((s.log_number, s.keyspaces[&1].log_number), (3, 9));
-        assert!(s.refuse_keyspaces(Path::new("MANIFEST-000001")).is_err());
         s.apply(&drop_ks(1)).unwrap();
         assert!(s.keyspaces.is_empty());
         assert_eq!(s.next_keyspace_id, 2);
@@ -741,25 +757,5 @@ mod tests {
             ..VersionEdit::default()
         })
         .unwrap();
-    }
-
-    #[test]
-    fn only_a_state_that_never_held_keyspaces_is_served() {
-        let m = Path::new("MANIFEST-000001");
-        assert!(ReplayedState::new().refuse_keyspaces(m).is_ok());
-        let mut s = with_logs();
-        let e = s.refuse_keyspaces(m).unwrap_err().to_string();
-        assert_eq!(
-            e,
-            "invalid argument: unsupported: MANIFEST-000001 leaves keyspace 1 (\"logs\") live, 1 \
-             in all beside the default; this operation does not handle keyspaces other than the \
-             default yet"
-        );
-        s.apply(&drop_ks(1)).unwrap();
-        let e = s.refuse_keyspaces(m).unwrap_err().to_string();
-        assert!(
-            e.contains("has held keyspaces (all dropped; the next keyspace id is 2)"),
-            "{e}"
-        );
     }
 }

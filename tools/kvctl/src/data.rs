@@ -39,8 +39,20 @@ pub const IMPORT_BATCH_BYTES: usize = 16 << 20;
 
 /// Opens an existing database with the options `builder` sets over the
 /// stored ones (never creating one), waiting for the lock as `wait` says
-/// ([`crate::wait::retry_locked`]).
+/// ([`crate::wait::retry_locked`]); refuses one holding keyspaces other
+/// than the default ([`refuse_keyspaces`]).
 pub fn open_existing_waiting(
+    path: &Path,
+    builder: DbBuilder,
+    wait: Option<Wait>,
+) -> Result<Db, CliError> {
+    refuse_keyspaces(open_whole_existing_waiting(path, builder, wait)?)
+}
+
+/// As [`open_existing_waiting`], for a command that acts on the whole
+/// database, every keyspace alike (`checkpoint`): keyspaces are not
+/// refused.
+pub fn open_whole_existing_waiting(
     path: &Path,
     builder: DbBuilder,
     wait: Option<Wait>,
@@ -54,7 +66,7 @@ pub fn open_existing_waiting(
         .into());
     }
     let b = builder.create_if_missing(false);
-    warn_dropped(refuse_keyspaces(retry_locked(wait, || b.clone().open())?)?)
+    warn_dropped(retry_locked(wait, || b.clone().open())?)
 }
 
 /// Refuses a database holding keyspaces other than the default: kvctl
@@ -64,14 +76,23 @@ pub fn open_existing_waiting(
 /// # Errors
 /// `siftdb::Error::InvalidArgument` naming the keyspaces.
 pub fn refuse_keyspaces(db: Db) -> Result<Db, CliError> {
-    let names = db.keyspaces();
+    refuse_keyspace_names(db.path(), &db.keyspaces())?;
+    Ok(db)
+}
+
+/// Refuses the database at `path` if its live keyspaces, `names` (the
+/// default first), are more than the default, as [`refuse_keyspaces`].
+///
+/// # Errors
+/// `siftdb::Error::InvalidArgument` naming the keyspaces.
+pub fn refuse_keyspace_names(path: &Path, names: &[String]) -> Result<(), CliError> {
     if names.len() <= 1 {
-        return Ok(db);
+        return Ok(());
     }
     Err(siftdb::Error::InvalidArgument(format!(
         "unsupported: {} holds keyspaces other than the default ({}); kvctl does not handle \
          keyspaces yet",
-        db.path().display(),
+        path.display(),
         names[1..].join(", ")
     ))
     .into())

@@ -12,7 +12,7 @@ use flate2::write::GzEncoder;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 use siftdb::inspect::escape::escape_bytes;
-use siftdb::inspect::{FileSet, Salvage, SalvageReport};
+use siftdb::inspect::{FileSet, KeyspaceSelector, Salvage, SalvageReport};
 
 use crate::data::{open_read_only, Pair, EXPORT_HEADER};
 use crate::error::{write_failed, CliError, EXIT_CORRUPTION};
@@ -282,7 +282,17 @@ fn export_salvage(args: &ExportArgs) -> Result<(), CliError> {
     }
     refuse_output_inside(&args.db, &args.file)?;
     let start = Instant::now();
-    let mut salvage = Salvage::open(&args.db)?;
+    let mut salvage = Salvage::open(&args.db, &KeyspaceSelector::Default)?;
+    // kvctl handles only the default keyspace so far: refuse rather than
+    // export it as if it were the whole database (every salvage lists the
+    // default, the keyspace it reads).
+    let keyspaces: Vec<String> = (salvage.report().keyspaces.iter())
+        .map(|&id| match id {
+            0 => "default".to_string(),
+            id => format!("id {id}"),
+        })
+        .collect();
+    crate::data::refuse_keyspace_names(&args.db, &keyspaces)?;
     let progress = if args.quiet || stdout || !io::stderr().is_terminal() {
         ProgressBar::hidden()
     } else {

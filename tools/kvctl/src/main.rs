@@ -2,7 +2,8 @@
 //!
 //! Each subcommand lives in a module next to its clap arguments
 //! (`data`: import, `export`, `point`: get/put/delete, `scan`, `stats`,
-//! `distinct`, `compact`, `checkpoint`, `bench`, `demo`, `hot`, `options`, and
+//! `distinct`, `compact`, `checkpoint`, `bench`, `demo`, `hot`, `keyspace`,
+//! `options`, and
 //! `inspect/`: info, sst, verify, manifest, wal, explain, filters); this
 //! file only parses the command line, dispatches, and turns errors into the
 //! exit codes listed in [`error`].
@@ -20,6 +21,7 @@ mod format;
 mod hot;
 mod inspect;
 mod interrupt;
+mod keyspace;
 mod options;
 mod point;
 mod scan;
@@ -97,6 +99,8 @@ enum Command {
     Filters(inspect::filters::FiltersArgs),
     /// The heaviest keys of the read sketch's last window (saved on close with Options::hot_keys): lookups found and absent, with the error bound
     Hot(hot::HotArgs),
+    /// The keyspaces (column families): `keyspace list` (ids, names, tables, bytes, log numbers)
+    Keyspace(keyspace::KeyspaceArgs),
     /// Show the settings stored in the OPTIONS file; --reset replaces it with the defaults (the way out when it is damaged: it holds no data)
     Options(options::OptionsArgs),
     /// Print a shell completion script: bash, zsh, fish, elvish or powershell
@@ -144,6 +148,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Filters(a) => inspect::filters::run(a),
         Command::Completions(a) => completions(a),
         Command::Hot(a) => hot::run(a),
+        Command::Keyspace(a) => keyspace::run(a),
         Command::Options(a) => options::run(a),
     }
 }

@@ -2195,9 +2195,76 @@ fn a_zstd_database_reads_or_names_the_missing_feature() {
     );
 }
 
+/// `keyspace list` shows every keyspace with its tables, entries and log
+/// number, in text and JSON, while the database holding them is refused
+/// by the commands that show one keyspace.
+#[test]
+fn keyspace_list_shows_every_keyspace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    {
+        let db = siftdb::Db::open(&dir).unwrap();
+        db.put("k", "v").unwrap();
+        db.flush().unwrap();
+        let logs = db.keyspace("logs").unwrap();
+        logs.put("l", "1").unwrap();
+        logs.put("m", "2").unwrap();
+        logs.flush().unwrap();
+    }
+    let out = kvctl(&["keyspace", "list", p(&dir), "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let rows: Vec<(u64, &str, u64, u64)> = v["keyspaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            let n = |f: &str| k[f].as_u64().unwrap();
+            (
+                n("id"),
+                k["name"].as_str().unwrap(),
+                n("tables"),
+                n("entries"),
+            )
+        })
+        .collect();
+    assert_eq!(rows, [(0, "default", 1, 1), (1, "logs", 1, 2)]);
+    // logs' flush moved its log number (and the empty default's) to the
+    // WAL it rotated to, the newest.
+    let newest = files_with_ext(&dir, "log")
+        .iter()
+        .map(|f| {
+            f.file_stem()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        })
+        .max()
+        .unwrap();
+    for k in 0..2 {
+        assert_eq!(v["keyspaces"][k]["log_number"].as_u64(), Some(newest));
+    }
+    let text = stdout(&kvctl(&["keyspace", "list", p(&dir)]));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(
+        lines[0].contains("name") && lines[0].contains("tables"),
+        "{text}"
+    );
+    assert!(lines[2].contains("logs"), "{text}");
+    let missing = tmp.path().join("none");
+    assert_eq!(code(&kvctl(&["keyspace", "list", p(&missing)])), 2);
+    // The commands that show one keyspace still refuse it.
+    assert_eq!(code(&kvctl(&["scan", p(&dir)])), 2);
+}
+
 /// kvctl reads and writes only the default keyspace so far: every command
 /// refuses a database holding others (exit 2) rather than show or change
-/// the default as if it were the whole database.
+/// the default as if it were the whole database; but `verify`, which
+/// checks every keyspace's files, and `checkpoint`, which copies every
+/// keyspace, work.
 #[test]
 fn a_database_with_keyspaces_is_refused_until_kvctl_handles_them() {
     let tmp = tempfile::tempdir().unwrap();
@@ -2215,8 +2282,8 @@ fn a_database_with_keyspaces_is_refused_until_kvctl_handles_them() {
         vec!["export", p(&dir)],
         vec!["stats", p(&dir)],
         vec!["compact", p(&dir)],
-        vec!["checkpoint", p(&dir), p(&copy)],
-        vec!["verify", p(&dir)],
+        vec!["info", p(&dir)],
+        vec!["explain", p(&dir), "k"],
         vec!["export", "--salvage", p(&dir)],
     ];
     for args in commands {
@@ -2228,7 +2295,15 @@ fn a_database_with_keyspaces_is_refused_until_kvctl_handles_them() {
             stderr(&out)
         );
     }
-    assert!(!copy.exists());
+    let out = kvctl(&["verify", p(&dir)]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = kvctl(&["checkpoint", p(&dir), p(&copy)]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let copied = siftdb::Db::open(&copy).unwrap();
+    let logs = copied.existing_keyspace("logs").unwrap();
+    assert_eq!(logs.get("k").unwrap().as_deref(), Some(&b"in logs"[..]));
+    assert_eq!(copied.get("k").unwrap().as_deref(), Some(&b"v"[..]));
+    drop((logs, copied));
     // Nothing changed: the default still holds its value.
     let db = siftdb::Db::open(&dir).unwrap();
     assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"v"[..]));

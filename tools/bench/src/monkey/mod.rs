@@ -502,7 +502,7 @@ fn measure(
 /// reaches in the database in `dir`, read outside the engine.
 fn walk_prediction(dir: &Path, absent: &[Vec<u8>]) -> Result<f64> {
     let snap = DbSnapshot::open(dir)?;
-    let levels = &snap.version.levels;
+    let levels = &snap.default_tree().version.levels;
     let rates: Vec<Vec<f64>> = levels
         .iter()
         .map(|files| files.iter().map(|f| design_fpr(&f.table)).collect())

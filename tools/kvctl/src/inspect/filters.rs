@@ -201,7 +201,7 @@ pub fn filters_text(tables: &[TableInfo]) -> String {
 pub fn run(args: &FiltersArgs) -> Result<(), CliError> {
     let snap = snapshot(&args.db)?;
     let tables = snap.tables();
-    let memory = FilterMemory::of(&snap.version, None);
+    let memory = FilterMemory::of(&snap.default_tree().version, None);
     if args.json {
         let mut v = filters_json(&tables);
         v["memory"] = memory_json(&memory);

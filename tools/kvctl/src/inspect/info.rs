@@ -78,7 +78,7 @@ pub fn info_json(s: &DbSnapshot) -> Value {
             "range_deletions": w.range_deletions,
             "torn_tail": torn_json(&w.torn_tail),
         })).collect::<Vec<_>>(),
-        "range_tombstones": s.version.range_tombstones.len(),
+        "range_tombstones": s.default_tree().version.range_tombstones.len(),
         "options": {
             "persisted": stored.is_some(),
             "stored": stored,
@@ -145,7 +145,7 @@ pub fn info_text(s: &DbSnapshot) -> String {
         "range tombstones",
         format!(
             "{} live in the manifest",
-            group(s.version.range_tombstones.len() as u64)
+            group(s.default_tree().version.range_tombstones.len() as u64)
         ),
     );
     match siftdb::Db::stored_options(&s.dir) {

@@ -63,9 +63,13 @@ impl Show {
     }
 }
 
-/// Opens a read-only snapshot of the database at `dir`.
+/// Opens a read-only snapshot of the database at `dir`, refusing one with
+/// keyspaces other than the default (kvctl shows only the default so far).
 pub fn snapshot(dir: &Path) -> Result<DbSnapshot, CliError> {
-    Ok(DbSnapshot::open(dir)?)
+    let snap = DbSnapshot::open(dir)?;
+    let names: Vec<String> = snap.keyspaces.iter().map(|k| k.name.clone()).collect();
+    crate::data::refuse_keyspace_names(dir, &names)?;
+    Ok(snap)
 }
 
 /// Writes `text` to stdout.
