@@ -82,6 +82,7 @@ pub mod inspect;
 mod iter;
 mod key;
 mod key_range;
+mod keyspace_options;
 mod log;
 mod memtable;
 mod options;
@@ -105,6 +106,8 @@ pub use error::{Error, Result};
 pub use iter::{DbIterator, Keys, Values};
 pub use key::{SequenceNumber, ValueType, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use key_range::KeyRange;
+#[doc(hidden)]
+pub use keyspace_options::KeyspaceOptions;
 pub use log::TornTail;
 pub use options::{
     CompactionPriority, CompactionStyle, HotKeyOptions, Options, TableReads, WriteOptions,

@@ -37,20 +37,34 @@ impl DbInner {
     /// write checks level 0 before it fills a memtable, but the memtables
     /// frozen after that check all land in level 0 (found by
     /// tests/write_stalls.rs: `flush` took level 0 past the trigger).
+    ///
+    /// When the live WALs hold more than [`crate::Options::max_total_wal_size`]
+    /// bytes, every keyspace whose active memtable holds writes in the
+    /// oldest live WAL is frozen too, so that its flush frees that WAL
+    /// (a keyspace that took a few writes and then went idle would
+    /// otherwise keep it, and every later one, alive).
     pub(super) fn rotate_memtables(
         &self,
         w: &mut WriteState,
         freeze: &[&KeyspaceState],
     ) -> Result<()> {
+        let pinning = self.keyspaces_pinning_the_oldest_wal(w, freeze);
+        let freeze: Vec<&KeyspaceState> = freeze
+            .iter()
+            .copied()
+            .chain(pinning.iter().map(|ks| &**ks))
+            .collect();
+        let freeze = &freeze[..];
         {
-            let stop = match self.options.compaction_style {
-                CompactionStyle::None => usize::MAX,
-                _ => self.options.level0_stop_trigger,
-            };
             let must_wait = || {
                 freeze.iter().any(|ks| {
+                    let o = ks.options();
+                    let stop = match o.compaction_style {
+                        CompactionStyle::None => usize::MAX,
+                        _ => o.level0_stop_trigger,
+                    };
                     let cur = ks.current.read();
-                    cur.imms.len() >= self.options.max_immutable_memtables
+                    cur.imms.len() >= o.max_immutable_memtables
                         || cur.version.levels[0].len() + cur.imms.len() >= stop
                 })
             };
@@ -83,6 +97,7 @@ impl DbInner {
         // the gap in sequence numbers, so what survives is a prefix of the
         // acknowledged writes (RELIABILITY.md 5, DESIGN.md 11).
         if let Some(old) = w.wal.replace(wal) {
+            w.closed_wal_bytes.insert(w.wal_number, old.offset());
             self.close_wal(old);
         }
         w.wal_number = number;
@@ -124,6 +139,36 @@ impl DbInner {
         let _bg = self.bg.lock();
         self.bg_cv.notify_all();
         Ok(())
+    }
+
+    /// The keyspaces outside `freeze` that a rotation must freeze to keep
+    /// the live WALs within [`crate::Options::max_total_wal_size`]: when
+    /// they hold more, each whose active memtable holds writes and names
+    /// the oldest live WAL (or an older one). Empty when the bound is 0.
+    fn keyspaces_pinning_the_oldest_wal(
+        &self,
+        w: &mut WriteState,
+        freeze: &[&KeyspaceState],
+    ) -> Vec<Arc<KeyspaceState>> {
+        let bound = self.options.max_total_wal_size;
+        if bound == 0 {
+            return Vec::new();
+        }
+        let oldest = self.versions.lock().min_log_number();
+        w.closed_wal_bytes.retain(|&n, _| n >= oldest);
+        let current = w.wal.as_ref().map_or(0, |wal| wal.offset());
+        let total: u64 = w.closed_wal_bytes.values().sum::<u64>() + current;
+        if total <= bound {
+            return Vec::new();
+        }
+        self.all_keyspaces()
+            .into_iter()
+            .filter(|ks| freeze.iter().all(|f| f.id != ks.id))
+            .filter(|ks| {
+                w.mem_of(ks.id)
+                    .is_some_and(|m| !m.is_empty() && m.wal_number() <= oldest)
+            })
+            .collect()
     }
 
     /// Freezes the active memtable of `only` (of every keyspace if
@@ -188,7 +233,7 @@ impl DbInner {
                 TableOptions {
                     keyspace: ks.id,
                     ..filter_budget::table_options(
-                        &self.options,
+                        &ks.options(),
                         &version,
                         NewTable::Flush { keys },
                         false,
@@ -463,19 +508,20 @@ impl DbInner {
     /// once it holds `level0_slowdown_trigger`, so that compaction keeps up
     /// and the files a read probes stay bounded.
     pub(super) fn throttle_for_level0(&self, ks: &KeyspaceState) -> Result<()> {
-        if self.options.compaction_style == CompactionStyle::None {
+        let o = ks.options();
+        if o.compaction_style == CompactionStyle::None {
             return Ok(());
         }
         let level0 = || ks.current.read().version.levels[0].len();
-        if level0() >= self.options.level0_stop_trigger {
+        if level0() >= o.level0_stop_trigger {
             let mut bg = self.bg.lock();
-            while level0() >= self.options.level0_stop_trigger {
+            while level0() >= o.level0_stop_trigger {
                 if let Some(e) = &bg.error {
                     return Err(Error::Background(e.clone()));
                 }
                 self.bg_cv.wait(&mut bg);
             }
-        } else if level0() >= self.options.level0_slowdown_trigger {
+        } else if level0() >= o.level0_slowdown_trigger {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         Ok(())
@@ -506,13 +552,12 @@ impl DbInner {
         for i in 0..all.len() {
             let ks = &all[(start + i) % all.len()];
             let version = Arc::clone(&ks.current.read().version);
+            let options = ks.options();
             let picked = {
                 let mut pointers = ks.compaction_pointers.lock();
-                compaction::pick(&version, &self.options, &mut pointers)
+                compaction::pick(&version, &options, &mut pointers)
             };
-            if let Some(c) =
-                picked.or_else(|| filter_budget::drift_rebuild(&self.options, &version))
-            {
+            if let Some(c) = picked.or_else(|| filter_budget::drift_rebuild(&options, &version)) {
                 job = Some((Arc::clone(ks), c, version));
                 break;
             }
@@ -553,6 +598,7 @@ impl DbInner {
             (Vec::new(), compaction::CompactionCounts::default())
         } else {
             let next = || self.next_file_number.fetch_add(1, Ordering::SeqCst);
+            let options = ks.options();
             // The deepest level holding data gets its own filter setting
             // (`skip_filters_on_last_level`). Only this compaction can move
             // data below its output level, and it holds the lock.
@@ -564,7 +610,7 @@ impl DbInner {
             let table_options = TableOptions {
                 keyspace: ks.id,
                 ..filter_budget::table_options(
-                    &self.options,
+                    &options,
                     &version,
                     NewTable::Compaction(c),
                     last_level,
@@ -587,7 +633,7 @@ impl DbInner {
                 target_file_size: if c.output_level == 0 {
                     u64::MAX
                 } else {
-                    self.options.target_file_size
+                    options.target_file_size
                 },
                 smallest_snapshot: self.smallest_snapshot(),
                 range_tombstones,
@@ -680,6 +726,7 @@ impl DbInner {
         range: Option<&compaction::KeyBounds>,
     ) -> Result<()> {
         let _running = self.compaction.lock();
+        let options = ks.options();
         let deepest = {
             let v = &ks.current.read().version;
             (1..v.levels.len())
@@ -705,12 +752,12 @@ impl DbInner {
                     level,
                     range,
                     &filter_budget::table_options(
-                        &self.options,
+                        &options,
                         &version,
                         NewTable::InPlace { level },
                         true,
                     ),
-                    self.options.target_file_size,
+                    options.target_file_size,
                 )
             } else {
                 compaction::pick_manual(&version, level, range)
@@ -849,7 +896,7 @@ pub(super) fn background_main(inner: Arc<DbInner>) {
                 if !inner.compaction.is_locked()
                     && all
                         .iter()
-                        .any(|ks| compaction_due(&ks.current.read().version, &inner.options))
+                        .any(|ks| compaction_due(&ks.current.read().version, &ks.options()))
                 {
                     break BgJob::Compact;
                 }

@@ -125,6 +125,7 @@ impl DbBuilder {
         level_size_multiplier: u32,
         target_file_size: u64,
         max_manifest_file_size: u64,
+        max_total_wal_size: u64,
         file_system: Arc<dyn FileSystem>,
         hot_keys: Option<HotKeyOptions>,
         }

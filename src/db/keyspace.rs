@@ -18,14 +18,18 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use super::{Db, DbInner, Snapshot, SuperVersion};
+use super::stored_options::keyspace_text;
+use super::{Db, DbInner, Snapshot, SuperVersion, VersionState, WriteState};
 use crate::iter::DbIterator;
 use crate::key::SequenceNumber;
 use crate::key_range::KeyRange;
-use crate::version::edit::{check_keyspace_name, DEFAULT_KEYSPACE_NAME};
+use crate::version::edit::{
+    check_keyspace_name, KeyspaceAdd, KeyspaceEdit, VersionEdit, DEFAULT_KEYSPACE_NAME,
+};
 use crate::version::set::NUM_LEVELS;
 use crate::write_batch::{check_lengths, WriteBatch};
-use crate::{Error, Result, Slice};
+use crate::KeyspaceOptions;
+use crate::{Error, Options, Result, Slice};
 
 /// The state of one keyspace: the super-version readers take and the
 /// leveled picker's position. Shared state (the WAL, the manifest, the
@@ -43,18 +47,28 @@ pub(super) struct KeyspaceState {
     /// pointer): where the next compaction from that level starts.
     /// Taken only while holding `DbInner::compaction`.
     pub(super) compaction_pointers: Mutex<Vec<Vec<u8>>>,
+    /// The options it runs with: the database's, with its per-keyspace
+    /// settings over them (the default's are the database's). Replaced
+    /// whole by [`Db::keyspace_with`] (manifest tag 15).
+    pub(super) options: RwLock<Arc<Options>>,
 }
 
 impl KeyspaceState {
-    /// Keyspace `id` named `name`, whose readers start at `sv`, with no
-    /// compaction pointer yet.
-    pub(super) fn new(id: u32, name: String, sv: SuperVersion) -> KeyspaceState {
+    /// Keyspace `id` named `name`, whose readers start at `sv`, running
+    /// with `options`, with no compaction pointer yet.
+    pub(super) fn new(id: u32, name: String, sv: SuperVersion, options: Options) -> KeyspaceState {
         KeyspaceState {
             id,
             name,
             current: RwLock::new(Arc::new(sv)),
             compaction_pointers: Mutex::new(vec![Vec::new(); NUM_LEVELS]),
+            options: RwLock::new(Arc::new(options)),
         }
+    }
+
+    /// The options the keyspace runs with now.
+    pub(super) fn options(&self) -> Arc<Options> {
+        Arc::clone(&self.options.read())
     }
 
     /// The WAL of the oldest write its memtables may hold (`Lmem` in
@@ -159,6 +173,13 @@ impl Keyspace {
         self.state.id
     }
 
+    /// The options the keyspace runs with: the database's, with the
+    /// keyspace's own settings ([`KeyspaceOptions`]) over them. For the
+    /// default keyspace, [`Db::options`].
+    pub fn options(&self) -> Arc<Options> {
+        self.state.options()
+    }
+
     /// The instance of the database this handle belongs to (see
     /// [`next_instance`]).
     pub(crate) fn instance(&self) -> u64 {
@@ -213,7 +234,7 @@ impl Keyspace {
     pub fn range(&self, range: impl KeyRange) -> DbIterator {
         let (lo, hi) = range.into_bounds();
         let (sv, seq) = self.inner.view_of(&self.state);
-        self.inner.scan_range(sv, seq, lo, hi)
+        self.inner.scan_range(&self.state, sv, seq, lo, hi)
     }
 
     /// Iterates every live pair of this keyspace in key order: `range(..)`.
@@ -225,7 +246,8 @@ impl Keyspace {
     /// `prefix`, in key order.
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
         let (sv, seq) = self.inner.view_of(&self.state);
-        self.inner.scan_prefix(sv, seq, prefix.as_ref())
+        self.inner
+            .scan_prefix(&self.state, sv, seq, prefix.as_ref())
     }
 
     read_conveniences!("now in this keyspace");
@@ -299,7 +321,7 @@ impl KeyspaceSnapshot<'_> {
         let (lo, hi) = range.into_bounds();
         self.snapshot
             .inner
-            .scan_range(sv, self.snapshot.seq, lo, hi)
+            .scan_range(&self.state, sv, self.snapshot.seq, lo, hi)
     }
 
     /// As [`Keyspace::iter`], as of the snapshot.
@@ -312,7 +334,7 @@ impl KeyspaceSnapshot<'_> {
         let sv = self.state.current.read().clone();
         self.snapshot
             .inner
-            .scan_prefix(sv, self.snapshot.seq, prefix.as_ref())
+            .scan_prefix(&self.state, sv, self.snapshot.seq, prefix.as_ref())
     }
 
     read_conveniences!("in this keyspace as of the snapshot");
@@ -340,14 +362,18 @@ impl Snapshot {
 
 impl Db {
     /// The keyspace named `name`, created if missing (with the database's
-    /// options, stored in the manifest with it: DESIGN.md 12.8). The
-    /// creation is durable before this returns. `"default"` is the
-    /// default keyspace, the one `Db`'s own reads and writes use.
+    /// per-keyspace options, [`KeyspaceOptions::from_options`], stored in
+    /// the manifest with it: DESIGN.md 12.8). The creation is durable
+    /// before this returns. `"default"` is the default keyspace, the one
+    /// `Db`'s own reads and writes use. An existing keyspace keeps the
+    /// options it has (see [`Db::keyspace_with`]).
     ///
     /// # Errors
     /// - [`Error::InvalidArgument`] for a bad name: 1 to 64 bytes of ASCII
     ///   letters, digits, `_`, `-` and `.`, not starting with `.` or `-`;
-    ///   or when called inside this database's `update` closure;
+    ///   when called inside this database's `update` closure; or, for a
+    ///   missing keyspace, when the database's prefix extractor is not
+    ///   built in (a keyspace stores its extractor by name);
     /// - [`Error::ReadOnly`] on a read-only handle, for a missing keyspace;
     /// - [`Error::Io`] if the manifest write fails (the database then
     ///   turns read-only: whether the keyspace exists is settled by the
@@ -364,8 +390,63 @@ impl Db {
         if self.inner.read_only {
             return Err(Error::ReadOnly);
         }
-        let state = self.inner.create_keyspace(name)?;
+        let options = KeyspaceOptions::from_options(&self.inner.options);
+        let (state, _) = self.inner.open_keyspace(name, &options, false)?;
         Ok(self.handle(state))
+    }
+
+    /// The keyspace named `name` running with `options` (over the
+    /// database's other settings): created with them if missing; if it
+    /// exists with other settings, they are replaced (one manifest edit,
+    /// tag 15, durable before this returns) and take effect at once (the
+    /// next table built, the next rotation; tables already written keep
+    /// theirs). Returns the handle and the settings that changed, one
+    /// line each as [`RecoveryReport::options_changes`] words them
+    /// (`"block_size: 4096 stored, 16384 used"`; empty for a new keyspace
+    /// or unchanged settings).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = siftdb::Db::open(dir.path())?;
+    /// let small = siftdb::KeyspaceOptions::default().block_size(1024);
+    /// let (logs, changes) = db.keyspace_with("logs", small)?;
+    /// assert!(changes.is_empty()); // new
+    /// let big = siftdb::KeyspaceOptions::default().block_size(16384);
+    /// let (_, changes) = db.keyspace_with("logs", big)?;
+    /// assert_eq!(changes, ["block_size: 1024 stored, 16384 used"]);
+    /// # drop(logs);
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    ///
+    /// [`RecoveryReport::options_changes`]: super::RecoveryReport::options_changes
+    ///
+    /// # Errors
+    /// As [`Db::keyspace`], and [`Error::InvalidArgument`] for settings
+    /// [`Options::validate`] refuses, a prefix extractor that is not built
+    /// in, or settings for `"default"` other than the database's (set
+    /// those when opening it); [`Error::ReadOnly`] on a read-only handle
+    /// when the settings differ from the stored ones.
+    #[doc(hidden)]
+    pub fn keyspace_with(
+        &self,
+        name: &str,
+        options: KeyspaceOptions,
+    ) -> Result<(Keyspace, Vec<String>)> {
+        if name == DEFAULT_KEYSPACE_NAME {
+            let db = &self.inner.options;
+            let want = keyspace_text(&options.over(db));
+            if want != keyspace_text(db) {
+                return Err(Error::InvalidArgument(
+                    "the default keyspace runs with the database's options: set them when \
+                     opening it (Db::builder)"
+                        .into(),
+                ));
+            }
+            return Ok((self.default_keyspace(), Vec::new()));
+        }
+        check_name(name)?;
+        let (state, changes) = self.inner.open_keyspace(name, &options, true)?;
+        Ok((self.handle(state), changes))
     }
 
     /// The live keyspace named `name` (`"default"` included); never
@@ -408,60 +489,165 @@ impl Db {
 }
 
 impl DbInner {
-    /// Creates keyspace `name` (checked, and not live): logs its add edit
-    /// (tag 16 and a section with tags 13 and 2), synced, then makes it
-    /// live. Its log number is the WAL new writes go to, whose name the
+    /// Keyspace `name` (checked, not the default's): made live with
+    /// `options` over the database's if missing (its add edit: tag 16 and
+    /// a section with tags 13 and 2, synced); if live and `replace`, its
+    /// settings replaced by `options` when they differ (a section with tag
+    /// 15, synced). Returns it and the settings that changed. A new
+    /// keyspace's log number is the WAL new writes go to, whose name the
     /// directory is synced for first (a rotation defers that sync, and the
-    /// manifest must never name a WAL a power loss can take). Returns the
-    /// live keyspace of that name if another thread created it first.
+    /// manifest must never name a WAL a power loss can take).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] inside this database's `update` closure
-    /// or when keyspace ids are exhausted; [`Error::Io`] if the directory
-    /// sync or the manifest write fails (the database then turns
-    /// read-only); [`Error::Background`] after an earlier failure.
-    pub(super) fn create_keyspace(&self, name: &str) -> Result<Arc<KeyspaceState>> {
-        self.refuse_inside_update("keyspace creation")?;
+    /// [`Error::InvalidArgument`] for options [`Options::validate`]
+    /// refuses or a custom prefix extractor, inside this database's
+    /// `update` closure, or when keyspace ids are exhausted;
+    /// [`Error::ReadOnly`] on a read-only handle for anything to log;
+    /// [`Error::Io`] if the directory sync or the manifest write fails
+    /// (the database then turns read-only); [`Error::Background`] after
+    /// an earlier failure.
+    pub(super) fn open_keyspace(
+        &self,
+        name: &str,
+        options: &KeyspaceOptions,
+        replace: bool,
+    ) -> Result<(Arc<KeyspaceState>, Vec<String>)> {
+        let merged = options.over(&self.options);
+        merged.validate()?;
+        if let Some(e) = merged.prefix_extractor.as_deref() {
+            if !super::stored_options::restorable(e) {
+                return Err(Error::InvalidArgument(format!(
+                    "keyspace \"{name}\": prefix extractor {} is not built in, so it cannot be \
+                     stored with the keyspace; keyspaces other than the default take a built-in \
+                     one (siftdb::filter::FixedPrefix) or none",
+                    e.name()
+                )));
+            }
+        }
+        let text = keyspace_text(&merged);
+        let live = self.keyspaces.read().by_name(name).cloned();
+        if let Some(state) = &live {
+            // Nothing to log: no lock, and fine on a read-only handle.
+            let vs_text = self
+                .versions
+                .lock()
+                .keyspaces
+                .get(&state.id)
+                .map(|k| k.options_text.clone());
+            if !replace || vs_text.as_deref() == Some(text.as_str()) {
+                return Ok((Arc::clone(state), Vec::new()));
+            }
+        }
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
+        self.refuse_inside_update("keyspace creation or options change")?;
         let mut ws = self.write.lock();
         self.check_writable()?;
-        if let Some(state) = self.keyspaces.read().by_name(name) {
-            return Ok(Arc::clone(state));
-        }
         let mut vs = self.versions.lock();
+        let live = self.keyspaces.read().by_name(name).cloned();
+        let state = match live {
+            Some(state) => state,
+            None => {
+                let state = self.create_keyspace(&mut ws, &mut vs, name, merged, text)?;
+                return Ok((state, Vec::new()));
+            }
+        };
+        // Live (perhaps created by another thread meanwhile).
+        let Some(stored) = vs.keyspaces.get(&state.id).map(|k| k.options_text.clone()) else {
+            return Err(Error::NoSuchKeyspace(name.to_string()));
+        };
+        if !replace || stored == text {
+            return Ok((state, Vec::new()));
+        }
+        let changes = super::stored_options::keyspace_differences(&stored, &merged);
+        let mut edit = VersionEdit::default();
+        edit.keyspaces.insert(
+            state.id,
+            KeyspaceEdit {
+                options: Some(text.clone()),
+                ..Default::default()
+            },
+        );
+        self.log_keyspace_edit(&mut vs, &edit, "keyspace options change")?;
+        if let Some(k) = vs.keyspaces.get_mut(&state.id) {
+            k.options_text = text;
+        }
+        *state.options.write() = Arc::new(merged);
+        self.roll_manifest_or_fail(&mut vs)?;
+        drop(vs);
+        drop(ws);
+        Ok((state, changes))
+    }
+
+    /// Logs `edit` (a keyspace's creation, options change or drop),
+    /// synced. A failure turns the database read-only with `what` in the
+    /// message: whether the edit is durable is unknown, the next open
+    /// settles it, and nothing more is logged meanwhile.
+    fn log_keyspace_edit(
+        &self,
+        vs: &mut VersionState,
+        edit: &VersionEdit,
+        what: &str,
+    ) -> Result<()> {
+        let logged = vs.manifest_mut().and_then(|m| m.log_edit(edit));
+        if let Err(e) = &logged {
+            self.record_bg_error(format!("{what} failed: {e}"));
+        }
+        logged
+    }
+
+    /// Rolls the manifest over if full; a failure turns the database
+    /// read-only.
+    fn roll_manifest_or_fail(&self, vs: &mut VersionState) -> Result<()> {
+        let rolled = self.roll_manifest_if_full(vs);
+        if let Err(e) = &rolled {
+            self.record_bg_error(format!("manifest rollover failed: {e}"));
+        }
+        rolled
+    }
+
+    /// Creates keyspace `name` (checked, and not live) running with
+    /// `options`, stored as `text`: logs its add edit, synced, then makes
+    /// it live. The caller holds the writer and versions locks.
+    fn create_keyspace(
+        &self,
+        ws: &mut WriteState,
+        vs: &mut VersionState,
+        name: &str,
+        options: Options,
+        text: String,
+    ) -> Result<Arc<KeyspaceState>> {
         let id = vs.next_keyspace_id;
         let next = id.checked_add(1).ok_or_else(|| {
             Error::InvalidArgument("keyspace ids are exhausted (4294967295 created)".into())
         })?;
-        let options_text = super::stored_options::keyspace_text(&self.options);
-        let mut edit = crate::version::edit::VersionEdit {
+        let mut edit = VersionEdit {
             next_keyspace_id: Some(next),
             ..Default::default()
         };
         edit.keyspaces.insert(
             id,
-            crate::version::edit::KeyspaceEdit {
-                add: Some(crate::version::edit::KeyspaceAdd {
+            KeyspaceEdit {
+                add: Some(KeyspaceAdd {
                     name: name.to_string(),
-                    options: options_text.clone(),
+                    options: text.clone(),
                 }),
                 log_number: Some(ws.wal_number),
                 ..Default::default()
             },
         );
-        let logged = crate::version::manifest::sync_dir(&**self.fs(), &self.dir)
-            .and_then(|()| vs.manifest_mut()?.log_edit(&edit));
-        if let Err(e) = logged {
-            // Whether the edit is durable is unknown: the next open settles
-            // it, and nothing more is logged meanwhile.
+        if let Err(e) = crate::version::manifest::sync_dir(&**self.fs(), &self.dir) {
             self.record_bg_error(format!("keyspace creation failed: {e}"));
             return Err(e);
         }
+        self.log_keyspace_edit(vs, &edit, "keyspace creation")?;
         vs.next_keyspace_id = next;
         vs.keyspaces.insert(
             id,
             super::KeyspaceVersion {
                 name: name.to_string(),
-                options_text,
+                options_text: text,
                 log_number: ws.wal_number,
                 key_predictions: Default::default(),
             },
@@ -476,17 +662,13 @@ impl DbInner {
                 imms: Vec::new(),
                 version: Arc::new(crate::version::set::Version::empty()),
             },
+            options,
         ));
         {
             let mut map = self.keyspaces.write();
             *map = Arc::new(map.with(Arc::clone(&state)));
         }
-        if let Err(e) = self.roll_manifest_if_full(&mut vs) {
-            self.record_bg_error(format!("manifest rollover failed: {e}"));
-            return Err(e);
-        }
-        drop(vs);
-        drop(ws);
+        self.roll_manifest_or_fail(vs)?;
         Ok(state)
     }
 }

@@ -28,6 +28,7 @@ use crate::{Error, Options, Result};
 use super::background::{background_main, flushed_range_tombstones, write_table};
 use super::filter_budget::{self, NewTable};
 use super::keyspace::{KeyspaceMap, KeyspaceState};
+use super::stored_options;
 use super::{BgState, Db, DbInner, KeyspaceVersion, SuperVersion, VersionState, WriteState};
 use crate::stats::KeyPrediction;
 use crate::version::edit::DEFAULT_KEYSPACE_NAME;
@@ -526,6 +527,8 @@ struct Tree {
     /// Its stored options text (empty for the default, which keeps its
     /// options in `OPTIONS`).
     options_text: String,
+    /// The options it runs with (the database's for the default).
+    options: Options,
     /// Its log number: the manifest's, then the WAL new writes go to.
     log_number: u64,
     version: Version,
@@ -590,6 +593,7 @@ pub(super) fn recover(
         id: 0,
         name: DEFAULT_KEYSPACE_NAME.to_string(),
         options_text: String::new(),
+        options: options.clone(),
         log_number: state.log_number,
         version,
         mem: MemTable::new(0),
@@ -599,10 +603,12 @@ pub(super) fn recover(
         let (version, tables_seq) =
             Version::load_tree(&dir, &k.files, &k.range_tombstones).map_err(|(_, e)| e)?;
         last_seq = last_seq.max(tables_seq.0);
+        let manifest = manifest_path.as_deref().unwrap_or(&dir);
         trees.push(Tree {
             id,
             name: k.name.clone(),
             options_text: k.options_text.clone(),
+            options: stored_options::keyspace_options(&options, &k.options_text, manifest)?,
             log_number: k.log_number,
             version,
             mem: MemTable::new(0),
@@ -652,7 +658,7 @@ pub(super) fn recover(
                 let table_options = crate::sstable::TableOptions {
                     keyspace: tree.id,
                     ..filter_budget::table_options(
-                        &options,
+                        &tree.options,
                         &tree.version,
                         NewTable::Flush { keys },
                         false,
@@ -744,7 +750,7 @@ pub(super) fn recover(
                 continue;
             }
             for &t in &touched {
-                if trees[t].mem.approximate_size() >= options.write_buffer_size {
+                if trees[t].mem.approximate_size() >= trees[t].options.write_buffer_size {
                     flush_recovered(&mut trees[t], &mut next_file, &mut totals)?;
                     flushed_during_replay = true;
                     durable_seq = last_seq;
@@ -871,13 +877,14 @@ pub(super) fn recover(
             imms: Vec::new(),
             version,
         };
-        map = map.with(Arc::new(KeyspaceState::new(t.id, t.name, sv)));
+        map = map.with(Arc::new(KeyspaceState::new(t.id, t.name, sv, t.options)));
     }
     let block_cache = match options.table_reads {
         crate::TableReads::Mapped => None,
         crate::TableReads::Cached { capacity } => Some(Arc::new(BlockCache::new(capacity))),
     };
     let hot = options.hot_keys.as_ref().and_then(ReadSketch::new);
+    let default_options = options.clone();
     let inner = Arc::new(DbInner {
         dir,
         options,
@@ -889,6 +896,7 @@ pub(super) fn recover(
             mem: Arc::clone(&mem),
             mems,
             last_seq,
+            closed_wal_bytes: BTreeMap::new(),
         }),
         write_queue: Default::default(),
         closed_wals: Mutex::new(Vec::new()),
@@ -901,6 +909,7 @@ pub(super) fn recover(
                 imms: Vec::new(),
                 version,
             },
+            default_options,
         )),
         keyspaces: parking_lot::RwLock::new(Arc::new(map)),
         instance: super::keyspace::next_instance(),

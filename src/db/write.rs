@@ -274,14 +274,15 @@ impl DbInner {
         for ks in &others {
             self.throttle_for_level0(ks)?;
         }
-        let full = |ws: &WriteState, id: u32| {
-            ws.mem_of(id)
-                .is_some_and(|m| m.approximate_size() >= self.options.write_buffer_size)
+        let full = |ws: &WriteState, ks: &KeyspaceState| {
+            let limit = ks.options.read().write_buffer_size;
+            ws.mem_of(ks.id)
+                .is_some_and(|m| m.approximate_size() >= limit)
         };
-        if full(&ws, 0) || others.iter().any(|ks| full(&ws, ks.id)) {
+        if full(&ws, &self.default) || others.iter().any(|ks| full(&ws, ks)) {
             let freeze: Vec<&KeyspaceState> = std::iter::once(&*self.default)
                 .chain(others.iter().map(|ks| &**ks))
-                .filter(|ks| full(&ws, ks.id))
+                .filter(|ks| full(&ws, ks))
                 .collect();
             self.rotate_memtables(&mut ws, &freeze)?;
         }
