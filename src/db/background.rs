@@ -248,7 +248,19 @@ impl DbInner {
                 imm,
             )?)
         };
+        sync_point::reach(&self.options.sync_points, SyncPoint::FlushBeforeInstall);
         let mut vs = self.versions.lock();
+        if ks.dropped.load(Ordering::SeqCst) {
+            // Dropped while the table was written: nothing to log, and the
+            // table is no keyspace's.
+            drop(vs);
+            if let Some((m, _)) = table {
+                let _ = self
+                    .fs()
+                    .remove_file(&filename::table_path(&self.dir, m.number));
+            }
+            return Ok(());
+        }
         // WALs older than the next-oldest unflushed memtable hold nothing
         // more of this keyspace.
         let (log_number, new_range_tombstones) = {
@@ -278,21 +290,7 @@ impl DbInner {
         edit.last_sequence = Some(SequenceNumber(vs.last_seq));
         edit.user_bytes_flushed = Some(vs.user_bytes_flushed + imm.user_bytes());
         edit.table_bytes_written = Some(vs.table_bytes_written + file_size);
-        let mut bumped = false;
-        for other in self.all_keyspaces() {
-            if other.id == ks.id {
-                continue;
-            }
-            let oldest = other.oldest_wal();
-            if vs.log_number_of(other.id).is_some_and(|lp| oldest > lp) {
-                set_log_number(&mut edit, other.id, oldest);
-                bumped = true;
-            }
-        }
-        self.sync_closed_wals()?;
-        if bumped {
-            manifest::sync_dir(&**self.fs(), &self.dir)?;
-        }
+        self.add_bumps(&vs, &mut edit, ks.id)?;
         let opened = table
             .map(|(m, t)| BTreeMap::from([(m.number, t)]))
             .unwrap_or_default();
@@ -304,6 +302,68 @@ impl DbInner {
             .table_bytes_written
             .fetch_add(file_size, Ordering::Relaxed);
         remove_obsolete_wals(&**self.fs(), &self.dir, obsolete_below)
+    }
+}
+
+impl DbInner {
+    /// Adds to `edit` (a flush's or a drop's, built under the versions
+    /// lock `vs`) the log number of every live keyspace but `except` whose
+    /// oldest write in memory moved past the one the manifest holds (an
+    /// empty keyspace's bump, docs/keyspaces-plan.md 4): that is how a
+    /// bump becomes durable, and only durable log numbers free a WAL.
+    /// Then syncs the WALs rotations closed (the unsynced tail of an older
+    /// WAL may be another keyspace's only copy of writes older than those
+    /// the edit declares flushed), and the directory when a bump names a
+    /// WAL (created, maybe, after the last directory sync).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if a sync fails.
+    pub(super) fn add_bumps(
+        &self,
+        vs: &VersionState,
+        edit: &mut VersionEdit,
+        except: u32,
+    ) -> Result<()> {
+        let mut bumped = false;
+        for other in self.all_keyspaces() {
+            if other.id == except {
+                continue;
+            }
+            let oldest = other.oldest_wal();
+            if vs.log_number_of(other.id).is_some_and(|lp| oldest > lp) {
+                set_log_number(edit, other.id, oldest);
+                bumped = true;
+            }
+        }
+        self.sync_closed_wals()?;
+        if bumped {
+            manifest::sync_dir(&**self.fs(), &self.dir)?;
+        }
+        Ok(())
+    }
+}
+
+impl VersionState {
+    /// Follows `edit`, just logged: log numbers, key predictions, the last
+    /// sequence and the byte totals.
+    pub(super) fn follow(&mut self, edit: &VersionEdit) {
+        self.log_number = edit.log_number.unwrap_or(self.log_number);
+        for (id, section) in &edit.keyspaces {
+            if let Some(k) = self.keyspaces.get_mut(id) {
+                k.log_number = section.log_number.unwrap_or(k.log_number);
+                for p in &section.key_predictions {
+                    KeyPrediction::keep(&mut k.key_predictions, *p);
+                }
+            }
+        }
+        if let Some(s) = edit.last_sequence {
+            self.last_seq = self.last_seq.max(s.0);
+        }
+        self.user_bytes_flushed = edit.user_bytes_flushed.unwrap_or(self.user_bytes_flushed);
+        self.table_bytes_written = edit.table_bytes_written.unwrap_or(self.table_bytes_written);
+        for p in &edit.key_predictions {
+            KeyPrediction::keep(&mut self.key_predictions, *p);
+        }
     }
 }
 
@@ -417,23 +477,7 @@ impl DbInner {
         flushed: Option<&Arc<MemTable>>,
     ) -> Result<()> {
         vs.manifest_mut()?.log_edit(edit)?;
-        vs.log_number = edit.log_number.unwrap_or(vs.log_number);
-        for (id, section) in &edit.keyspaces {
-            if let Some(k) = vs.keyspaces.get_mut(id) {
-                k.log_number = section.log_number.unwrap_or(k.log_number);
-                for p in &section.key_predictions {
-                    KeyPrediction::keep(&mut k.key_predictions, *p);
-                }
-            }
-        }
-        if let Some(s) = edit.last_sequence {
-            vs.last_seq = vs.last_seq.max(s.0);
-        }
-        vs.user_bytes_flushed = edit.user_bytes_flushed.unwrap_or(vs.user_bytes_flushed);
-        vs.table_bytes_written = edit.table_bytes_written.unwrap_or(vs.table_bytes_written);
-        for p in &edit.key_predictions {
-            KeyPrediction::keep(&mut vs.key_predictions, *p);
-        }
+        vs.follow(edit);
         let section;
         let tree = if ks.id == 0 {
             edit
@@ -675,6 +719,17 @@ impl DbInner {
             opened.insert(f.meta.number, Arc::clone(&f.table));
         }
         let mut vs = self.versions.lock();
+        if ks.dropped.load(Ordering::SeqCst) {
+            // Dropped while the merge ran: nothing to log; the outputs are
+            // no keyspace's (the inputs were marked obsolete by the drop).
+            drop(vs);
+            for o in &outputs {
+                let _ = self
+                    .fs()
+                    .remove_file(&filename::table_path(&self.dir, o.meta.number));
+            }
+            return Ok(());
+        }
         edit.next_file_number = Some(self.next_file_number.load(Ordering::SeqCst));
         edit.last_sequence = Some(SequenceNumber(vs.last_seq));
         edit.table_bytes_written = Some(vs.table_bytes_written + counts.bytes_written);
@@ -837,7 +892,7 @@ pub(super) fn write_table(
 /// Deletes every WAL numbered below `log_number`. Failures are ignored: a
 /// leftover WAL is replayed harmlessly (its writes are already in tables,
 /// and the manifest's log number skips it).
-fn remove_obsolete_wals(fs: &dyn FileSystem, dir: &Path, log_number: u64) -> Result<()> {
+pub(super) fn remove_obsolete_wals(fs: &dyn FileSystem, dir: &Path, log_number: u64) -> Result<()> {
     for (t, path) in list_dir(fs, dir)? {
         if let FileType::Wal(n) = t {
             if n < log_number {

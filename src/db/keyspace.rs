@@ -13,7 +13,7 @@
 //! (docs/keyspaces-plan.md, increment 5), so no release advertises them.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -51,6 +51,10 @@ pub(super) struct KeyspaceState {
     /// settings over them (the default's are the database's). Replaced
     /// whole by [`Db::keyspace_with`] (manifest tag 15).
     pub(super) options: RwLock<Arc<Options>>,
+    /// Set, under the versions lock, once its drop is durable: a flush or
+    /// compaction of it that finds this set logs nothing and deletes its
+    /// outputs.
+    pub(super) dropped: AtomicBool,
 }
 
 impl KeyspaceState {
@@ -63,12 +67,24 @@ impl KeyspaceState {
             current: RwLock::new(Arc::new(sv)),
             compaction_pointers: Mutex::new(vec![Vec::new(); NUM_LEVELS]),
             options: RwLock::new(Arc::new(options)),
+            dropped: AtomicBool::new(false),
         }
     }
 
     /// The options the keyspace runs with now.
     pub(super) fn options(&self) -> Arc<Options> {
         Arc::clone(&self.options.read())
+    }
+
+    /// Refuses a read, flush or compaction of a dropped keyspace.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchKeyspace`] naming it once it is dropped.
+    pub(super) fn check_live(&self) -> Result<()> {
+        if self.dropped.load(Ordering::SeqCst) {
+            return Err(Error::NoSuchKeyspace(self.name.clone()));
+        }
+        Ok(())
     }
 
     /// The WAL of the oldest write its memtables may hold (`Lmem` in
@@ -112,6 +128,15 @@ impl KeyspaceMap {
         let mut m = self.clone();
         m.by_name.insert(ks.name.clone(), ks.id);
         m.by_id.insert(ks.id, ks);
+        m
+    }
+
+    /// This map without keyspace `id`.
+    pub(super) fn without(&self, id: u32) -> KeyspaceMap {
+        let mut m = self.clone();
+        if let Some(ks) = m.by_id.remove(&id) {
+            m.by_name.remove(&ks.name);
+        }
         m
     }
 }
@@ -190,10 +215,11 @@ impl Keyspace {
     /// deleted.
     ///
     /// # Errors
-    /// As [`Db::get`].
+    /// As [`Db::get`]; [`Error::NoSuchKeyspace`] once the keyspace is dropped.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Slice>> {
         let key = key.as_ref();
         check_lengths(key.len(), 0)?;
+        self.state.check_live()?;
         let (sv, seq) = self.inner.view_of(&self.state);
         self.inner.point_get(&sv, key, seq)
     }
@@ -201,7 +227,7 @@ impl Keyspace {
     /// Sets `key` to `value` in this keyspace.
     ///
     /// # Errors
-    /// As [`Db::put`].
+    /// As [`Db::put`]; [`Error::NoSuchKeyspace`] once the keyspace is dropped.
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
         b.put_in(self, key, value)?;
@@ -211,7 +237,7 @@ impl Keyspace {
     /// Deletes `key` in this keyspace.
     ///
     /// # Errors
-    /// As [`Db::delete`].
+    /// As [`Db::delete`]; [`Error::NoSuchKeyspace`] once the keyspace is dropped.
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete_in(self, key)?;
@@ -222,7 +248,7 @@ impl Keyspace {
     /// tombstone, as [`Db::delete_range`] does in the default.
     ///
     /// # Errors
-    /// As [`Db::delete_range`].
+    /// As [`Db::delete_range`]; [`Error::NoSuchKeyspace`] once the keyspace is dropped.
     pub fn delete_range(&self, range: impl KeyRange) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete_range_in(self, range)?;
@@ -257,8 +283,9 @@ impl Keyspace {
     /// SSTable. Other keyspaces' memtables stay as they are.
     ///
     /// # Errors
-    /// As [`Db::flush`].
+    /// As [`Db::flush`]; [`Error::NoSuchKeyspace`] once the keyspace is dropped.
     pub fn flush(&self) -> Result<()> {
+        self.state.check_live()?;
         self.inner.flush_keyspaces(Some(&self.state))
     }
 
@@ -266,7 +293,7 @@ impl Keyspace {
     /// [`Db::compact`] does the default's.
     ///
     /// # Errors
-    /// As [`Db::compact`].
+    /// As [`Db::compact`]; [`Error::NoSuchKeyspace`] once the keyspace is dropped.
     pub fn compact(&self) -> Result<()> {
         self.flush()?;
         self.inner.compact_manually(&self.state, None)
@@ -307,10 +334,11 @@ impl KeyspaceSnapshot<'_> {
     /// The value `key` had in the keyspace when the snapshot was taken.
     ///
     /// # Errors
-    /// As [`Db::get`].
+    /// As [`Db::get`]; [`Error::NoSuchKeyspace`] once the keyspace is dropped.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Slice>> {
         let key = key.as_ref();
         check_lengths(key.len(), 0)?;
+        self.state.check_live()?;
         let sv = self.state.current.read().clone();
         self.snapshot.inner.point_get(&sv, key, self.snapshot.seq)
     }
@@ -584,7 +612,7 @@ impl DbInner {
     /// synced. A failure turns the database read-only with `what` in the
     /// message: whether the edit is durable is unknown, the next open
     /// settles it, and nothing more is logged meanwhile.
-    fn log_keyspace_edit(
+    pub(super) fn log_keyspace_edit(
         &self,
         vs: &mut VersionState,
         edit: &VersionEdit,
@@ -599,7 +627,7 @@ impl DbInner {
 
     /// Rolls the manifest over if full; a failure turns the database
     /// read-only.
-    fn roll_manifest_or_fail(&self, vs: &mut VersionState) -> Result<()> {
+    pub(super) fn roll_manifest_or_fail(&self, vs: &mut VersionState) -> Result<()> {
         let rolled = self.roll_manifest_if_full(vs);
         if let Err(e) = &rolled {
             self.record_bg_error(format!("manifest rollover failed: {e}"));

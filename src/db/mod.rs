@@ -1298,6 +1298,7 @@ mod builder;
 mod checkpoint;
 mod filter_budget;
 mod keyspace;
+mod keyspace_drop;
 mod read;
 mod recovery;
 mod stored_options;

@@ -69,6 +69,9 @@ pub struct WalReplay {
     pub batches: u64,
     /// Puts and deletes in those batches.
     pub entries: u64,
+    /// Of those entries, the ones of keyspaces dropped since (skipped:
+    /// the drop is durable, and their tables are gone).
+    pub skipped_entries: u64,
     /// Set if the log ended in an incomplete record; the bytes from its
     /// offset to `size` were not replayed.
     pub torn_tail: Option<TornTail>,
@@ -454,13 +457,14 @@ fn check_wal(
     wal: &OpenWal,
     next_seq: &mut Option<u64>,
     live: &dyn Fn(u32) -> bool,
+    next_keyspace_id: u32,
 ) -> Result<WalReplay> {
     let file = wal
         .file
         .try_clone()
         .context(|| format!("open {}", wal.path.display()))?;
     let mut reader = LogReader::from_file(file, &wal.path)?;
-    let (mut batches, mut entries) = (0, 0);
+    let (mut batches, mut entries, mut skipped_entries) = (0, 0, 0);
     let mut gap = None;
     match *next_seq {
         None => {
@@ -480,7 +484,11 @@ fn check_wal(
                 // is damage (or, for a read-only open, a keyspace created
                 // after the manifest was read: it reads the manifest
                 // again).
-                if let Some(op) = batch.ops.iter().find(|op| !live(op.keyspace)) {
+                // An op of a keyspace dropped since (its id is below the
+                // next one, and it is not live) is skipped.
+                let dropped = |id: u32| !live(id) && id < next_keyspace_id;
+                let not_held = |id: u32| !live(id) && !dropped(id);
+                if let Some(op) = batch.ops.iter().find(|op| not_held(op.keyspace)) {
                     return Err(Error::corruption(
                         &wal.path,
                         rec.offset,
@@ -506,6 +514,8 @@ fn check_wal(
                 }
                 batches += 1;
                 entries += batch.ops.len() as u64;
+                skipped_entries +=
+                    batch.ops.iter().filter(|op| dropped(op.keyspace)).count() as u64;
                 expected = expected.max(batch.first_seq.0 + batch.ops.len() as u64);
             }
             *next_seq = gap.is_none().then_some(expected);
@@ -516,6 +526,7 @@ fn check_wal(
         size: reader.file_len(),
         batches,
         entries,
+        skipped_entries,
         torn_tail: gap.or_else(|| reader.torn_tail().cloned()),
     })
 }
@@ -693,7 +704,7 @@ pub(super) fn recover(
     let live = |id: u32| index.contains_key(&id);
     let checked = wals
         .iter()
-        .map(|w| check_wal(w, &mut next_seq, &live))
+        .map(|w| check_wal(w, &mut next_seq, &live, state.next_keyspace_id))
         .collect::<Result<Vec<WalReplay>>>()?;
     // A cut (torn tail or gap) in a WAL below some keyspace's log number:
     // that keyspace's tables hold writes newer than the cut, which a
@@ -734,8 +745,9 @@ pub(super) fn recover(
             for (i, op) in batch.ops.iter().enumerate() {
                 let seq = SequenceNumber(batch.first_seq.0 + i as u64);
                 last_seq = last_seq.max(seq.0);
-                // Every id is live (`check_wal`). A keyspace whose log
-                // number is past this WAL has the write in a table.
+                // Every id is live or dropped (`check_wal`; a dropped
+                // one's ops are skipped). A keyspace whose log number is
+                // past this WAL has the write in a table.
                 let Some(&t) = index.get(&op.keyspace) else {
                     continue;
                 };
