@@ -23,7 +23,6 @@ use crate::sstable::CompressionPolicy;
 /// database's options say. Only a built-in prefix extractor
 /// ([`crate::filter::prefix`]) can be stored that way: a custom one is
 /// refused ([`crate::Error::InvalidArgument`]).
-#[doc(hidden)]
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct KeyspaceOptions {

@@ -100,13 +100,11 @@ pub use db::{
     checkpoint_temp_dir, CheckpointReport, Db, DbBuilder, LiveFile, RecoveryReport, Snapshot,
     WalReplay, CHECKPOINT_TEMP_SUFFIX,
 };
-#[doc(hidden)]
 pub use db::{Keyspace, KeyspaceSnapshot};
 pub use error::{Error, Result};
 pub use iter::{DbIterator, Keys, Values};
 pub use key::{SequenceNumber, ValueType, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use key_range::KeyRange;
-#[doc(hidden)]
 pub use keyspace_options::KeyspaceOptions;
 pub use log::TornTail;
 pub use options::{

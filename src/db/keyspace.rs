@@ -8,9 +8,7 @@
 //! tables and compaction state (DESIGN.md 2, 10). The default keyspace
 //! (id 0) lives in `DbInner::default`, so that every `Db` call reaches it
 //! without a lookup; the others are in `DbInner::keyspaces`.
-//!
-//! The API here is `#[doc(hidden)]`: keyspaces cannot be dropped yet
-//! (docs/keyspaces-plan.md, increment 5), so no release advertises them.
+//! Dropping one is `keyspace_drop.rs`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -164,13 +162,43 @@ pub(super) fn check_name(name: &str) -> Result<()> {
 /// database's shared state alive (not its lock: closing the `Db` still
 /// lets the database go, and writes through the handle then fail).
 ///
-/// Obtained from [`Db::keyspace`] (which creates a missing one) or
-/// [`Db::existing_keyspace`]. Writes to several keyspaces go into
-/// one [`WriteBatch`] with [`WriteBatch::put_in`] and friends, and are
-/// atomic together.
+/// Obtained from [`Db::keyspace`] (which creates a missing one),
+/// [`Db::keyspace_with`] (with its own [`KeyspaceOptions`]) or
+/// [`Db::existing_keyspace`]; [`Db::drop_keyspace`] drops one. Writes to
+/// several keyspaces go into one [`WriteBatch`] with
+/// [`WriteBatch::put_in`] and friends, and are atomic together; reads of
+/// several at one moment go through one [`Snapshot`] with
+/// [`Snapshot::keyspace`]. Each keyspace keeps its own tables, level
+/// shape and options, stored in the manifest, so a reopen finds every
+/// keyspace as it was (DESIGN.md 2). Tools that do not handle keyspaces
+/// yet ([`Db::checkpoint`], [`crate::inspect`], salvage and kvctl) refuse
+/// a database that has any besides the default.
 ///
-/// Hidden from the docs until keyspaces can be dropped.
-#[doc(hidden)]
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use siftdb::{Db, WriteBatch};
+///
+/// let db = Db::open(dir.path())?;
+/// let users = db.keyspace("users")?;
+/// let index = db.keyspace("users-by-mail")?;
+/// // Writes to two keyspaces, atomic together.
+/// let mut batch = WriteBatch::new();
+/// batch.put_in(&users, "u1", "Ada")?;
+/// batch.put_in(&index, "ada@example.com", "u1")?;
+/// db.write(batch)?;
+/// assert_eq!(users.get("u1")?.as_deref(), Some(&b"Ada"[..]));
+/// assert_eq!(db.get("u1")?, None); // the default keyspace is another one
+/// let snapshot = db.snapshot();
+/// let found = snapshot.keyspace(&index)?.get("ada@example.com")?;
+/// assert_eq!(found.as_deref(), Some(&b"u1"[..]));
+/// assert_eq!(db.keyspaces(), ["default", "users", "users-by-mail"]);
+///
+/// db.drop_keyspace("users-by-mail")?;
+/// let gone = index.get("ada@example.com");
+/// assert!(matches!(gone, Err(siftdb::Error::NoSuchKeyspace(_))));
+/// assert_eq!(db.keyspaces(), ["default", "users"]);
+/// # Ok::<(), siftdb::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Keyspace {
     pub(super) inner: Arc<DbInner>,
@@ -310,7 +338,6 @@ impl Keyspace {
 /// [`Snapshot::keyspace`]. Every keyspace read through one snapshot sees
 /// the same writes, so a batch over several keyspaces is seen whole or
 /// not at all.
-#[doc(hidden)]
 pub struct KeyspaceSnapshot<'a> {
     snapshot: &'a Snapshot,
     state: Arc<KeyspaceState>,
@@ -373,7 +400,6 @@ impl Snapshot {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if `ks` belongs to another database.
-    #[doc(hidden)]
     pub fn keyspace(&self, ks: &Keyspace) -> Result<KeyspaceSnapshot<'_>> {
         if ks.inner.instance != self.inner.instance {
             return Err(Error::InvalidArgument(format!(
@@ -406,7 +432,6 @@ impl Db {
     /// - [`Error::Io`] if the manifest write fails (the database then
     ///   turns read-only: whether the keyspace exists is settled by the
     ///   next open); [`Error::Background`] after an earlier failure.
-    #[doc(hidden)]
     pub fn keyspace(&self, name: &str) -> Result<Keyspace> {
         if name == DEFAULT_KEYSPACE_NAME {
             return Ok(self.default_keyspace());
@@ -454,7 +479,6 @@ impl Db {
     /// in, or settings for `"default"` other than the database's (set
     /// those when opening it); [`Error::ReadOnly`] on a read-only handle
     /// when the settings differ from the stored ones.
-    #[doc(hidden)]
     pub fn keyspace_with(
         &self,
         name: &str,
@@ -483,7 +507,6 @@ impl Db {
     /// # Errors
     /// [`Error::NoSuchKeyspace`] if none is live by that name (a bad name
     /// included).
-    #[doc(hidden)]
     pub fn existing_keyspace(&self, name: &str) -> Result<Keyspace> {
         if name == DEFAULT_KEYSPACE_NAME {
             return Ok(self.default_keyspace());
@@ -496,7 +519,6 @@ impl Db {
 
     /// The names of the live keyspaces: `"default"` first, then the others
     /// in the order they were created.
-    #[doc(hidden)]
     pub fn keyspaces(&self) -> Vec<String> {
         let map = Arc::clone(&self.inner.keyspaces.read());
         std::iter::once(DEFAULT_KEYSPACE_NAME.to_string())

@@ -38,7 +38,6 @@ impl Db {
     ///   then turns read-only, nothing is deleted, and the next open finds
     ///   the keyspace whole or gone; [`Error::Background`] after an
     ///   earlier failure.
-    #[doc(hidden)]
     pub fn drop_keyspace(&self, name: &str) -> Result<()> {
         self.inner.drop_keyspace(name)
     }
