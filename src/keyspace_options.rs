@@ -1,11 +1,7 @@
 //! [`KeyspaceOptions`]: the settings each keyspace has for itself, given
 //! to [`Db::keyspace_with`](crate::Db::keyspace_with).
 
-use std::sync::Arc;
-
-use crate::filter::{FilterBudget, LevelFilter, PrefixExtractor};
-use crate::options::{CompactionPriority, CompactionStyle, Options};
-use crate::sstable::CompressionPolicy;
+use crate::options::Options;
 
 /// The settings of one keyspace: how its memtables fill, how its tables
 /// are built (filters, blocks, compression, prefix extractor, key
@@ -35,6 +31,46 @@ impl Default for KeyspaceOptions {
         KeyspaceOptions::from_options(&Options::default())
     }
 }
+
+/// Calls macro `$mac` with the per-keyspace fields of [`Options`]
+/// (`plain { name: type, .. } some { name / no_name: type, .. }`, the
+/// `some` ones `Option`s), followed by the extra fields given: the one list
+/// of per-keyspace settings, which [`KeyspaceOptions`]'s setters and
+/// [`crate::DbBuilder`]'s (with the database-wide fields) both expand.
+macro_rules! keyspace_fields {
+    ($mac:ident plain { $($plain:tt)* } some { $($some:tt)* }) => {
+        $mac! {
+            plain {
+                write_buffer_size: usize,
+                bits_per_key: u32,
+                filters: Vec<crate::filter::LevelFilter>,
+                skip_filters_on_last_level: bool,
+                block_size: usize,
+                block_restart_interval: usize,
+                compression: crate::sstable::CompressionPolicy,
+                key_sketch_precision: Option<u8>,
+                max_immutable_memtables: usize,
+                compaction_style: crate::options::CompactionStyle,
+                compaction_priority: crate::options::CompactionPriority,
+                level0_compaction_trigger: usize,
+                level0_slowdown_trigger: usize,
+                level0_stop_trigger: usize,
+                max_bytes_for_level_base: u64,
+                level_size_multiplier: u32,
+                target_file_size: u64,
+                $($plain)*
+            }
+            some {
+                bloom_hashes / no_bloom_hashes: u32,
+                filter_budget / no_filter_budget: crate::filter::FilterBudget,
+                prefix_extractor / no_prefix_extractor:
+                    std::sync::Arc<dyn crate::filter::PrefixExtractor>,
+                $($some)*
+            }
+        }
+    };
+}
+pub(crate) use keyspace_fields;
 
 /// The setters, one per per-keyspace field (`plain`: the field's type;
 /// `some`: an `Option` field set to `Some(value)`, with a second setter
@@ -80,32 +116,7 @@ impl KeyspaceOptions {
         KeyspaceOptions { options: o.clone() }
     }
 
-    keyspace_setters! {
-        plain {
-            write_buffer_size: usize,
-            bits_per_key: u32,
-            filters: Vec<LevelFilter>,
-            skip_filters_on_last_level: bool,
-            block_size: usize,
-            block_restart_interval: usize,
-            compression: CompressionPolicy,
-            key_sketch_precision: Option<u8>,
-            max_immutable_memtables: usize,
-            compaction_style: CompactionStyle,
-            compaction_priority: CompactionPriority,
-            level0_compaction_trigger: usize,
-            level0_slowdown_trigger: usize,
-            level0_stop_trigger: usize,
-            max_bytes_for_level_base: u64,
-            level_size_multiplier: u32,
-            target_file_size: u64,
-        }
-        some {
-            bloom_hashes / no_bloom_hashes: u32,
-            filter_budget / no_filter_budget: FilterBudget,
-            prefix_extractor / no_prefix_extractor: Arc<dyn PrefixExtractor>,
-        }
-    }
+    keyspace_fields! { keyspace_setters plain {} some {} }
 }
 
 #[cfg(test)]
