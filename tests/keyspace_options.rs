@@ -8,6 +8,7 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 
+use common::UpToDash;
 use siftdb::filter::{FilterKind, FixedPrefix, LevelFilter, PrefixExtractor};
 use siftdb::{Db, Error, Keyspace, KeyspaceOptions, Options};
 
@@ -186,19 +187,6 @@ fn the_default_keyspace_takes_only_the_databases_options() {
         "{e}"
     );
     assert_eq!(db.keyspaces(), ["default"]);
-}
-
-/// Up to the first `-` (a custom extractor: not built in).
-#[derive(Debug)]
-struct UpToDash;
-
-impl PrefixExtractor for UpToDash {
-    fn name(&self) -> &str {
-        "test.up_to_dash"
-    }
-    fn prefix<'a>(&self, key: &'a [u8]) -> Option<&'a [u8]> {
-        key.iter().position(|&b| b == b'-').map(|i| &key[..i])
-    }
 }
 
 #[test]
