@@ -172,7 +172,7 @@ pub(super) fn check_name(name: &str) -> Result<()> {
 /// shape and options, stored in the manifest, so a reopen finds every
 /// keyspace as it was (DESIGN.md 2). Tools that do not handle keyspaces
 /// yet ([`Db::checkpoint`], [`crate::inspect`], salvage and kvctl) refuse
-/// a database that has any besides the default.
+/// a database that has, or ever had, any besides the default.
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
@@ -257,6 +257,7 @@ impl Keyspace {
     /// # Errors
     /// As [`Db::put`]; [`Error::NoSuchKeyspace`] once the keyspace is dropped.
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.state.check_live()?;
         let mut b = WriteBatch::new();
         b.put_in(self, key, value)?;
         self.inner.write_batch(b, self.inner.options.sync)
@@ -267,6 +268,7 @@ impl Keyspace {
     /// # Errors
     /// As [`Db::delete`]; [`Error::NoSuchKeyspace`] once the keyspace is dropped.
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.state.check_live()?;
         let mut b = WriteBatch::new();
         b.delete_in(self, key)?;
         self.inner.write_batch(b, self.inner.options.sync)
@@ -278,6 +280,7 @@ impl Keyspace {
     /// # Errors
     /// As [`Db::delete_range`]; [`Error::NoSuchKeyspace`] once the keyspace is dropped.
     pub fn delete_range(&self, range: impl KeyRange) -> Result<()> {
+        self.state.check_live()?;
         let mut b = WriteBatch::new();
         b.delete_range_in(self, range)?;
         self.inner.write_batch(b, self.inner.options.sync)
