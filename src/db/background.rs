@@ -97,7 +97,13 @@ impl DbInner {
         // the gap in sequence numbers, so what survives is a prefix of the
         // acknowledged writes (RELIABILITY.md 5, DESIGN.md 11).
         if let Some(old) = w.wal.replace(wal) {
-            w.closed_wal_bytes.insert(w.wal_number, old.offset());
+            // Kept only while the bound may act (see
+            // `keyspaces_pinning_the_oldest_wal`): a WAL closed while the
+            // database had no other keyspace is not counted.
+            if self.options.max_total_wal_size > 0 && self.keyspaces.read().iter().next().is_some()
+            {
+                w.closed_wal_bytes.insert(w.wal_number, old.offset());
+            }
             self.close_wal(old);
         }
         w.wal_number = number;
@@ -144,14 +150,19 @@ impl DbInner {
     /// The keyspaces outside `freeze` that a rotation must freeze to keep
     /// the live WALs within [`crate::Options::max_total_wal_size`]: when
     /// they hold more, each whose active memtable holds writes and names
-    /// the oldest live WAL (or an older one). Empty when the bound is 0.
+    /// the oldest live WAL (or an older one). Empty when the bound is 0 or
+    /// the database has no keyspace but the default.
     fn keyspaces_pinning_the_oldest_wal(
         &self,
         w: &mut WriteState,
         freeze: &[&KeyspaceState],
     ) -> Vec<Arc<KeyspaceState>> {
         let bound = self.options.max_total_wal_size;
-        if bound == 0 {
+        // Without other keyspaces the one rotating is the only one that
+        // can hold writes: nothing to add, and no versions lock taken on
+        // the writer's path (a flush holds it through its syncs).
+        if bound == 0 || self.keyspaces.read().iter().next().is_none() {
+            w.closed_wal_bytes.clear();
             return Vec::new();
         }
         let oldest = self.versions.lock().min_log_number();

@@ -136,7 +136,8 @@ struct WriteState {
     /// The size in bytes of each WAL a rotation closed, by number, while
     /// it may be live: entries below the smallest persisted log number
     /// are dropped at the next rotation. With the current WAL's size,
-    /// what [`Options::max_total_wal_size`] bounds.
+    /// what [`Options::max_total_wal_size`] bounds. Empty while the
+    /// database has no keyspace but the default (the bound cannot act).
     closed_wal_bytes: BTreeMap<u64, u64>,
 }
 
