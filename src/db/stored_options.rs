@@ -144,6 +144,15 @@ pub(crate) fn keyspace_options(db: &Options, text: &str, manifest: &Path) -> Res
     let mut o = db.clone();
     for (name, value) in &stored.0 {
         set(&mut o, name, value).map_err(|why| {
+            let why = if why == UNRESTORABLE {
+                // Keyspaces other than the default store only built-in
+                // extractors, so the caller has no way to pass it.
+                "a prefix extractor that is not built in, which no keyspace but the default \
+                 can be reopened with"
+                    .to_string()
+            } else {
+                why
+            };
             Error::corruption(
                 manifest,
                 0,
