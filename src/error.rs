@@ -104,10 +104,10 @@ pub enum Error {
     #[error("database is read-only after a background error: {0}")]
     Background(String),
 
-    /// No keyspace has this name (`Db::existing_keyspace`); the string is
-    /// the name. Hidden, as the keyspace API is, until keyspaces can be
-    /// dropped.
-    #[doc(hidden)]
+    /// No keyspace has this name ([`crate::Db::existing_keyspace`],
+    /// [`crate::Db::drop_keyspace`]), or the keyspace was dropped (a read,
+    /// write, flush or compaction through a handle of it; a write names it
+    /// by id). The string is the name.
     #[error("no keyspace named \"{0}\"")]
     NoSuchKeyspace(String),
 }

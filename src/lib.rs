@@ -82,6 +82,7 @@ pub mod inspect;
 mod iter;
 mod key;
 mod key_range;
+mod keyspace_options;
 mod log;
 mod memtable;
 mod options;
@@ -99,12 +100,12 @@ pub use db::{
     checkpoint_temp_dir, CheckpointReport, Db, DbBuilder, LiveFile, RecoveryReport, Snapshot,
     WalReplay, CHECKPOINT_TEMP_SUFFIX,
 };
-#[doc(hidden)]
 pub use db::{Keyspace, KeyspaceSnapshot};
 pub use error::{Error, Result};
 pub use iter::{DbIterator, Keys, Values};
 pub use key::{SequenceNumber, ValueType, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use key_range::KeyRange;
+pub use keyspace_options::KeyspaceOptions;
 pub use log::TornTail;
 pub use options::{
     CompactionPriority, CompactionStyle, HotKeyOptions, Options, TableReads, WriteOptions,

@@ -186,6 +186,19 @@ pub struct Options {
     /// size instead. Defaults to 4 MiB (replayed in milliseconds at open;
     /// about 40,000 flush edits).
     pub max_manifest_file_size: u64,
+    /// Bytes of live WAL files (the one new writes go to and those older
+    /// ones some keyspace still needs) past which a memtable rotation also
+    /// freezes every keyspace whose memtable holds writes in the oldest
+    /// live WAL, so that their flushes free it (RocksDB's
+    /// `max_total_wal_size`). Matters only with keyspaces: a keyspace that
+    /// takes a few writes and then stays idle would otherwise keep its
+    /// oldest WAL, and every later one, until it fills its own write
+    /// buffer. WAL bytes then stay near this bound plus one write buffer.
+    /// 0: no bound. Not stored in `OPTIONS` (a setting of the handle, like
+    /// `sync`). Defaults to 256 MiB: four default write buffers, RocksDB's
+    /// rule of thumb for its own default, and well above what one
+    /// keyspace's rotations keep live (one WAL, a write buffer's worth).
+    pub max_total_wal_size: u64,
     /// The file system every file the database creates, writes, syncs,
     /// renames or removes goes through (reads go to `std::fs`; see
     /// [`crate::fs`]). Tests wrap it to inject I/O failures. Defaults to
@@ -235,6 +248,7 @@ impl Default for Options {
             level_size_multiplier: 10,
             target_file_size: 64 << 20,
             max_manifest_file_size: 4 << 20,
+            max_total_wal_size: 256 << 20,
             file_system: Arc::new(StdFs),
             hot_keys: None,
             sync_points: None,

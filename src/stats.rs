@@ -115,15 +115,11 @@ pub struct Stats {
     /// 12.8), so they survive reopens.
     pub key_predictions: Vec<KeyPrediction>,
     /// One entry per live keyspace, the default first, then by id
-    /// (`Keyspace::stats` lists only its own). Hidden from the docs with
-    /// the rest of the keyspace API.
-    #[doc(hidden)]
+    /// ([`crate::Keyspace::stats`] lists only its own).
     pub keyspaces: Vec<KeyspaceStats>,
 }
 
-/// The shape of one keyspace's tree now (`Stats::keyspaces`). Hidden
-/// from the docs until keyspaces can be dropped.
-#[doc(hidden)]
+/// The shape of one keyspace's tree now ([`Stats::keyspaces`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct KeyspaceStats {

@@ -35,6 +35,11 @@ pub enum SyncPoint {
     /// written. No lock is held; the background thread does nothing else
     /// while a callback blocks here.
     FlushStart,
+    /// In the background flush of a frozen memtable, once its table is
+    /// written and synced and before it takes the versions lock to log and
+    /// install its edit. No lock is held; the background thread does
+    /// nothing else while a callback blocks here.
+    FlushBeforeInstall,
     /// In `Db::open_read_only`, after the manifest has been replayed and
     /// before any table or WAL is opened or the directory listed. No lock
     /// is held.

@@ -195,7 +195,6 @@ impl WriteBatch {
     /// As [`WriteBatch::put`], the keyspace id's bytes counted in the
     /// batch's size; [`Error::InvalidArgument`] if the batch already
     /// holds writes to a keyspace of another database.
-    #[doc(hidden)]
     pub fn put_in(
         &mut self,
         ks: &crate::Keyspace,
@@ -211,7 +210,6 @@ impl WriteBatch {
     ///
     /// # Errors
     /// As [`WriteBatch::delete`] and [`WriteBatch::put_in`].
-    #[doc(hidden)]
     pub fn delete_in(&mut self, ks: &crate::Keyspace, key: impl AsRef<[u8]>) -> Result<()> {
         self.check_instance(ks)?;
         self.delete_to(ks.id(), key.as_ref())
@@ -222,7 +220,6 @@ impl WriteBatch {
     ///
     /// # Errors
     /// As [`WriteBatch::delete_range`] and [`WriteBatch::put_in`].
-    #[doc(hidden)]
     pub fn delete_range_in(&mut self, ks: &crate::Keyspace, range: impl KeyRange) -> Result<()> {
         self.check_instance(ks)?;
         self.delete_range_to(ks.id(), range)

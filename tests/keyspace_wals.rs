@@ -121,6 +121,64 @@ fn a_keyspace_with_data_in_memory_keeps_its_wal_across_a_crash() {
     assert_eq!(wal_numbers(crashed.path()).len(), 1);
 }
 
+/// The bytes of the records in the `*.log` files in `dir` (not their
+/// lengths: a WAL being written is longer, by its preallocated tail).
+fn wal_bytes(dir: &Path) -> u64 {
+    common::files_with_ext(dir, "log")
+        .iter()
+        .filter_map(|p| siftdb::inspect::read_wal(p).ok())
+        .filter_map(|w| w.records.last().map(|r| r.offset + 12 + r.batch_len))
+        .sum()
+}
+
+/// One put in "cold", then default puts under `max_total_wal_size = bound`:
+/// the most WAL bytes seen whenever the tree settled (every 100 puts), and
+/// the number of "cold"'s tables at the end.
+fn cold_keyspace_under_wal_bound(dir: &Path, bound: u64) -> (u64, usize) {
+    let mut o = tiny_options();
+    o.max_total_wal_size = bound;
+    let db = Db::open_with(dir, o.clone()).unwrap();
+    let cold = db.keyspace("cold").unwrap();
+    cold.put("k", "v").unwrap();
+    let mut most = 0;
+    for i in 0..3000 {
+        db.put(key(i), value(i)).unwrap();
+        if i % 100 == 99 {
+            db.wait_for_compactions().unwrap();
+            most = most.max(wal_bytes(dir));
+        }
+    }
+    let tables = cold.live_files().len();
+    drop(cold);
+    db.close().unwrap();
+    let db = Db::open_with(dir, o).unwrap();
+    let cold = db.existing_keyspace("cold").unwrap();
+    assert_eq!(cold.get("k").unwrap().as_deref(), Some(&b"v"[..]));
+    for i in 0..3000 {
+        assert_eq!(db.get(key(i)).unwrap().as_deref(), Some(&value(i)[..]));
+    }
+    (most, tables)
+}
+
+/// `Options::max_total_wal_size` (docs/keyspaces-plan.md 4): a keyspace
+/// holding one write in an old WAL is frozen and flushed once the live WALs
+/// pass the bound, so they stay within it plus one write buffer. Without
+/// the bound (0) the same workload keeps every WAL since the cold write.
+#[test]
+fn a_cold_keyspace_with_data_is_flushed_by_the_wal_bound() {
+    let bound = 64 << 10;
+    let limit = bound + tiny_options().write_buffer_size as u64;
+    let dir = tempfile::tempdir().unwrap();
+    let (most, cold_tables) = cold_keyspace_under_wal_bound(dir.path(), bound);
+    assert!(most <= limit, "{most} WAL bytes, bound {bound}");
+    assert!(cold_tables >= 1, "the cold keyspace was never flushed");
+
+    let dir = tempfile::tempdir().unwrap();
+    let (most, cold_tables) = cold_keyspace_under_wal_bound(dir.path(), 0);
+    assert!(most > 2 * limit, "{most} WAL bytes without a bound");
+    assert_eq!(cold_tables, 0);
+}
+
 /// What a run of [`workload`] had acknowledged when it stopped.
 #[derive(Debug, Default)]
 struct Acked {

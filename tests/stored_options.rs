@@ -3,8 +3,11 @@
 //! built at 12 bits per key and 2 MiB files came back, after `kvctl
 //! compact`, at 10 and 64 MiB).
 
+mod common;
+
 use std::sync::Arc;
 
+use common::UpToDash;
 use siftdb::filter::FixedPrefix;
 use siftdb::{Db, Error, Options};
 
@@ -113,19 +116,6 @@ fn a_database_from_before_the_file_opens_with_defaults_and_gains_one() {
     std::fs::remove_file(dir.path().join("OPTIONS")).unwrap();
     Db::open_read_only(dir.path(), Options::default()).unwrap();
     assert!(!dir.path().join("OPTIONS").exists());
-}
-
-/// Up to the first `-` (a custom extractor: not built in).
-#[derive(Debug)]
-struct UpToDash;
-
-impl siftdb::filter::PrefixExtractor for UpToDash {
-    fn name(&self) -> &str {
-        "test.up_to_dash"
-    }
-    fn prefix<'a>(&self, key: &'a [u8]) -> Option<&'a [u8]> {
-        key.iter().position(|&b| b == b'-').map(|i| &key[..i])
-    }
 }
 
 /// Found by a new-user trial: a plain `Db::open` of a database built with a

@@ -37,20 +37,34 @@ impl DbInner {
     /// write checks level 0 before it fills a memtable, but the memtables
     /// frozen after that check all land in level 0 (found by
     /// tests/write_stalls.rs: `flush` took level 0 past the trigger).
+    ///
+    /// When the live WALs hold more than [`crate::Options::max_total_wal_size`]
+    /// bytes, every keyspace whose active memtable holds writes in the
+    /// oldest live WAL is frozen too, so that its flush frees that WAL
+    /// (a keyspace that took a few writes and then went idle would
+    /// otherwise keep it, and every later one, alive).
     pub(super) fn rotate_memtables(
         &self,
         w: &mut WriteState,
         freeze: &[&KeyspaceState],
     ) -> Result<()> {
+        let pinning = self.keyspaces_pinning_the_oldest_wal(w, freeze);
+        let freeze: Vec<&KeyspaceState> = freeze
+            .iter()
+            .copied()
+            .chain(pinning.iter().map(|ks| &**ks))
+            .collect();
+        let freeze = &freeze[..];
         {
-            let stop = match self.options.compaction_style {
-                CompactionStyle::None => usize::MAX,
-                _ => self.options.level0_stop_trigger,
-            };
             let must_wait = || {
                 freeze.iter().any(|ks| {
+                    let o = ks.options();
+                    let stop = match o.compaction_style {
+                        CompactionStyle::None => usize::MAX,
+                        _ => o.level0_stop_trigger,
+                    };
                     let cur = ks.current.read();
-                    cur.imms.len() >= self.options.max_immutable_memtables
+                    cur.imms.len() >= o.max_immutable_memtables
                         || cur.version.levels[0].len() + cur.imms.len() >= stop
                 })
             };
@@ -83,6 +97,13 @@ impl DbInner {
         // the gap in sequence numbers, so what survives is a prefix of the
         // acknowledged writes (RELIABILITY.md 5, DESIGN.md 11).
         if let Some(old) = w.wal.replace(wal) {
+            // Kept only while the bound may act (see
+            // `keyspaces_pinning_the_oldest_wal`): a WAL closed while the
+            // database had no other keyspace is not counted.
+            if self.options.max_total_wal_size > 0 && self.keyspaces.read().iter().next().is_some()
+            {
+                w.closed_wal_bytes.insert(w.wal_number, old.offset());
+            }
             self.close_wal(old);
         }
         w.wal_number = number;
@@ -124,6 +145,41 @@ impl DbInner {
         let _bg = self.bg.lock();
         self.bg_cv.notify_all();
         Ok(())
+    }
+
+    /// The keyspaces outside `freeze` that a rotation must freeze to keep
+    /// the live WALs within [`crate::Options::max_total_wal_size`]: when
+    /// they hold more, each whose active memtable holds writes and names
+    /// the oldest live WAL (or an older one). Empty when the bound is 0 or
+    /// the database has no keyspace but the default.
+    fn keyspaces_pinning_the_oldest_wal(
+        &self,
+        w: &mut WriteState,
+        freeze: &[&KeyspaceState],
+    ) -> Vec<Arc<KeyspaceState>> {
+        let bound = self.options.max_total_wal_size;
+        // Without other keyspaces the one rotating is the only one that
+        // can hold writes: nothing to add, and no versions lock taken on
+        // the writer's path (a flush holds it through its syncs).
+        if bound == 0 || self.keyspaces.read().iter().next().is_none() {
+            w.closed_wal_bytes.clear();
+            return Vec::new();
+        }
+        let oldest = self.versions.lock().min_log_number();
+        w.closed_wal_bytes.retain(|&n, _| n >= oldest);
+        let current = w.wal.as_ref().map_or(0, |wal| wal.offset());
+        let total: u64 = w.closed_wal_bytes.values().sum::<u64>() + current;
+        if total <= bound {
+            return Vec::new();
+        }
+        self.all_keyspaces()
+            .into_iter()
+            .filter(|ks| freeze.iter().all(|f| f.id != ks.id))
+            .filter(|ks| {
+                w.mem_of(ks.id)
+                    .is_some_and(|m| !m.is_empty() && m.wal_number() <= oldest)
+            })
+            .collect()
     }
 
     /// Freezes the active memtable of `only` (of every keyspace if
@@ -188,7 +244,7 @@ impl DbInner {
                 TableOptions {
                     keyspace: ks.id,
                     ..filter_budget::table_options(
-                        &self.options,
+                        &ks.options(),
                         &version,
                         NewTable::Flush { keys },
                         false,
@@ -203,7 +259,19 @@ impl DbInner {
                 imm,
             )?)
         };
+        sync_point::reach(&self.options.sync_points, SyncPoint::FlushBeforeInstall);
         let mut vs = self.versions.lock();
+        if ks.dropped.load(Ordering::SeqCst) {
+            // Dropped while the table was written: nothing to log, and the
+            // table is no keyspace's.
+            drop(vs);
+            if let Some((m, _)) = table {
+                let _ = self
+                    .fs()
+                    .remove_file(&filename::table_path(&self.dir, m.number));
+            }
+            return Ok(());
+        }
         // WALs older than the next-oldest unflushed memtable hold nothing
         // more of this keyspace.
         let (log_number, new_range_tombstones) = {
@@ -233,21 +301,7 @@ impl DbInner {
         edit.last_sequence = Some(SequenceNumber(vs.last_seq));
         edit.user_bytes_flushed = Some(vs.user_bytes_flushed + imm.user_bytes());
         edit.table_bytes_written = Some(vs.table_bytes_written + file_size);
-        let mut bumped = false;
-        for other in self.all_keyspaces() {
-            if other.id == ks.id {
-                continue;
-            }
-            let oldest = other.oldest_wal();
-            if vs.log_number_of(other.id).is_some_and(|lp| oldest > lp) {
-                set_log_number(&mut edit, other.id, oldest);
-                bumped = true;
-            }
-        }
-        self.sync_closed_wals()?;
-        if bumped {
-            manifest::sync_dir(&**self.fs(), &self.dir)?;
-        }
+        self.add_bumps(&vs, &mut edit, ks.id)?;
         let opened = table
             .map(|(m, t)| BTreeMap::from([(m.number, t)]))
             .unwrap_or_default();
@@ -260,6 +314,68 @@ impl DbInner {
             .table_bytes_written
             .fetch_add(file_size, Ordering::Relaxed);
         remove_obsolete_wals(&**self.fs(), &self.dir, obsolete_below)
+    }
+}
+
+impl DbInner {
+    /// Adds to `edit` (a flush's or a drop's, built under the versions
+    /// lock `vs`) the log number of every live keyspace but `except` whose
+    /// oldest write in memory moved past the one the manifest holds (an
+    /// empty keyspace's bump, docs/keyspaces-plan.md 4): that is how a
+    /// bump becomes durable, and only durable log numbers free a WAL.
+    /// Then syncs the WALs rotations closed (the unsynced tail of an older
+    /// WAL may be another keyspace's only copy of writes older than those
+    /// the edit declares flushed), and the directory when a bump names a
+    /// WAL (created, maybe, after the last directory sync).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if a sync fails.
+    pub(super) fn add_bumps(
+        &self,
+        vs: &VersionState,
+        edit: &mut VersionEdit,
+        except: u32,
+    ) -> Result<()> {
+        let mut bumped = false;
+        for other in self.all_keyspaces() {
+            if other.id == except {
+                continue;
+            }
+            let oldest = other.oldest_wal();
+            if vs.log_number_of(other.id).is_some_and(|lp| oldest > lp) {
+                set_log_number(edit, other.id, oldest);
+                bumped = true;
+            }
+        }
+        self.sync_closed_wals()?;
+        if bumped {
+            manifest::sync_dir(&**self.fs(), &self.dir)?;
+        }
+        Ok(())
+    }
+}
+
+impl VersionState {
+    /// Follows `edit`, just logged: log numbers, key predictions, the last
+    /// sequence and the byte totals.
+    pub(super) fn follow(&mut self, edit: &VersionEdit) {
+        self.log_number = edit.log_number.unwrap_or(self.log_number);
+        for (id, section) in &edit.keyspaces {
+            if let Some(k) = self.keyspaces.get_mut(id) {
+                k.log_number = section.log_number.unwrap_or(k.log_number);
+                for p in &section.key_predictions {
+                    KeyPrediction::keep(&mut k.key_predictions, *p);
+                }
+            }
+        }
+        if let Some(s) = edit.last_sequence {
+            self.last_seq = self.last_seq.max(s.0);
+        }
+        self.user_bytes_flushed = edit.user_bytes_flushed.unwrap_or(self.user_bytes_flushed);
+        self.table_bytes_written = edit.table_bytes_written.unwrap_or(self.table_bytes_written);
+        for p in &edit.key_predictions {
+            KeyPrediction::keep(&mut self.key_predictions, *p);
+        }
     }
 }
 
@@ -373,23 +489,7 @@ impl DbInner {
         flushed: Option<&Arc<MemTable>>,
     ) -> Result<()> {
         vs.manifest_mut()?.log_edit(edit)?;
-        vs.log_number = edit.log_number.unwrap_or(vs.log_number);
-        for (id, section) in &edit.keyspaces {
-            if let Some(k) = vs.keyspaces.get_mut(id) {
-                k.log_number = section.log_number.unwrap_or(k.log_number);
-                for p in &section.key_predictions {
-                    KeyPrediction::keep(&mut k.key_predictions, *p);
-                }
-            }
-        }
-        if let Some(s) = edit.last_sequence {
-            vs.last_seq = vs.last_seq.max(s.0);
-        }
-        vs.user_bytes_flushed = edit.user_bytes_flushed.unwrap_or(vs.user_bytes_flushed);
-        vs.table_bytes_written = edit.table_bytes_written.unwrap_or(vs.table_bytes_written);
-        for p in &edit.key_predictions {
-            KeyPrediction::keep(&mut vs.key_predictions, *p);
-        }
+        vs.follow(edit);
         let section;
         let tree = if ks.id == 0 {
             edit
@@ -464,19 +564,20 @@ impl DbInner {
     /// once it holds `level0_slowdown_trigger`, so that compaction keeps up
     /// and the files a read probes stay bounded.
     pub(super) fn throttle_for_level0(&self, ks: &KeyspaceState) -> Result<()> {
-        if self.options.compaction_style == CompactionStyle::None {
+        let o = ks.options();
+        if o.compaction_style == CompactionStyle::None {
             return Ok(());
         }
         let level0 = || ks.current.read().version.levels[0].len();
-        if level0() >= self.options.level0_stop_trigger {
+        if level0() >= o.level0_stop_trigger {
             let mut bg = self.bg.lock();
-            while level0() >= self.options.level0_stop_trigger {
+            while level0() >= o.level0_stop_trigger {
                 if let Some(e) = &bg.error {
                     return Err(Error::Background(e.clone()));
                 }
                 self.bg_cv.wait(&mut bg);
             }
-        } else if level0() >= self.options.level0_slowdown_trigger {
+        } else if level0() >= o.level0_slowdown_trigger {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         Ok(())
@@ -507,13 +608,12 @@ impl DbInner {
         for i in 0..all.len() {
             let ks = &all[(start + i) % all.len()];
             let version = Arc::clone(&ks.current.read().version);
+            let options = ks.options();
             let picked = {
                 let mut pointers = ks.compaction_pointers.lock();
-                compaction::pick(&version, &self.options, &mut pointers)
+                compaction::pick(&version, &options, &mut pointers)
             };
-            if let Some(c) =
-                picked.or_else(|| filter_budget::drift_rebuild(&self.options, &version))
-            {
+            if let Some(c) = picked.or_else(|| filter_budget::drift_rebuild(&options, &version)) {
                 job = Some((Arc::clone(ks), c, version));
                 break;
             }
@@ -554,6 +654,7 @@ impl DbInner {
             (Vec::new(), compaction::CompactionCounts::default())
         } else {
             let next = || self.next_file_number.fetch_add(1, Ordering::SeqCst);
+            let options = ks.options();
             // The deepest level holding data gets its own filter setting
             // (`skip_filters_on_last_level`). Only this compaction can move
             // data below its output level, and it holds the lock.
@@ -565,7 +666,7 @@ impl DbInner {
             let table_options = TableOptions {
                 keyspace: ks.id,
                 ..filter_budget::table_options(
-                    &self.options,
+                    &options,
                     &version,
                     NewTable::Compaction(c),
                     last_level,
@@ -588,7 +689,7 @@ impl DbInner {
                 target_file_size: if c.output_level == 0 {
                     u64::MAX
                 } else {
-                    self.options.target_file_size
+                    options.target_file_size
                 },
                 smallest_snapshot: self.smallest_snapshot(),
                 range_tombstones,
@@ -630,6 +731,17 @@ impl DbInner {
             opened.insert(f.meta.number, Arc::clone(&f.table));
         }
         let mut vs = self.versions.lock();
+        if ks.dropped.load(Ordering::SeqCst) {
+            // Dropped while the merge ran: nothing to log; the outputs are
+            // no keyspace's (the inputs were marked obsolete by the drop).
+            drop(vs);
+            for o in &outputs {
+                let _ = self
+                    .fs()
+                    .remove_file(&filename::table_path(&self.dir, o.meta.number));
+            }
+            return Ok(());
+        }
         edit.next_file_number = Some(self.next_file_number.load(Ordering::SeqCst));
         edit.last_sequence = Some(SequenceNumber(vs.last_seq));
         edit.table_bytes_written = Some(vs.table_bytes_written + counts.bytes_written);
@@ -682,6 +794,7 @@ impl DbInner {
         range: Option<&compaction::KeyBounds>,
     ) -> Result<()> {
         let _running = self.compaction.lock();
+        let options = ks.options();
         let deepest = {
             let v = &ks.current.read().version;
             (1..v.levels.len())
@@ -707,12 +820,12 @@ impl DbInner {
                     level,
                     range,
                     &filter_budget::table_options(
-                        &self.options,
+                        &options,
                         &version,
                         NewTable::InPlace { level },
                         true,
                     ),
-                    self.options.target_file_size,
+                    options.target_file_size,
                 )
             } else {
                 compaction::pick_manual(&version, level, range)
@@ -792,7 +905,7 @@ pub(super) fn write_table(
 /// Deletes every WAL numbered below `log_number`. Failures are ignored: a
 /// leftover WAL is replayed harmlessly (its writes are already in tables,
 /// and the manifest's log number skips it).
-fn remove_obsolete_wals(fs: &dyn FileSystem, dir: &Path, log_number: u64) -> Result<()> {
+pub(super) fn remove_obsolete_wals(fs: &dyn FileSystem, dir: &Path, log_number: u64) -> Result<()> {
     for (t, path) in list_dir(fs, dir)? {
         if let FileType::Wal(n) = t {
             if n < log_number {
@@ -851,7 +964,7 @@ pub(super) fn background_main(inner: Arc<DbInner>) {
                 if !inner.compaction.is_locked()
                     && all
                         .iter()
-                        .any(|ks| compaction_due(&ks.current.read().version, &inner.options))
+                        .any(|ks| compaction_due(&ks.current.read().version, &ks.options()))
                 {
                     break BgJob::Compact;
                 }

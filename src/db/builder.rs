@@ -4,10 +4,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::filter::{FilterBudget, LevelFilter, PrefixExtractor};
 use crate::fs::FileSystem;
-use crate::options::{CompactionPriority, CompactionStyle, HotKeyOptions, Options, TableReads};
-use crate::sstable::CompressionPolicy;
+use crate::options::{HotKeyOptions, Options, TableReads};
 use crate::{Db, Result};
 
 /// Options set one by one, then [`open`](DbBuilder::open): made by
@@ -101,38 +99,19 @@ impl DbBuilder {
         Ok(o)
     }
 
-    option_setters! {
+    crate::keyspace_options::keyspace_fields! {
+        option_setters
         plain {
-        write_buffer_size: usize,
-        bits_per_key: u32,
-        filters: Vec<LevelFilter>,
-        skip_filters_on_last_level: bool,
-        block_size: usize,
-        block_restart_interval: usize,
-        compression: CompressionPolicy,
-        table_reads: TableReads,
-        key_sketch_precision: Option<u8>,
-        sync: bool,
-        create_if_missing: bool,
-        error_if_exists: bool,
-        max_immutable_memtables: usize,
-        compaction_style: CompactionStyle,
-        compaction_priority: CompactionPriority,
-        level0_compaction_trigger: usize,
-        level0_slowdown_trigger: usize,
-        level0_stop_trigger: usize,
-        max_bytes_for_level_base: u64,
-        level_size_multiplier: u32,
-        target_file_size: u64,
-        max_manifest_file_size: u64,
-        file_system: Arc<dyn FileSystem>,
-        hot_keys: Option<HotKeyOptions>,
+            table_reads: TableReads,
+            sync: bool,
+            create_if_missing: bool,
+            error_if_exists: bool,
+            max_manifest_file_size: u64,
+            max_total_wal_size: u64,
+            file_system: Arc<dyn FileSystem>,
+            hot_keys: Option<HotKeyOptions>,
         }
-        some {
-            bloom_hashes / no_bloom_hashes: u32,
-            filter_budget / no_filter_budget: FilterBudget,
-            prefix_extractor / no_prefix_extractor: Arc<dyn PrefixExtractor>,
-        }
+        some {}
     }
 
     /// The options set so far over the defaults (the stored options are
@@ -168,6 +147,8 @@ impl DbBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filter::FilterBudget;
+    use crate::options::CompactionPriority;
 
     #[test]
     fn setters_set_their_fields_and_open_checks_them() {

@@ -8,24 +8,26 @@
 //! tables and compaction state (DESIGN.md 2, 10). The default keyspace
 //! (id 0) lives in `DbInner::default`, so that every `Db` call reaches it
 //! without a lookup; the others are in `DbInner::keyspaces`.
-//!
-//! The API here is `#[doc(hidden)]`: keyspaces cannot be dropped yet
-//! (docs/keyspaces-plan.md, increment 5), so no release advertises them.
+//! Dropping one is `keyspace_drop.rs`.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use super::{Db, DbInner, Snapshot, SuperVersion};
+use super::stored_options::keyspace_text;
+use super::{Db, DbInner, Snapshot, SuperVersion, VersionState, WriteState};
 use crate::iter::DbIterator;
 use crate::key::SequenceNumber;
 use crate::key_range::KeyRange;
-use crate::version::edit::{check_keyspace_name, DEFAULT_KEYSPACE_NAME};
+use crate::version::edit::{
+    check_keyspace_name, KeyspaceAdd, KeyspaceEdit, VersionEdit, DEFAULT_KEYSPACE_NAME,
+};
 use crate::version::set::NUM_LEVELS;
 use crate::write_batch::{check_lengths, WriteBatch};
-use crate::{Error, Result, Slice};
+use crate::KeyspaceOptions;
+use crate::{Error, Options, Result, Slice};
 
 /// The state of one keyspace: the super-version readers take and the
 /// leveled picker's position. Shared state (the WAL, the manifest, the
@@ -48,12 +50,20 @@ pub(super) struct KeyspaceState {
     /// Its compactions run since open, trivial moves included
     /// (`KeyspaceStats::compactions`).
     pub(super) compactions: AtomicU64,
+    /// The options it runs with: the database's, with its per-keyspace
+    /// settings over them (the default's are the database's). Replaced
+    /// whole by [`Db::keyspace_with`] (manifest tag 15).
+    pub(super) options: RwLock<Arc<Options>>,
+    /// Set, under the versions lock, once its drop is durable: a flush or
+    /// compaction of it that finds this set logs nothing and deletes its
+    /// outputs.
+    pub(super) dropped: AtomicBool,
 }
 
 impl KeyspaceState {
-    /// Keyspace `id` named `name`, whose readers start at `sv`, with no
-    /// compaction pointer yet.
-    pub(super) fn new(id: u32, name: String, sv: SuperVersion) -> KeyspaceState {
+    /// Keyspace `id` named `name`, whose readers start at `sv`, running
+    /// with `options`, with no compaction pointer yet.
+    pub(super) fn new(id: u32, name: String, sv: SuperVersion, options: Options) -> KeyspaceState {
         KeyspaceState {
             id,
             name,
@@ -61,7 +71,25 @@ impl KeyspaceState {
             compaction_pointers: Mutex::new(vec![Vec::new(); NUM_LEVELS]),
             flushes: AtomicU64::new(0),
             compactions: AtomicU64::new(0),
+            options: RwLock::new(Arc::new(options)),
+            dropped: AtomicBool::new(false),
         }
+    }
+
+    /// The options the keyspace runs with now.
+    pub(super) fn options(&self) -> Arc<Options> {
+        Arc::clone(&self.options.read())
+    }
+
+    /// Refuses a read, flush or compaction of a dropped keyspace.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchKeyspace`] naming it once it is dropped.
+    pub(super) fn check_live(&self) -> Result<()> {
+        if self.dropped.load(Ordering::SeqCst) {
+            return Err(Error::NoSuchKeyspace(self.name.clone()));
+        }
+        Ok(())
     }
 
     /// The WAL of the oldest write its memtables may hold (`Lmem` in
@@ -104,6 +132,15 @@ impl KeyspaceMap {
         m.by_id.insert(ks.id, ks);
         m
     }
+
+    /// This map without keyspace `id`.
+    pub(super) fn without(&self, id: u32) -> KeyspaceMap {
+        let mut m = self.clone();
+        if let Some(ks) = m.by_id.remove(&id) {
+            m.by_name.remove(&ks.name);
+        }
+        m
+    }
 }
 
 /// A number told apart for every `DbInner` this process opens, so that a
@@ -129,13 +166,43 @@ pub(super) fn check_name(name: &str) -> Result<()> {
 /// database's shared state alive (not its lock: closing the `Db` still
 /// lets the database go, and writes through the handle then fail).
 ///
-/// Obtained from [`Db::keyspace`] (which creates a missing one) or
-/// [`Db::existing_keyspace`]. Writes to several keyspaces go into
-/// one [`WriteBatch`] with [`WriteBatch::put_in`] and friends, and are
-/// atomic together.
+/// Obtained from [`Db::keyspace`] (which creates a missing one),
+/// [`Db::keyspace_with`] (with its own [`KeyspaceOptions`]) or
+/// [`Db::existing_keyspace`]; [`Db::drop_keyspace`] drops one. Writes to
+/// several keyspaces go into one [`WriteBatch`] with
+/// [`WriteBatch::put_in`] and friends, and are atomic together; reads of
+/// several at one moment go through one [`Snapshot`] with
+/// [`Snapshot::keyspace`]. Each keyspace keeps its own tables, level
+/// shape and options, stored in the manifest, so a reopen finds every
+/// keyspace as it was (DESIGN.md 2). Tools that do not handle keyspaces
+/// yet ([`Db::checkpoint`], [`crate::inspect`], salvage and kvctl) refuse
+/// a database that has, or ever had, any besides the default.
 ///
-/// Hidden from the docs until keyspaces can be dropped.
-#[doc(hidden)]
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use siftdb::{Db, WriteBatch};
+///
+/// let db = Db::open(dir.path())?;
+/// let users = db.keyspace("users")?;
+/// let index = db.keyspace("users-by-mail")?;
+/// // Writes to two keyspaces, atomic together.
+/// let mut batch = WriteBatch::new();
+/// batch.put_in(&users, "u1", "Ada")?;
+/// batch.put_in(&index, "ada@example.com", "u1")?;
+/// db.write(batch)?;
+/// assert_eq!(users.get("u1")?.as_deref(), Some(&b"Ada"[..]));
+/// assert_eq!(db.get("u1")?, None); // the default keyspace is another one
+/// let snapshot = db.snapshot();
+/// let found = snapshot.keyspace(&index)?.get("ada@example.com")?;
+/// assert_eq!(found.as_deref(), Some(&b"u1"[..]));
+/// assert_eq!(db.keyspaces(), ["default", "users", "users-by-mail"]);
+///
+/// db.drop_keyspace("users-by-mail")?;
+/// let gone = index.get("ada@example.com");
+/// assert!(matches!(gone, Err(siftdb::Error::NoSuchKeyspace(_))));
+/// assert_eq!(db.keyspaces(), ["default", "users"]);
+/// # Ok::<(), siftdb::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Keyspace {
     pub(super) inner: Arc<DbInner>,
@@ -163,6 +230,13 @@ impl Keyspace {
         self.state.id
     }
 
+    /// The options the keyspace runs with: the database's, with the
+    /// keyspace's own settings ([`KeyspaceOptions`]) over them. For the
+    /// default keyspace, [`Db::options`].
+    pub fn options(&self) -> Arc<Options> {
+        self.state.options()
+    }
+
     /// The instance of the database this handle belongs to (see
     /// [`next_instance`]).
     pub(crate) fn instance(&self) -> u64 {
@@ -173,10 +247,11 @@ impl Keyspace {
     /// deleted.
     ///
     /// # Errors
-    /// As [`Db::get`].
+    /// As [`Db::get`]; [`Error::NoSuchKeyspace`] once the keyspace is dropped.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Slice>> {
         let key = key.as_ref();
         check_lengths(key.len(), 0)?;
+        self.state.check_live()?;
         let (sv, seq) = self.inner.view_of(&self.state);
         self.inner.point_get(&sv, key, seq)
     }
@@ -184,8 +259,9 @@ impl Keyspace {
     /// Sets `key` to `value` in this keyspace.
     ///
     /// # Errors
-    /// As [`Db::put`].
+    /// As [`Db::put`]; [`Error::NoSuchKeyspace`] once the keyspace is dropped.
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.state.check_live()?;
         let mut b = WriteBatch::new();
         b.put_in(self, key, value)?;
         self.inner.write_batch(b, self.inner.options.sync)
@@ -194,8 +270,9 @@ impl Keyspace {
     /// Deletes `key` in this keyspace.
     ///
     /// # Errors
-    /// As [`Db::delete`].
+    /// As [`Db::delete`]; [`Error::NoSuchKeyspace`] once the keyspace is dropped.
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.state.check_live()?;
         let mut b = WriteBatch::new();
         b.delete_in(self, key)?;
         self.inner.write_batch(b, self.inner.options.sync)
@@ -205,8 +282,9 @@ impl Keyspace {
     /// tombstone, as [`Db::delete_range`] does in the default.
     ///
     /// # Errors
-    /// As [`Db::delete_range`].
+    /// As [`Db::delete_range`]; [`Error::NoSuchKeyspace`] once the keyspace is dropped.
     pub fn delete_range(&self, range: impl KeyRange) -> Result<()> {
+        self.state.check_live()?;
         let mut b = WriteBatch::new();
         b.delete_range_in(self, range)?;
         self.inner.write_batch(b, self.inner.options.sync)
@@ -217,7 +295,7 @@ impl Keyspace {
     pub fn range(&self, range: impl KeyRange) -> DbIterator {
         let (lo, hi) = range.into_bounds();
         let (sv, seq) = self.inner.view_of(&self.state);
-        self.inner.scan_range(sv, seq, lo, hi)
+        self.inner.scan_range(&self.state, sv, seq, lo, hi)
     }
 
     /// Iterates every live pair of this keyspace in key order: `range(..)`.
@@ -229,7 +307,8 @@ impl Keyspace {
     /// `prefix`, in key order.
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
         let (sv, seq) = self.inner.view_of(&self.state);
-        self.inner.scan_prefix(sv, seq, prefix.as_ref())
+        self.inner
+            .scan_prefix(&self.state, sv, seq, prefix.as_ref())
     }
 
     read_conveniences!("now in this keyspace");
@@ -239,8 +318,9 @@ impl Keyspace {
     /// SSTable. Other keyspaces' memtables stay as they are.
     ///
     /// # Errors
-    /// As [`Db::flush`].
+    /// As [`Db::flush`]; [`Error::NoSuchKeyspace`] once the keyspace is dropped.
     pub fn flush(&self) -> Result<()> {
+        self.state.check_live()?;
         self.inner.flush_keyspaces(Some(&self.state))
     }
 
@@ -248,7 +328,7 @@ impl Keyspace {
     /// [`Db::compact`] does the default's.
     ///
     /// # Errors
-    /// As [`Db::compact`].
+    /// As [`Db::compact`]; [`Error::NoSuchKeyspace`] once the keyspace is dropped.
     pub fn compact(&self) -> Result<()> {
         self.flush()?;
         self.inner.compact_manually(&self.state, None)
@@ -265,7 +345,6 @@ impl Keyspace {
 /// [`Snapshot::keyspace`]. Every keyspace read through one snapshot sees
 /// the same writes, so a batch over several keyspaces is seen whole or
 /// not at all.
-#[doc(hidden)]
 pub struct KeyspaceSnapshot<'a> {
     snapshot: &'a Snapshot,
     state: Arc<KeyspaceState>,
@@ -289,10 +368,11 @@ impl KeyspaceSnapshot<'_> {
     /// The value `key` had in the keyspace when the snapshot was taken.
     ///
     /// # Errors
-    /// As [`Db::get`].
+    /// As [`Db::get`]; [`Error::NoSuchKeyspace`] once the keyspace is dropped.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Slice>> {
         let key = key.as_ref();
         check_lengths(key.len(), 0)?;
+        self.state.check_live()?;
         let sv = self.state.current.read().clone();
         self.snapshot.inner.point_get(&sv, key, self.snapshot.seq)
     }
@@ -303,7 +383,7 @@ impl KeyspaceSnapshot<'_> {
         let (lo, hi) = range.into_bounds();
         self.snapshot
             .inner
-            .scan_range(sv, self.snapshot.seq, lo, hi)
+            .scan_range(&self.state, sv, self.snapshot.seq, lo, hi)
     }
 
     /// As [`Keyspace::iter`], as of the snapshot.
@@ -316,7 +396,7 @@ impl KeyspaceSnapshot<'_> {
         let sv = self.state.current.read().clone();
         self.snapshot
             .inner
-            .scan_prefix(sv, self.snapshot.seq, prefix.as_ref())
+            .scan_prefix(&self.state, sv, self.snapshot.seq, prefix.as_ref())
     }
 
     read_conveniences!("in this keyspace as of the snapshot");
@@ -327,7 +407,6 @@ impl Snapshot {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if `ks` belongs to another database.
-    #[doc(hidden)]
     pub fn keyspace(&self, ks: &Keyspace) -> Result<KeyspaceSnapshot<'_>> {
         if ks.inner.instance != self.inner.instance {
             return Err(Error::InvalidArgument(format!(
@@ -344,19 +423,22 @@ impl Snapshot {
 
 impl Db {
     /// The keyspace named `name`, created if missing (with the database's
-    /// options, stored in the manifest with it: DESIGN.md 12.8). The
-    /// creation is durable before this returns. `"default"` is the
-    /// default keyspace, the one `Db`'s own reads and writes use.
+    /// per-keyspace options, [`KeyspaceOptions::from_options`], stored in
+    /// the manifest with it: DESIGN.md 12.8). The creation is durable
+    /// before this returns. `"default"` is the default keyspace, the one
+    /// `Db`'s own reads and writes use. An existing keyspace keeps the
+    /// options it has (see [`Db::keyspace_with`]).
     ///
     /// # Errors
     /// - [`Error::InvalidArgument`] for a bad name: 1 to 64 bytes of ASCII
     ///   letters, digits, `_`, `-` and `.`, not starting with `.` or `-`;
-    ///   or when called inside this database's `update` closure;
+    ///   when called inside this database's `update` closure; or, for a
+    ///   missing keyspace, when the database's prefix extractor is not
+    ///   built in (a keyspace stores its extractor by name);
     /// - [`Error::ReadOnly`] on a read-only handle, for a missing keyspace;
     /// - [`Error::Io`] if the manifest write fails (the database then
     ///   turns read-only: whether the keyspace exists is settled by the
     ///   next open); [`Error::Background`] after an earlier failure.
-    #[doc(hidden)]
     pub fn keyspace(&self, name: &str) -> Result<Keyspace> {
         if name == DEFAULT_KEYSPACE_NAME {
             return Ok(self.default_keyspace());
@@ -368,8 +450,62 @@ impl Db {
         if self.inner.read_only {
             return Err(Error::ReadOnly);
         }
-        let state = self.inner.create_keyspace(name)?;
+        let options = KeyspaceOptions::from_options(&self.inner.options);
+        let (state, _) = self.inner.open_keyspace(name, &options, false)?;
         Ok(self.handle(state))
+    }
+
+    /// The keyspace named `name` running with `options` (over the
+    /// database's other settings): created with them if missing; if it
+    /// exists with other settings, they are replaced (one manifest edit,
+    /// tag 15, durable before this returns) and take effect at once (the
+    /// next table built, the next rotation; tables already written keep
+    /// theirs). Returns the handle and the settings that changed, one
+    /// line each as [`RecoveryReport::options_changes`] words them
+    /// (`"block_size: 4096 stored, 16384 used"`; empty for a new keyspace
+    /// or unchanged settings).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = siftdb::Db::open(dir.path())?;
+    /// let small = siftdb::KeyspaceOptions::default().block_size(1024);
+    /// let (logs, changes) = db.keyspace_with("logs", small)?;
+    /// assert!(changes.is_empty()); // new
+    /// let big = siftdb::KeyspaceOptions::default().block_size(16384);
+    /// let (_, changes) = db.keyspace_with("logs", big)?;
+    /// assert_eq!(changes, ["block_size: 1024 stored, 16384 used"]);
+    /// # drop(logs);
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    ///
+    /// [`RecoveryReport::options_changes`]: super::RecoveryReport::options_changes
+    ///
+    /// # Errors
+    /// As [`Db::keyspace`], and [`Error::InvalidArgument`] for settings
+    /// [`Options::validate`] refuses, a prefix extractor that is not built
+    /// in, or settings for `"default"` other than the database's (set
+    /// those when opening it); [`Error::ReadOnly`] on a read-only handle
+    /// when the settings differ from the stored ones.
+    pub fn keyspace_with(
+        &self,
+        name: &str,
+        options: KeyspaceOptions,
+    ) -> Result<(Keyspace, Vec<String>)> {
+        if name == DEFAULT_KEYSPACE_NAME {
+            let db = &self.inner.options;
+            let want = keyspace_text(&options.over(db));
+            if want != keyspace_text(db) {
+                return Err(Error::InvalidArgument(
+                    "the default keyspace runs with the database's options: set them when \
+                     opening it (Db::builder)"
+                        .into(),
+                ));
+            }
+            return Ok((self.default_keyspace(), Vec::new()));
+        }
+        check_name(name)?;
+        let (state, changes) = self.inner.open_keyspace(name, &options, true)?;
+        Ok((self.handle(state), changes))
     }
 
     /// The live keyspace named `name` (`"default"` included); never
@@ -378,7 +514,6 @@ impl Db {
     /// # Errors
     /// [`Error::NoSuchKeyspace`] if none is live by that name (a bad name
     /// included).
-    #[doc(hidden)]
     pub fn existing_keyspace(&self, name: &str) -> Result<Keyspace> {
         if name == DEFAULT_KEYSPACE_NAME {
             return Ok(self.default_keyspace());
@@ -391,7 +526,6 @@ impl Db {
 
     /// The names of the live keyspaces: `"default"` first, then the others
     /// in the order they were created.
-    #[doc(hidden)]
     pub fn keyspaces(&self) -> Vec<String> {
         let map = Arc::clone(&self.inner.keyspaces.read());
         std::iter::once(DEFAULT_KEYSPACE_NAME.to_string())
@@ -412,60 +546,165 @@ impl Db {
 }
 
 impl DbInner {
-    /// Creates keyspace `name` (checked, and not live): logs its add edit
-    /// (tag 16 and a section with tags 13 and 2), synced, then makes it
-    /// live. Its log number is the WAL new writes go to, whose name the
+    /// Keyspace `name` (checked, not the default's): made live with
+    /// `options` over the database's if missing (its add edit: tag 16 and
+    /// a section with tags 13 and 2, synced); if live and `replace`, its
+    /// settings replaced by `options` when they differ (a section with tag
+    /// 15, synced). Returns it and the settings that changed. A new
+    /// keyspace's log number is the WAL new writes go to, whose name the
     /// directory is synced for first (a rotation defers that sync, and the
-    /// manifest must never name a WAL a power loss can take). Returns the
-    /// live keyspace of that name if another thread created it first.
+    /// manifest must never name a WAL a power loss can take).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] inside this database's `update` closure
-    /// or when keyspace ids are exhausted; [`Error::Io`] if the directory
-    /// sync or the manifest write fails (the database then turns
-    /// read-only); [`Error::Background`] after an earlier failure.
-    pub(super) fn create_keyspace(&self, name: &str) -> Result<Arc<KeyspaceState>> {
-        self.refuse_inside_update("keyspace creation")?;
+    /// [`Error::InvalidArgument`] for options [`Options::validate`]
+    /// refuses or a custom prefix extractor, inside this database's
+    /// `update` closure, or when keyspace ids are exhausted;
+    /// [`Error::ReadOnly`] on a read-only handle for anything to log;
+    /// [`Error::Io`] if the directory sync or the manifest write fails
+    /// (the database then turns read-only); [`Error::Background`] after
+    /// an earlier failure.
+    pub(super) fn open_keyspace(
+        &self,
+        name: &str,
+        options: &KeyspaceOptions,
+        replace: bool,
+    ) -> Result<(Arc<KeyspaceState>, Vec<String>)> {
+        let merged = options.over(&self.options);
+        merged.validate()?;
+        if let Some(e) = merged.prefix_extractor.as_deref() {
+            if !super::stored_options::restorable(e) {
+                return Err(Error::InvalidArgument(format!(
+                    "keyspace \"{name}\": prefix extractor {} is not built in, so it cannot be \
+                     stored with the keyspace; keyspaces other than the default take a built-in \
+                     one (siftdb::filter::FixedPrefix) or none",
+                    e.name()
+                )));
+            }
+        }
+        let text = keyspace_text(&merged);
+        let live = self.keyspaces.read().by_name(name).cloned();
+        if let Some(state) = &live {
+            // Nothing to log: no lock, and fine on a read-only handle.
+            let vs_text = self
+                .versions
+                .lock()
+                .keyspaces
+                .get(&state.id)
+                .map(|k| k.options_text.clone());
+            if !replace || vs_text.as_deref() == Some(text.as_str()) {
+                return Ok((Arc::clone(state), Vec::new()));
+            }
+        }
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
+        self.refuse_inside_update("keyspace creation or options change")?;
         let mut ws = self.write.lock();
         self.check_writable()?;
-        if let Some(state) = self.keyspaces.read().by_name(name) {
-            return Ok(Arc::clone(state));
-        }
         let mut vs = self.versions.lock();
+        let live = self.keyspaces.read().by_name(name).cloned();
+        let state = match live {
+            Some(state) => state,
+            None => {
+                let state = self.create_keyspace(&mut ws, &mut vs, name, merged, text)?;
+                return Ok((state, Vec::new()));
+            }
+        };
+        // Live (perhaps created by another thread meanwhile).
+        let Some(stored) = vs.keyspaces.get(&state.id).map(|k| k.options_text.clone()) else {
+            return Err(Error::NoSuchKeyspace(name.to_string()));
+        };
+        if !replace || stored == text {
+            return Ok((state, Vec::new()));
+        }
+        let changes = super::stored_options::keyspace_differences(&stored, &merged);
+        let mut edit = VersionEdit::default();
+        edit.keyspaces.insert(
+            state.id,
+            KeyspaceEdit {
+                options: Some(text.clone()),
+                ..Default::default()
+            },
+        );
+        self.log_keyspace_edit(&mut vs, &edit, "keyspace options change")?;
+        if let Some(k) = vs.keyspaces.get_mut(&state.id) {
+            k.options_text = text;
+        }
+        *state.options.write() = Arc::new(merged);
+        self.roll_manifest_or_fail(&mut vs)?;
+        drop(vs);
+        drop(ws);
+        Ok((state, changes))
+    }
+
+    /// Logs `edit` (a keyspace's creation, options change or drop),
+    /// synced. A failure turns the database read-only with `what` in the
+    /// message: whether the edit is durable is unknown, the next open
+    /// settles it, and nothing more is logged meanwhile.
+    pub(super) fn log_keyspace_edit(
+        &self,
+        vs: &mut VersionState,
+        edit: &VersionEdit,
+        what: &str,
+    ) -> Result<()> {
+        let logged = vs.manifest_mut().and_then(|m| m.log_edit(edit));
+        if let Err(e) = &logged {
+            self.record_bg_error(format!("{what} failed: {e}"));
+        }
+        logged
+    }
+
+    /// Rolls the manifest over if full; a failure turns the database
+    /// read-only.
+    pub(super) fn roll_manifest_or_fail(&self, vs: &mut VersionState) -> Result<()> {
+        let rolled = self.roll_manifest_if_full(vs);
+        if let Err(e) = &rolled {
+            self.record_bg_error(format!("manifest rollover failed: {e}"));
+        }
+        rolled
+    }
+
+    /// Creates keyspace `name` (checked, and not live) running with
+    /// `options`, stored as `text`: logs its add edit, synced, then makes
+    /// it live. The caller holds the writer and versions locks.
+    fn create_keyspace(
+        &self,
+        ws: &mut WriteState,
+        vs: &mut VersionState,
+        name: &str,
+        options: Options,
+        text: String,
+    ) -> Result<Arc<KeyspaceState>> {
         let id = vs.next_keyspace_id;
         let next = id.checked_add(1).ok_or_else(|| {
             Error::InvalidArgument("keyspace ids are exhausted (4294967295 created)".into())
         })?;
-        let options_text = super::stored_options::keyspace_text(&self.options);
-        let mut edit = crate::version::edit::VersionEdit {
+        let mut edit = VersionEdit {
             next_keyspace_id: Some(next),
             ..Default::default()
         };
         edit.keyspaces.insert(
             id,
-            crate::version::edit::KeyspaceEdit {
-                add: Some(crate::version::edit::KeyspaceAdd {
+            KeyspaceEdit {
+                add: Some(KeyspaceAdd {
                     name: name.to_string(),
-                    options: options_text.clone(),
+                    options: text.clone(),
                 }),
                 log_number: Some(ws.wal_number),
                 ..Default::default()
             },
         );
-        let logged = crate::version::manifest::sync_dir(&**self.fs(), &self.dir)
-            .and_then(|()| vs.manifest_mut()?.log_edit(&edit));
-        if let Err(e) = logged {
-            // Whether the edit is durable is unknown: the next open settles
-            // it, and nothing more is logged meanwhile.
+        if let Err(e) = crate::version::manifest::sync_dir(&**self.fs(), &self.dir) {
             self.record_bg_error(format!("keyspace creation failed: {e}"));
             return Err(e);
         }
+        self.log_keyspace_edit(vs, &edit, "keyspace creation")?;
         vs.next_keyspace_id = next;
         vs.keyspaces.insert(
             id,
             super::KeyspaceVersion {
                 name: name.to_string(),
-                options_text,
+                options_text: text,
                 log_number: ws.wal_number,
                 key_predictions: Default::default(),
             },
@@ -480,17 +719,13 @@ impl DbInner {
                 imms: Vec::new(),
                 version: Arc::new(crate::version::set::Version::empty()),
             },
+            options,
         ));
         {
             let mut map = self.keyspaces.write();
             *map = Arc::new(map.with(Arc::clone(&state)));
         }
-        if let Err(e) = self.roll_manifest_if_full(&mut vs) {
-            self.record_bg_error(format!("manifest rollover failed: {e}"));
-            return Err(e);
-        }
-        drop(vs);
-        drop(ws);
+        self.roll_manifest_or_fail(vs)?;
         Ok(state)
     }
 }

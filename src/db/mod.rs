@@ -130,6 +130,12 @@ struct WriteState {
     /// The active memtable of every other live keyspace, by id.
     mems: BTreeMap<u32, Arc<MemTable>>,
     last_seq: u64,
+    /// The size in bytes of each WAL a rotation closed, by number, while
+    /// it may be live: entries below the smallest persisted log number
+    /// are dropped at the next rotation. With the current WAL's size,
+    /// what [`Options::max_total_wal_size`] bounds. Empty while the
+    /// database has no keyspace but the default (the bound cannot act).
+    closed_wal_bytes: BTreeMap<u64, u64>,
 }
 
 impl WriteState {
@@ -807,7 +813,7 @@ impl Db {
     pub fn range(&self, range: impl KeyRange) -> DbIterator {
         let (lo, hi) = range.into_bounds();
         let (sv, seq) = self.inner.view();
-        self.inner.scan_range(sv, seq, lo, hi)
+        self.inner.scan_range(&self.inner.default, sv, seq, lo, hi)
     }
 
     /// Iterates every live pair in key order (double-ended), as of the
@@ -815,7 +821,8 @@ impl Db {
     pub fn iter(&self) -> DbIterator {
         let (sv, seq) = self.inner.view();
         let all = std::ops::Bound::Unbounded;
-        self.inner.scan_range(sv, seq, all.clone(), all)
+        self.inner
+            .scan_range(&self.inner.default, sv, seq, all.clone(), all)
     }
 
     /// Iterates the live pairs whose key starts with `prefix`, in key order.
@@ -825,7 +832,8 @@ impl Db {
     /// prefix are skipped without a read ([`crate::Stats::prefix_negatives`]).
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
         let (sv, seq) = self.inner.view();
-        self.inner.scan_prefix(sv, seq, prefix.as_ref())
+        self.inner
+            .scan_prefix(&self.inner.default, sv, seq, prefix.as_ref())
     }
 
     /// Freezes the active memtable (if it holds anything) and waits until
@@ -959,7 +967,7 @@ impl Db {
             }
             let idle = inner.all_keyspaces().iter().all(|ks| {
                 let cur = ks.current.read();
-                cur.imms.is_empty() && !background::compaction_due(&cur.version, &inner.options)
+                cur.imms.is_empty() && !background::compaction_due(&cur.version, &ks.options())
             });
             if idle && !inner.compaction.is_locked() {
                 return Ok(());
@@ -1223,20 +1231,23 @@ impl Snapshot {
     pub fn range(&self, range: impl KeyRange) -> DbIterator {
         let sv = self.inner.default.current.read().clone();
         let (lo, hi) = range.into_bounds();
-        self.inner.scan_range(sv, self.seq, lo, hi)
+        self.inner
+            .scan_range(&self.inner.default, sv, self.seq, lo, hi)
     }
 
     /// As [`Db::iter`], as of the snapshot: every live pair, in key order.
     pub fn iter(&self) -> DbIterator {
         let sv = self.inner.default.current.read().clone();
         let all = std::ops::Bound::Unbounded;
-        self.inner.scan_range(sv, self.seq, all.clone(), all)
+        self.inner
+            .scan_range(&self.inner.default, sv, self.seq, all.clone(), all)
     }
 
     /// As [`Db::prefix`], as of the snapshot.
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
         let sv = self.inner.default.current.read().clone();
-        self.inner.scan_prefix(sv, self.seq, prefix.as_ref())
+        self.inner
+            .scan_prefix(&self.inner.default, sv, self.seq, prefix.as_ref())
     }
 }
 
@@ -1263,6 +1274,7 @@ mod builder;
 mod checkpoint;
 mod filter_budget;
 mod keyspace;
+mod keyspace_drop;
 mod read;
 mod recovery;
 mod stats;
@@ -1333,12 +1345,14 @@ impl DbInner {
     /// prefix filters when both bounds share one extracted prefix.
     fn scan_range(
         &self,
+        ks: &KeyspaceState,
         sv: Arc<SuperVersion>,
         seq: SequenceNumber,
         lo: std::ops::Bound<Vec<u8>>,
         hi: std::ops::Bound<Vec<u8>>,
     ) -> DbIterator {
-        let ex = self.options.prefix_extractor.as_deref();
+        let options = ks.options();
+        let ex = options.prefix_extractor.as_deref();
         let prefix = ex.and_then(|ex| range_scan_prefix(ex, &lo, &hi));
         iterate(sv, seq, lo, hi, &self.counters, prefix)
     }
@@ -1346,9 +1360,16 @@ impl DbInner {
     /// An iterator over the keys starting with `p` in `sv` at `seq`,
     /// consulting the tables' prefix filters when `p` is in the
     /// extractor's domain.
-    fn scan_prefix(&self, sv: Arc<SuperVersion>, seq: SequenceNumber, p: &[u8]) -> DbIterator {
+    fn scan_prefix(
+        &self,
+        ks: &KeyspaceState,
+        sv: Arc<SuperVersion>,
+        seq: SequenceNumber,
+        p: &[u8],
+    ) -> DbIterator {
         let (lo, hi) = prefix_bounds(p);
-        let ex = self.options.prefix_extractor.as_deref();
+        let options = ks.options();
+        let ex = options.prefix_extractor.as_deref();
         let prefix = ex.and_then(|ex| prefix_scan_prefix(ex, p));
         iterate(sv, seq, lo, hi, &self.counters, prefix)
     }

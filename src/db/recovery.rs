@@ -28,6 +28,7 @@ use crate::{Error, Options, Result};
 use super::background::{background_main, flushed_range_tombstones, write_table};
 use super::filter_budget::{self, NewTable};
 use super::keyspace::{KeyspaceMap, KeyspaceState};
+use super::stored_options;
 use super::{BgState, Db, DbInner, KeyspaceVersion, SuperVersion, VersionState, WriteState};
 use crate::stats::KeyPrediction;
 use crate::version::edit::DEFAULT_KEYSPACE_NAME;
@@ -73,6 +74,9 @@ pub struct WalReplay {
     pub batches: u64,
     /// Puts and deletes in those batches.
     pub entries: u64,
+    /// Of those entries, the ones of keyspaces dropped since (skipped:
+    /// the drop is durable, and their tables are gone).
+    pub skipped_entries: u64,
     /// Set if the log ended in an incomplete record; the bytes from its
     /// offset to `size` were not replayed.
     pub torn_tail: Option<TornTail>,
@@ -459,13 +463,14 @@ fn check_wal(
     wal: &OpenWal,
     next_seq: &mut Option<u64>,
     live: &dyn Fn(u32) -> bool,
+    next_keyspace_id: u32,
 ) -> Result<WalReplay> {
     let file = wal
         .file
         .try_clone()
         .context(|| format!("open {}", wal.path.display()))?;
     let mut reader = LogReader::from_file(file, &wal.path)?;
-    let (mut batches, mut entries) = (0, 0);
+    let (mut batches, mut entries, mut skipped_entries) = (0, 0, 0);
     let mut gap = None;
     match *next_seq {
         None => {
@@ -485,7 +490,11 @@ fn check_wal(
                 // is damage (or, for a read-only open, a keyspace created
                 // after the manifest was read: it reads the manifest
                 // again).
-                if let Some(op) = batch.ops.iter().find(|op| !live(op.keyspace)) {
+                // An op of a keyspace dropped since (its id is below the
+                // next one, and it is not live) is skipped.
+                let dropped = |id: u32| !live(id) && id < next_keyspace_id;
+                let not_held = |id: u32| !live(id) && !dropped(id);
+                if let Some(op) = batch.ops.iter().find(|op| not_held(op.keyspace)) {
                     return Err(Error::corruption(
                         &wal.path,
                         rec.offset,
@@ -511,6 +520,8 @@ fn check_wal(
                 }
                 batches += 1;
                 entries += batch.ops.len() as u64;
+                skipped_entries +=
+                    batch.ops.iter().filter(|op| dropped(op.keyspace)).count() as u64;
                 expected = expected.max(batch.first_seq.0 + batch.ops.len() as u64);
             }
             *next_seq = gap.is_none().then_some(expected);
@@ -522,6 +533,7 @@ fn check_wal(
         end: reader.valid_len(),
         batches,
         entries,
+        skipped_entries,
         torn_tail: gap.or_else(|| reader.torn_tail().cloned()),
     })
 }
@@ -533,6 +545,8 @@ struct Tree {
     /// Its stored options text (empty for the default, which keeps its
     /// options in `OPTIONS`).
     options_text: String,
+    /// The options it runs with (the database's for the default).
+    options: Options,
     /// Its log number: the manifest's, then the WAL new writes go to.
     log_number: u64,
     version: Version,
@@ -597,6 +611,7 @@ pub(super) fn recover(
         id: 0,
         name: DEFAULT_KEYSPACE_NAME.to_string(),
         options_text: String::new(),
+        options: options.clone(),
         log_number: state.log_number,
         version,
         mem: MemTable::new(0),
@@ -606,10 +621,12 @@ pub(super) fn recover(
         let (version, tables_seq) =
             Version::load_tree(&dir, &k.files, &k.range_tombstones).map_err(|(_, e)| e)?;
         last_seq = last_seq.max(tables_seq.0);
+        let manifest = manifest_path.as_deref().unwrap_or(&dir);
         trees.push(Tree {
             id,
             name: k.name.clone(),
             options_text: k.options_text.clone(),
+            options: stored_options::keyspace_options(&options, &k.options_text, manifest)?,
             log_number: k.log_number,
             version,
             mem: MemTable::new(0),
@@ -659,7 +676,7 @@ pub(super) fn recover(
                 let table_options = crate::sstable::TableOptions {
                     keyspace: tree.id,
                     ..filter_budget::table_options(
-                        &options,
+                        &tree.options,
                         &tree.version,
                         NewTable::Flush { keys },
                         false,
@@ -694,7 +711,7 @@ pub(super) fn recover(
     let live = |id: u32| index.contains_key(&id);
     let checked = wals
         .iter()
-        .map(|w| check_wal(w, &mut next_seq, &live))
+        .map(|w| check_wal(w, &mut next_seq, &live, state.next_keyspace_id))
         .collect::<Result<Vec<WalReplay>>>()?;
     // A cut (torn tail or gap) in a WAL below some keyspace's log number:
     // that keyspace's tables hold writes newer than the cut, which a
@@ -735,8 +752,9 @@ pub(super) fn recover(
             for (i, op) in batch.ops.iter().enumerate() {
                 let seq = SequenceNumber(batch.first_seq.0 + i as u64);
                 last_seq = last_seq.max(seq.0);
-                // Every id is live (`check_wal`). A keyspace whose log
-                // number is past this WAL has the write in a table.
+                // Every id is live or dropped (`check_wal`; a dropped
+                // one's ops are skipped). A keyspace whose log number is
+                // past this WAL has the write in a table.
                 let Some(&t) = index.get(&op.keyspace) else {
                     continue;
                 };
@@ -751,7 +769,7 @@ pub(super) fn recover(
                 continue;
             }
             for &t in &touched {
-                if trees[t].mem.approximate_size() >= options.write_buffer_size {
+                if trees[t].mem.approximate_size() >= trees[t].options.write_buffer_size {
                     flush_recovered(&mut trees[t], &mut next_file, &mut totals)?;
                     flushed_during_replay = true;
                     durable_seq = last_seq;
@@ -878,13 +896,14 @@ pub(super) fn recover(
             imms: Vec::new(),
             version,
         };
-        map = map.with(Arc::new(KeyspaceState::new(t.id, t.name, sv)));
+        map = map.with(Arc::new(KeyspaceState::new(t.id, t.name, sv, t.options)));
     }
     let block_cache = match options.table_reads {
         crate::TableReads::Mapped => None,
         crate::TableReads::Cached { capacity } => Some(Arc::new(BlockCache::new(capacity))),
     };
     let hot = options.hot_keys.as_ref().and_then(ReadSketch::new);
+    let default_options = options.clone();
     let inner = Arc::new(DbInner {
         dir,
         options,
@@ -896,6 +915,7 @@ pub(super) fn recover(
             mem: Arc::clone(&mem),
             mems,
             last_seq,
+            closed_wal_bytes: BTreeMap::new(),
         }),
         write_queue: Default::default(),
         closed_wals: Mutex::new(Vec::new()),
@@ -908,6 +928,7 @@ pub(super) fn recover(
                 imms: Vec::new(),
                 version,
             },
+            default_options,
         )),
         keyspaces: parking_lot::RwLock::new(Arc::new(map)),
         instance: super::keyspace::next_instance(),

@@ -86,7 +86,9 @@ impl DbInner {
             memory.add_tree(&MemoryUsage::of_version(&sv.version), k.memtable_bytes);
             keyspaces.push(k);
         }
-        let filters = FilterMemory::of(&views[0].version, self.options.filter_budget.as_ref());
+        // Against the budget the reported keyspace runs with.
+        let budget = listed[0].options().filter_budget;
+        let filters = FilterMemory::of(&views[0].version, budget.as_ref());
         let mut stats = self.counters.snapshot(
             keyspaces[0].levels.clone(),
             filters,

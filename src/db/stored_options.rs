@@ -129,6 +129,73 @@ pub(crate) fn keyspace_text(o: &Options) -> String {
         .collect()
 }
 
+/// The options a keyspace other than the default runs with: `db` (the
+/// database's options) with each setting of its stored text `text` (tag 13
+/// or 15, [`keyspace_text`]) over them, checked.
+///
+/// # Errors
+/// [`Error::Corruption`] naming `manifest` for a line that is not `NAME
+/// VALUE` or a value that does not parse (a custom prefix extractor
+/// included: keyspaces store only built-in ones); as [`Options::validate`]
+/// for a setting this build cannot run with (zstd without the feature).
+pub(crate) fn keyspace_options(db: &Options, text: &str, manifest: &Path) -> Result<Options> {
+    let stored = parse_keyspace_text(text)
+        .map_err(|why| Error::corruption(manifest, 0, format!("keyspace options: {why}")))?;
+    let mut o = db.clone();
+    for (name, value) in &stored.0 {
+        set(&mut o, name, value).map_err(|why| {
+            let why = if why == UNRESTORABLE {
+                // Keyspaces other than the default store only built-in
+                // extractors, so the caller has no way to pass it.
+                "a prefix extractor that is not built in, which no keyspace but the default \
+                 can be reopened with"
+                    .to_string()
+            } else {
+                why
+            };
+            Error::corruption(
+                manifest,
+                0,
+                format!("keyspace options: setting {name} {value:?}: {why}"),
+            )
+        })?;
+    }
+    o.validate()?;
+    Ok(o)
+}
+
+/// The `NAME VALUE` lines of a keyspace's stored options text.
+fn parse_keyspace_text(text: &str) -> std::result::Result<StoredOptions, String> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for line in text.lines() {
+        let (name, value) = line
+            .split_once(' ')
+            .ok_or_else(|| format!("line {line:?} is not `NAME VALUE`"))?;
+        if out.iter().any(|(n, _)| n == name) {
+            return Err(format!("{name} is set twice"));
+        }
+        out.push((name.to_string(), value.to_string()));
+    }
+    Ok(StoredOptions(out))
+}
+
+/// One line per setting of the keyspace text `stored` that `now` (the
+/// options a keyspace is to run with) sets otherwise, as
+/// [`StoredOptions::differences`] words them: `"block_size: 4096 stored,
+/// 16384 used"`. A text that does not parse differs in every setting.
+pub(crate) fn keyspace_differences(stored: &str, now: &Options) -> Vec<String> {
+    match parse_keyspace_text(stored) {
+        Ok(s) => s.differences(now),
+        Err(why) => vec![format!("stored options unreadable ({why})")],
+    }
+}
+
+/// Whether `e` can be stored by name and rebuilt from it: a built-in
+/// prefix extractor ([`crate::filter::prefix::builtin_extractor`]).
+pub(crate) fn restorable(e: &dyn crate::filter::PrefixExtractor) -> bool {
+    crate::filter::prefix::builtin_extractor(e.name()).is_some()
+}
+
 /// The file's bytes for options `o`.
 pub(crate) fn encode(o: &Options) -> Vec<u8> {
     let mut text = format!("{HEADER}\n");
@@ -451,6 +518,116 @@ write_buffer_size 67108864\n";
             "{d:?}"
         );
         assert_eq!(d.len(), 11, "{d:?}");
+    }
+
+    /// The options text of a keyspace with LZ4, 16 KiB blocks and Ribbon
+    /// filters (manifest tags 13 and 15, DESIGN.md 12.8): `OPTIONS`'s
+    /// lines but `max_manifest_file_size`, no header, no checksum.
+    #[test]
+    fn golden_keyspace_options_text() {
+        let ks = crate::KeyspaceOptions::default()
+            .compression("lz4".parse().unwrap())
+            .block_size(16 << 10)
+            .filters(vec![LevelFilter::BitsPerKey(FilterKind::Ribbon, 10.0)]);
+        let text = keyspace_text(&ks.over(&Options::default()));
+        assert_eq!(
+            text,
+            "bits_per_key 10\n\
+block_restart_interval 16\n\
+block_size 16384\n\
+bloom_hashes none\n\
+compaction_priority round-robin\n\
+compaction_style leveled\n\
+compression lz4\n\
+filter_budget none\n\
+filters ribbon:10\n\
+key_sketch_precision 12\n\
+level0_compaction_trigger 4\n\
+level0_slowdown_trigger 20\n\
+level0_stop_trigger 36\n\
+level_size_multiplier 10\n\
+max_bytes_for_level_base 268435456\n\
+max_immutable_memtables 2\n\
+prefix_extractor none\n\
+skip_filters_on_last_level false\n\
+target_file_size 67108864\n\
+write_buffer_size 67108864\n"
+        );
+        let back = keyspace_options(&Options::default(), &text, Path::new("M")).unwrap();
+        assert_eq!(keyspace_text(&back), text);
+        assert_eq!(
+            keyspace_differences(&text, &Options::default()),
+            [
+                "block_size: 16384 stored, 4096 used",
+                "compression: lz4 stored, none used",
+                "filters: ribbon:10 stored, default used",
+            ]
+        );
+    }
+
+    /// `KeyspaceOptions` carries every setting a keyspace stores, and none
+    /// of the database's: its `over` and `keyspace_text` cover the same
+    /// fields.
+    #[test]
+    fn keyspace_options_cover_every_stored_keyspace_setting() {
+        let o = Options {
+            write_buffer_size: 1 << 20,
+            bits_per_key: 12,
+            bloom_hashes: Some(5),
+            filters: vec![LevelFilter::FalsePositiveRate(FilterKind::Ribbon, 0.01)],
+            skip_filters_on_last_level: true,
+            filter_budget: Some(FilterBudget {
+                bits_per_key: 7.25,
+                max_bytes: None,
+            }),
+            prefix_extractor: Some(Arc::new(FixedPrefix::new(4))),
+            block_size: 8192,
+            block_restart_interval: 8,
+            compression: "none,lz4".parse().unwrap(),
+            key_sketch_precision: None,
+            max_immutable_memtables: 3,
+            compaction_style: CompactionStyle::Tiered,
+            compaction_priority: CompactionPriority::MostDuplicates,
+            level0_compaction_trigger: 3,
+            level0_slowdown_trigger: 5,
+            level0_stop_trigger: 7,
+            max_bytes_for_level_base: 1 << 20,
+            level_size_multiplier: 4,
+            target_file_size: 1 << 20,
+            max_manifest_file_size: 1 << 20,
+            sync: true,
+            ..Default::default()
+        };
+        let taken = crate::KeyspaceOptions::from_options(&o).over(&Options::default());
+        assert_eq!(keyspace_text(&taken), keyspace_text(&o));
+        let default_text = keyspace_text(&Options::default());
+        let changed = keyspace_differences(&default_text, &o);
+        assert_eq!(changed.len(), default_text.lines().count(), "{changed:?}");
+        // The database's own settings stay the database's.
+        assert_eq!(taken.max_manifest_file_size, 4 << 20);
+        assert!(!taken.sync);
+    }
+
+    #[test]
+    fn a_bad_keyspace_options_text_is_corruption() {
+        let o = Options::default();
+        for (text, why) in [
+            ("block_size\n", "is not `NAME VALUE`"),
+            ("block_size x\n", "setting block_size \"x\": not a number"),
+            ("prefix_extractor test.custom\n", "not built in"),
+            ("block_size 1\nblock_size 2\n", "set twice"),
+        ] {
+            let e = keyspace_options(&o, text, Path::new("MANIFEST-000001")).unwrap_err();
+            assert!(
+                matches!(&e, Error::Corruption { .. }) && e.to_string().contains(why),
+                "{text:?}: {e}"
+            );
+        }
+        // A value this build cannot run with is what `validate` says.
+        let e = keyspace_options(&o, "block_size 1\n", Path::new("M")).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        // Names of a newer build are skipped.
+        assert!(keyspace_options(&o, "some_new_setting 3\n", Path::new("M")).is_ok());
     }
 
     #[test]

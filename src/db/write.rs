@@ -52,6 +52,11 @@ struct QueuedWrite {
     /// is built by its own writer while it leads, from the value committed
     /// last, so it is committed in a group of its own.
     exclusive: bool,
+    /// Set by the leader when the batch names a keyspace that is not live
+    /// (dropped meanwhile): the batch is then emptied, so nothing of it is
+    /// logged, and its writer gets [`Error::NoSuchKeyspace`] with this
+    /// text while the rest of the group commits.
+    refused: Option<String>,
 }
 
 thread_local! {
@@ -172,6 +177,7 @@ impl DbInner {
             batch,
             sync,
             exclusive,
+            refused: None,
         });
         let points = &self.options.sync_points;
         sync_point::reach(points, SyncPoint::WriteQueued);
@@ -224,12 +230,20 @@ impl DbInner {
                 (Err(Error::Background(e)), Some(panic))
             }
         };
+        let refused = |w: &QueuedWrite| w.refused.clone().map(Error::NoSuchKeyspace);
+        let outcome = match refused(&group[0]) {
+            Some(e) if outcome.is_ok() => Err(e),
+            _ => outcome,
+        };
         let mut q = queue.state.lock();
         q.leading = false;
         q.last_group = group.len();
         for w in &group[1..] {
-            q.outcomes
-                .insert(w.id, outcome.as_ref().map(|_| ()).map_err(copy_error));
+            let theirs = match refused(w) {
+                Some(e) if outcome.is_ok() => Err(e),
+                _ => outcome.as_ref().map(|_| ()).map_err(copy_error),
+            };
+            q.outcomes.insert(w.id, theirs);
         }
         // Keep the group's allocation for the next leader.
         group.clear();
@@ -249,39 +263,44 @@ impl DbInner {
         let mut ws = self.write.lock();
         self.check_writable()?;
         // The keyspaces other than the default the group writes to: each
-        // must be live (checked before anything is logged), and each may
-        // stall or rotate the group as the default does.
-        let mut ids: Vec<u32> = group
-            .iter()
-            .flat_map(|w| w.batch.keyspaces().iter().copied())
-            .collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let others = if ids.is_empty() {
-            Vec::new()
-        } else {
+        // may stall or rotate the group as the default does. A batch
+        // naming one that is not live (dropped since the batch was made)
+        // is refused whole, before anything is logged; the others commit.
+        let mut others: Vec<Arc<KeyspaceState>> = Vec::new();
+        if group.iter().any(|w| !w.batch.keyspaces().is_empty()) {
             let map = Arc::clone(&self.keyspaces.read());
-            ids.iter()
-                .map(|&id| {
-                    map.by_id(id)
-                        .filter(|_| ws.mems.contains_key(&id))
-                        .cloned()
-                        .ok_or_else(|| Error::NoSuchKeyspace(format!("(id {id})")))
-                })
-                .collect::<Result<Vec<_>>>()?
-        };
+            for w in group.iter_mut() {
+                let missing = w
+                    .batch
+                    .keyspaces()
+                    .iter()
+                    .copied()
+                    .find(|id| map.by_id(*id).is_none() || !ws.mems.contains_key(id));
+                if let Some(id) = missing {
+                    w.refused = Some(format!("(id {id}; dropped)"));
+                    w.batch = WriteBatch::new();
+                    continue;
+                }
+                for &id in w.batch.keyspaces() {
+                    if others.iter().all(|k| k.id != id) {
+                        others.extend(map.by_id(id).cloned());
+                    }
+                }
+            }
+        }
         self.throttle_for_level0(&self.default)?;
         for ks in &others {
             self.throttle_for_level0(ks)?;
         }
-        let full = |ws: &WriteState, id: u32| {
-            ws.mem_of(id)
-                .is_some_and(|m| m.approximate_size() >= self.options.write_buffer_size)
+        let full = |ws: &WriteState, ks: &KeyspaceState| {
+            let limit = ks.options.read().write_buffer_size;
+            ws.mem_of(ks.id)
+                .is_some_and(|m| m.approximate_size() >= limit)
         };
-        if full(&ws, 0) || others.iter().any(|ks| full(&ws, ks.id)) {
+        if full(&ws, &self.default) || others.iter().any(|ks| full(&ws, ks)) {
             let freeze: Vec<&KeyspaceState> = std::iter::once(&*self.default)
                 .chain(others.iter().map(|ks| &**ks))
-                .filter(|ks| full(&ws, ks.id))
+                .filter(|ks| full(&ws, ks))
                 .collect();
             self.rotate_memtables(&mut ws, &freeze)?;
         }
@@ -435,6 +454,7 @@ mod tests {
             batch,
             sync: false,
             exclusive: false,
+            refused: None,
         }
     }
 

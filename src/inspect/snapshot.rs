@@ -201,6 +201,11 @@ impl DbSnapshot {
             for r in &contents.records {
                 for op in &r.ops {
                     let Some(i) = keyspaces.iter().position(|k| k.id == op.keyspace) else {
+                        // A dropped keyspace's write (ids are never
+                        // reused): skipped, as the open skips it.
+                        if op.keyspace < state.next_keyspace_id {
+                            continue;
+                        }
                         // An add edit is durable before its keyspace takes
                         // a write: damage, or a keyspace created after the
                         // manifest was read (read it again).

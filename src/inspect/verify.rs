@@ -334,9 +334,11 @@ fn verify_db_once(
     }
 
     // WALs.
-    let live_keyspaces: BTreeSet<u32> = state.trees().map(|t| t.id).collect();
+    // Every id below the next one was created, and is live or dropped
+    // (ids are never reused): the open applies or skips its writes.
+    let next_keyspace_id = state.next_keyspace_id;
     for wal in wals {
-        if check_wal(&mut c, wal, Some(&live_keyspaces))? {
+        if check_wal(&mut c, wal, Some(next_keyspace_id))? {
             return Ok(c.report);
         }
     }
@@ -795,17 +797,17 @@ fn check_manifest_entry(
     false
 }
 
-/// Records a WAL's damage and torn tail, and a write to a keyspace not
-/// among `live` (the manifest's keyspaces, when known: an open refuses
-/// such a write as corruption); true to stop.
-fn check_wal(c: &mut Checker<'_>, wal: WalContents, live: Option<&BTreeSet<u32>>) -> Result<bool> {
+/// Records a WAL's damage and torn tail, and a write to a keyspace the
+/// manifest never created (an id at or above its `next_keyspace_id`,
+/// when known: an open refuses such a write as corruption); true to stop.
+fn check_wal(c: &mut Checker<'_>, wal: WalContents, next_keyspace_id: Option<u32>) -> Result<bool> {
     c.report.wals += 1;
     c.report.wal_records += wal.records.len() as u64;
     for r in &wal.records {
         let unknown = r
             .ops
             .iter()
-            .find(|o| live.is_some_and(|l| !l.contains(&o.keyspace)));
+            .find(|o| next_keyspace_id.is_some_and(|n| o.keyspace >= n));
         if let Some(op) = unknown {
             let detail = format!(
                 "a write to keyspace {}, which the manifest does not hold",

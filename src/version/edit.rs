@@ -1077,6 +1077,27 @@ mod tests {
         assert_eq!(drop.encode(), [0x0c, 0x01, 0x0e]);
         assert_eq!(dec(&[0x0c, 0x01, 0x0e]).unwrap(), drop);
 
+        // New options for keyspace 1 (`Db::keyspace_with`), the text
+        // shortened as above: a section with tag 15 alone.
+        let options = VersionEdit {
+            keyspaces: BTreeMap::from([(
+                1,
+                KeyspaceEdit {
+                    options: Some(LOGS_OPTIONS.into()),
+                    ..KeyspaceEdit::default()
+                },
+            )]),
+            ..VersionEdit::default()
+        };
+        #[rustfmt::skip]
+        let tag15 = [
+            0x0c, 0x01, // section: keyspace 1
+            0x0f, 0x11, b'b', b'l', b'o', b'c', b'k', b'_', b's', b'i', b'z', b'e', b' ',
+            b'1', b'6', b'3', b'8', b'4', b'\n', // its new options text (17 bytes)
+        ];
+        assert_eq!(options.encode(), tag15);
+        assert_eq!(dec(&tag15).unwrap(), options);
+
         // A flush of keyspace 1 that also persists the default's bumped log
         // number: the default's fields first, then the section.
         let table = FileMetaData {

@@ -222,3 +222,16 @@ pub fn env_u64(name: &str, default: u64) -> u64 {
         Err(_) => default,
     }
 }
+
+/// A custom prefix extractor (not built in): the key up to its first `-`.
+#[derive(Debug)]
+pub struct UpToDash;
+
+impl siftdb::filter::PrefixExtractor for UpToDash {
+    fn name(&self) -> &str {
+        "test.up_to_dash"
+    }
+    fn prefix<'a>(&self, key: &'a [u8]) -> Option<&'a [u8]> {
+        key.iter().position(|&b| b == b'-').map(|i| &key[..i])
+    }
+}
