@@ -17,7 +17,7 @@
 //! `ENOSPC` from [`WritableFile::write_all`], not a `SIGBUS`. Dropping the
 //! file cuts it back to the bytes written. A crash leaves a zero-filled
 //! tail of up to one window instead, which the log reader takes as the end
-//! of the log (src/log.rs, rule 2).
+//! of the log (src/log/mod.rs, rule 2).
 //!
 //! Publication order: each `write_all` (one group commit: whole records)
 //! copies its first 4 bytes (the first record's length, not zero: no WAL
@@ -54,7 +54,7 @@ use super::WritableFile;
 pub const WINDOW: u64 = 1 << 20;
 
 /// The bytes of each `write_all` that are copied last: the first log
-/// record's `len_crc` (src/log.rs).
+/// record's `len_crc` (src/log/mod.rs).
 pub const PUBLISHED_LAST: std::ops::Range<usize> = 4..8;
 
 /// A log file appended through a shared, writable memory map of a
