@@ -31,11 +31,8 @@ fn an_interrupted_import_says_how_many_pairs_it_kept() {
     // 12 KB), then interrupt.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
-        let wal_bytes: u64 = if db.exists() {
-            common::files_with_ext(&db, "log")
-                .iter()
-                .map(|w| std::fs::metadata(w).map_or(0, |m| m.len()))
-                .sum()
+        let wal_bytes = if db.exists() {
+            common::wal_record_bytes(&db)
         } else {
             0
         };

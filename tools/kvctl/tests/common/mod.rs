@@ -81,3 +81,14 @@ pub fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
     let suffix = format!(".{ext}");
     files_where(dir, |n| n.ends_with(&suffix))
 }
+
+/// Bytes of the records in the WALs of `dir` (not the files' lengths: a
+/// WAL being written is longer, by its preallocated tail); a WAL that
+/// cannot be read now counts nothing.
+pub fn wal_record_bytes(dir: &Path) -> u64 {
+    files_with_ext(dir, "log")
+        .iter()
+        .filter_map(|w| siftdb::inspect::read_wal(w).ok())
+        .filter_map(|w| w.records.last().map(|r| r.offset + 12 + r.batch_len))
+        .sum()
+}
