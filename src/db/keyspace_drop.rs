@@ -77,6 +77,20 @@ impl DbInner {
                 self.record_bg_error(format!("keyspace drop failed: {e}"));
                 return Err(e);
             }
+            // The WALs this drop frees may hold the keyspace's unflushed
+            // writes, the newest sequences in them: the edit accounts for
+            // them, or the next open would take their absence for a power
+            // loss (a gap, DESIGN.md 8 step 5) and drop every later write.
+            // Every other write in those WALs is in a table already.
+            let unflushed = {
+                let cur = state.current.read();
+                std::iter::once(&cur.mem)
+                    .chain(&cur.imms)
+                    .map(|m| m.largest_seq().0)
+                    .max()
+                    .unwrap_or(0)
+            };
+            edit.last_sequence = Some(crate::key::SequenceNumber(vs.last_seq.max(unflushed)));
             self.log_keyspace_edit(&mut vs, &edit, "keyspace drop")?;
             vs.follow(&edit);
             state.dropped.store(true, Ordering::SeqCst);
