@@ -692,3 +692,23 @@ fn a_wal_cut_below_a_keyspaces_log_number_is_corruption() {
     }
     assert_eq!(common::dir_contents(dir.path()), before);
 }
+
+/// A `Keyspace` handle that outlives its `Db` fails its reads as it fails
+/// its writes: another handle may have opened the directory and changed
+/// the keyspace since (a new-user trial read "old" through the stale
+/// handle after a new `Db` had written "new").
+#[test]
+fn a_handle_of_a_closed_database_refuses_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    let a = db.keyspace("a").unwrap();
+    a.put("k", "old").unwrap();
+    assert_eq!(a.get("k").unwrap().as_deref(), Some(&b"old"[..]));
+    drop(db);
+    let db = Db::open(dir.path()).unwrap();
+    db.keyspace("a").unwrap().put("k", "new").unwrap();
+    assert!(matches!(a.get("k"), Err(Error::Background(m)) if m.contains("closed")));
+    assert!(matches!(a.put("k", "x"), Err(Error::Background(_))));
+    let fresh = db.existing_keyspace("a").unwrap();
+    assert_eq!(fresh.get("k").unwrap().as_deref(), Some(&b"new"[..]));
+}

@@ -29,6 +29,10 @@ use crate::write_batch::{check_lengths, WriteBatch};
 use crate::KeyspaceOptions;
 use crate::{Error, Options, Result, Slice};
 
+/// What reads and writes through a handle of a closed database fail with
+/// (as [`Error::Background`]).
+pub(super) const CLOSED: &str = "the database was closed (Db::close or drop)";
+
 /// The state of one keyspace: the super-version readers take and the
 /// leveled picker's position. Shared state (the WAL, the manifest, the
 /// file numbers, snapshots, the background thread and the lock that lets
@@ -58,6 +62,11 @@ pub(super) struct KeyspaceState {
     /// compaction of it that finds this set logs nothing and deletes its
     /// outputs.
     pub(super) dropped: AtomicBool,
+    /// Set when its database is closed (`Db::close` or drop): a
+    /// [`Keyspace`] handle that outlives the `Db` must not answer reads
+    /// from a state that another handle of the directory may have moved
+    /// past.
+    pub(super) closed: AtomicBool,
 }
 
 impl KeyspaceState {
@@ -73,6 +82,7 @@ impl KeyspaceState {
             compactions: AtomicU64::new(0),
             options: RwLock::new(Arc::new(options)),
             dropped: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
         }
     }
 
@@ -81,13 +91,18 @@ impl KeyspaceState {
         Arc::clone(&self.options.read())
     }
 
-    /// Refuses a read, flush or compaction of a dropped keyspace.
+    /// Refuses a read, flush or compaction of a dropped keyspace, or of
+    /// one whose database is closed.
     ///
     /// # Errors
-    /// [`Error::NoSuchKeyspace`] naming it once it is dropped.
+    /// [`Error::NoSuchKeyspace`] naming it once it is dropped;
+    /// [`Error::Background`] once its database is closed, as writes get.
     pub(super) fn check_live(&self) -> Result<()> {
         if self.dropped.load(Ordering::SeqCst) {
             return Err(Error::NoSuchKeyspace(self.name.clone()));
+        }
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Background(CLOSED.into()));
         }
         Ok(())
     }
@@ -174,9 +189,13 @@ pub(super) fn check_name(name: &str) -> Result<()> {
 /// several at one moment go through one [`Snapshot`] with
 /// [`Snapshot::keyspace`]. Each keyspace keeps its own tables, level
 /// shape and options, stored in the manifest, so a reopen finds every
-/// keyspace as it was (DESIGN.md 2). Tools that do not handle keyspaces
-/// yet ([`Db::checkpoint`], [`crate::inspect`], salvage and kvctl) refuse
-/// a database that has, or ever had, any besides the default.
+/// keyspace as it was (DESIGN.md 2). [`Db::checkpoint`],
+/// [`crate::inspect`] and salvage handle every keyspace.
+///
+/// A handle belongs to its [`Db`]: once that is closed or dropped, `get`,
+/// writes, `flush` and `compact` fail with [`Error::Background`] (another
+/// handle may have opened the directory since), and new iterators see the
+/// keyspace as it was at the close.
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();

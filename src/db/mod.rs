@@ -1111,8 +1111,10 @@ impl Db {
         // go, another handle may open the directory, so nothing may be
         // written through this one any more.
         if !self.inner.read_only {
-            self.inner
-                .record_bg_error("the database was closed (Db::close or drop)".into());
+            self.inner.record_bg_error(keyspace::CLOSED.into());
+        }
+        for ks in self.inner.all_keyspaces() {
+            ks.closed.store(true, Ordering::Release);
         }
         let synced = self
             .inner
