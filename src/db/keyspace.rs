@@ -174,9 +174,9 @@ pub(super) fn check_name(name: &str) -> Result<()> {
 /// several at one moment go through one [`Snapshot`] with
 /// [`Snapshot::keyspace`]. Each keyspace keeps its own tables, level
 /// shape and options, stored in the manifest, so a reopen finds every
-/// keyspace as it was (DESIGN.md 2). Tools that do not handle keyspaces
-/// yet ([`Db::checkpoint`], [`crate::inspect`], salvage and kvctl) refuse
-/// a database that has, or ever had, any besides the default.
+/// keyspace as it was (DESIGN.md 2). [`Db::checkpoint`],
+/// [`crate::inspect`] and salvage take every keyspace, and kvctl the one
+/// its `--keyspace NAME` names.
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
