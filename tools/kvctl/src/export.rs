@@ -630,6 +630,8 @@ impl SalvageOutcome<'_> {
             "possibly_stale": self.stale,
             "entries_read": r.entries_read,
             "deleted": r.deleted,
+            "keyspace": { "id": r.keyspace, "name": r.keyspace_name },
+            "keyspaces": r.keyspaces,
             "lost": {
                 "data_blocks": r.lost_blocks(),
                 "tables": r.unread_tables(),

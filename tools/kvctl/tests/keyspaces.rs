@@ -483,6 +483,21 @@ fn salvage_exports_one_keyspace() {
     let (code3, err, text) = salvage(&["--keyspace-id", "1"]);
     assert_eq!(code3, 3, "{err}");
     assert_eq!(text, logs);
+    let report = tmp.path().join("report.tsv");
+    let o = kvctl(&[
+        "export",
+        "--salvage",
+        d,
+        p(&report),
+        "--keyspace-id",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["keyspace"], serde_json::json!({"id": 1, "name": null}));
+    assert_eq!(v["keyspaces"], serde_json::json!([0, 1]));
+    assert_eq!(v["exported"], 4);
     let (code3, err, text) = salvage(&[]);
     assert_eq!(code3, 3, "{err}");
     assert_eq!(text, "#kvctl-export escaped v1\nk\tin default\n");
