@@ -190,7 +190,8 @@ pub(super) fn check_name(name: &str) -> Result<()> {
 /// [`Snapshot::keyspace`]. Each keyspace keeps its own tables, level
 /// shape and options, stored in the manifest, so a reopen finds every
 /// keyspace as it was (DESIGN.md 2). [`Db::checkpoint`],
-/// [`crate::inspect`] and salvage handle every keyspace.
+/// [`crate::inspect`] and salvage take every keyspace, and kvctl the one
+/// its `--keyspace NAME` names.
 ///
 /// A handle belongs to its [`Db`]: once that is closed or dropped, `get`,
 /// writes, `flush` and `compact` fail with [`Error::Background`] (another
@@ -351,6 +352,43 @@ impl Keyspace {
     pub fn compact(&self) -> Result<()> {
         self.flush()?;
         self.inner.compact_manually(&self.state, None)
+    }
+
+    /// The estimated number of distinct live keys in this keyspace, as
+    /// [`Db::approximate_len`] estimates the default's.
+    ///
+    /// # Errors
+    /// As [`Db::approximate_len`].
+    pub fn approximate_len(&self) -> Result<u64> {
+        self.inner.approximate_len_of(&self.state)
+    }
+
+    /// Flushes this keyspace, then compacts its files holding keys in
+    /// `range`, as [`Db::compact_range`] does the default's.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = siftdb::Db::open(dir.path())?;
+    /// let logs = db.keyspace("logs")?;
+    /// logs.put("day/1", "a")?;
+    /// logs.delete_range("day/".."day0")?;
+    /// logs.compact_range("day/".."day0")?; // the deleted data leaves the disk
+    /// assert_eq!(logs.stats().range_tombstones, 0);
+    /// assert_eq!(logs.approximate_len()?, 0);
+    /// # drop(logs);
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Db::compact_range`]; [`Error::NoSuchKeyspace`] once the
+    /// keyspace is dropped.
+    pub fn compact_range(&self, range: impl KeyRange) -> Result<()> {
+        self.inner.refuse_inside_update("compact_range")?;
+        let Some(bounds) = super::compaction_bounds(range)? else {
+            return Ok(());
+        };
+        self.flush()?;
+        self.inner.compact_manually(&self.state, Some(&bounds))
     }
 
     /// The SSTables of this keyspace's current version, as

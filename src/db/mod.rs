@@ -925,18 +925,12 @@ impl Db {
     /// ```
     pub fn compact_range(&self, range: impl KeyRange) -> Result<()> {
         self.inner.refuse_inside_update("compact_range")?;
-        let (lo, hi) = range.into_bounds();
-        if crate::key_range::inverted(&lo, &hi) {
-            return Err(Error::InvalidArgument(
-                "compact_range: the range starts after it ends".into(),
-            ));
-        }
-        if crate::range_tombstone::half_open(lo.clone(), hi.clone()).is_none() {
+        let Some(bounds) = compaction_bounds(range)? else {
             return Ok(()); // empty: no key, so no file to compact
-        }
+        };
         self.flush()?;
         self.inner
-            .compact_manually(&self.inner.default, Some(&(lo, hi)))
+            .compact_manually(&self.inner.default, Some(&bounds))
     }
 
     /// A consistent read-only view of the database as of now. Reads through
@@ -1026,34 +1020,7 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn approximate_len(&self) -> Result<u64> {
-        let sv = self.inner.default.current.read().clone();
-        let precision = self
-            .inner
-            .options
-            .key_sketch_precision
-            .unwrap_or(HyperLogLog::DEFAULT_PRECISION);
-        let mut sketch = HyperLogLog::new(precision)?;
-        let mut unsketched = 0u64;
-        for (_, f) in sv.version.files() {
-            // A damaged sketch counts as none: it shapes this estimate,
-            // never an answer (`kvctl verify` reports it).
-            match f.table.key_sketch().ok().flatten() {
-                Some(s) => sketch.merge(&s),
-                None => unsketched += f.table.properties().num_distinct_keys,
-            }
-        }
-        for mem in std::iter::once(&sv.mem).chain(&sv.imms) {
-            let mut last: Option<Vec<u8>> = None;
-            for entry in mem.iter(Bound::Unbounded, Bound::Unbounded) {
-                let (ik, _) = entry?;
-                let user_key = crate::key::user_key_of(&ik);
-                if last.as_deref() != Some(user_key) {
-                    sketch.insert(user_key);
-                    last = Some(user_key.to_vec());
-                }
-            }
-        }
-        Ok(sketch.estimate().round() as u64 + unsketched)
+        self.inner.approximate_len_of(&self.inner.default)
     }
 
     read_conveniences!("now");
@@ -1290,6 +1257,39 @@ pub use recovery::{RecoveryReport, WalReplay};
 use write::WriteQueue;
 
 impl DbInner {
+    /// [`Db::approximate_len`] of keyspace `ks`.
+    fn approximate_len_of(&self, ks: &KeyspaceState) -> Result<u64> {
+        let sv = ks.current.read().clone();
+        let precision = self
+            .options
+            .key_sketch_precision
+            .unwrap_or(HyperLogLog::DEFAULT_PRECISION);
+        let mut sketch = HyperLogLog::new(precision)?;
+        let mut unsketched = 0u64;
+        for (_, f) in sv.version.files() {
+            // A damaged sketch counts as none: it shapes this estimate,
+            // never an answer (`kvctl verify` reports it).
+            match f.table.key_sketch().ok().flatten() {
+                Some(s) => sketch.merge(&s),
+                None => unsketched += f.table.properties().num_distinct_keys,
+            }
+        }
+        for mem in std::iter::once(&sv.mem).chain(&sv.imms) {
+            let mut last: Option<Vec<u8>> = None;
+            for entry in mem.iter(Bound::Unbounded, Bound::Unbounded) {
+                let (ik, _) = entry?;
+                let user_key = crate::key::user_key_of(&ik);
+                if last.as_deref() != Some(user_key) {
+                    sketch.insert(user_key);
+                    last = Some(user_key.to_vec());
+                }
+            }
+        }
+        Ok(sketch.estimate().round() as u64 + unsketched)
+    }
+}
+
+impl DbInner {
     /// One point lookup in `sv` at `seq`, counted in the stats and, when
     /// on, in the read sketch (with the hash the filters then reuse).
     fn point_get(
@@ -1436,4 +1436,25 @@ fn check_path(dir: &Path) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The bounds of `range` for [`Db::compact_range`] and
+/// [`Keyspace::compact_range`]: `None` for an empty range (nothing to
+/// compact).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] if the range starts after it ends.
+pub(super) fn compaction_bounds(
+    range: impl KeyRange,
+) -> Result<Option<crate::compaction::KeyBounds>> {
+    let (lo, hi) = range.into_bounds();
+    if crate::key_range::inverted(&lo, &hi) {
+        return Err(Error::InvalidArgument(
+            "compact_range: the range starts after it ends".into(),
+        ));
+    }
+    if crate::range_tombstone::half_open(lo.clone(), hi.clone()).is_none() {
+        return Ok(None);
+    }
+    Ok(Some((lo, hi)))
 }

@@ -237,7 +237,7 @@ pub enum PropertyValue {
 /// The properties whose values are varints (DESIGN.md 12.5); the others
 /// (the policy name, the smallest and largest user keys) and any unknown
 /// name are shown as bytes.
-const NUMBER_PROPERTIES: [&str; 16] = [
+const NUMBER_PROPERTIES: [&str; 17] = [
     "siftdb.compression.blocks",
     "siftdb.compression.raw_bytes",
     "siftdb.compression.stored_bytes",
@@ -245,6 +245,7 @@ const NUMBER_PROPERTIES: [&str; 16] = [
     "siftdb.filter.bits_per_key",
     "siftdb.filter.num_hashes",
     "siftdb.format_version",
+    "siftdb.keyspace",
     "siftdb.largest_seq",
     "siftdb.num_data_blocks",
     "siftdb.num_distinct_keys",

@@ -8,7 +8,7 @@ use std::time::Instant;
 use clap::Args;
 use serde_json::json;
 
-use crate::data::open_whole_existing_waiting;
+use crate::data::open_existing_waiting;
 use crate::error::{write_failed, CliError};
 use crate::format::{count, group, human_bytes};
 
@@ -52,7 +52,7 @@ fn report_json(r: &siftdb::CheckpointReport, seconds: f64) -> serde_json::Value 
 /// says), makes the checkpoint, closes, and prints what it made.
 pub fn run(args: &CheckpointArgs) -> Result<(), CliError> {
     // A checkpoint copies every keyspace: nothing to refuse.
-    let db = open_whole_existing_waiting(&args.db, siftdb::Db::builder(&args.db), args.wait.wait)?;
+    let db = open_existing_waiting(&args.db, siftdb::Db::builder(&args.db), args.wait.wait)?;
     let start = Instant::now();
     let report = db.checkpoint(&args.dir)?;
     let seconds = start.elapsed().as_secs_f64();

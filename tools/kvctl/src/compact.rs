@@ -73,8 +73,8 @@ pub struct CompactArgs {
 /// other filter settings is not silently re-laid out (the database does
 /// not store its options yet: issue 16). Under a filter budget, sizes
 /// differ by design and only kinds are compared.
-fn layout_changes(db: &siftdb::Db, options: &Options) -> Vec<String> {
-    let files = db.live_files();
+fn layout_changes(ks: &siftdb::Keyspace, options: &Options) -> Vec<String> {
+    let files = ks.live_files();
     let deepest = files.iter().map(|f| f.level).max().unwrap_or(0);
     let mut filters = std::collections::BTreeMap::<(String, String), u64>::new();
     let mut lost_prefix = 0u64;
@@ -159,12 +159,19 @@ pub fn run(args: &CompactArgs) -> Result<(), CliError> {
         Some(c) => builder.compression(c.clone()),
         None => builder,
     };
+    if args.filters_only && crate::keyspace::selected() != crate::keyspace::DEFAULT {
+        return Err(CliError::usage(
+            "compact --filters-only rebuilds the default keyspace's filters only; leave out \
+             --keyspace, or compact the keyspace without --filters-only",
+        ));
+    }
     let db = open_existing_waiting(&args.db, builder, args.wait.wait)?;
-    for w in layout_changes(&db, db.options()) {
+    let ks = crate::keyspace::existing(&db)?;
+    for w in layout_changes(&ks, &ks.options()) {
         let _ = writeln!(io::stderr(), "kvctl: warning: {w}");
     }
     crate::interrupt::on_interrupt(crate::interrupt::Task::Compact);
-    let before = db.stats();
+    let before = ks.stats();
     let spinner = if args.quiet || !io::stdout().is_terminal() {
         ProgressBar::hidden()
     } else {
@@ -199,12 +206,13 @@ pub fn run(args: &CompactArgs) -> Result<(), CliError> {
             .map_err(write_failed);
     }
     let result = match range {
-        Some(r) => db.compact_range(r),
-        None => db.compact(),
+        Some(r) => ks.compact_range(r),
+        None => ks.compact(),
     };
     spinner.finish_and_clear();
     result?;
-    let after = db.stats();
+    let after = ks.stats();
+    drop(ks);
     db.close()?;
     let mut s = String::new();
     s.push_str("before\n");

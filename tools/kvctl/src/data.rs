@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use flate2::read::MultiGzDecoder;
 use indicatif::{ProgressBar, ProgressStyle};
-use siftdb::{Db, DbBuilder, Options, WriteBatch};
+use siftdb::{Db, DbBuilder, Keyspace, Options, WriteBatch};
 
 use crate::error::{write_failed, CliError};
 use crate::format::{count, human_bytes, parse_size, TORN_WRITE};
@@ -39,20 +39,8 @@ pub const IMPORT_BATCH_BYTES: usize = 16 << 20;
 
 /// Opens an existing database with the options `builder` sets over the
 /// stored ones (never creating one), waiting for the lock as `wait` says
-/// ([`crate::wait::retry_locked`]); refuses one holding keyspaces other
-/// than the default ([`refuse_keyspaces`]).
+/// ([`crate::wait::retry_locked`]).
 pub fn open_existing_waiting(
-    path: &Path,
-    builder: DbBuilder,
-    wait: Option<Wait>,
-) -> Result<Db, CliError> {
-    refuse_keyspaces(open_whole_existing_waiting(path, builder, wait)?)
-}
-
-/// As [`open_existing_waiting`], for a command that acts on the whole
-/// database, every keyspace alike (`checkpoint`): keyspaces are not
-/// refused.
-pub fn open_whole_existing_waiting(
     path: &Path,
     builder: DbBuilder,
     wait: Option<Wait>,
@@ -67,35 +55,6 @@ pub fn open_whole_existing_waiting(
     }
     let b = builder.create_if_missing(false);
     warn_dropped(retry_locked(wait, || b.clone().open())?)
-}
-
-/// Refuses a database holding keyspaces other than the default: kvctl
-/// reads and writes only the default keyspace so far, and would show it
-/// as the whole database (docs/keyspaces-plan.md 7).
-///
-/// # Errors
-/// `siftdb::Error::InvalidArgument` naming the keyspaces.
-pub fn refuse_keyspaces(db: Db) -> Result<Db, CliError> {
-    refuse_keyspace_names(db.path(), &db.keyspaces())?;
-    Ok(db)
-}
-
-/// Refuses the database at `path` if its live keyspaces, `names` (the
-/// default first), are more than the default, as [`refuse_keyspaces`].
-///
-/// # Errors
-/// `siftdb::Error::InvalidArgument` naming the keyspaces.
-pub fn refuse_keyspace_names(path: &Path, names: &[String]) -> Result<(), CliError> {
-    if names.len() <= 1 {
-        return Ok(());
-    }
-    Err(siftdb::Error::InvalidArgument(format!(
-        "unsupported: {} holds keyspaces other than the default ({}); kvctl does not handle \
-         keyspaces yet",
-        path.display(),
-        names[1..].join(", ")
-    ))
-    .into())
 }
 
 /// `builder` with the filter flags of `import` and `compact` set (only the
@@ -221,7 +180,7 @@ fn torn_tail_warnings(db: &Db) -> Vec<String> {
 /// process has the database open for writing: its tail may then be a
 /// record being written at this moment.
 pub fn open_read_only(path: &Path) -> Result<Db, CliError> {
-    let db = refuse_keyspaces(Db::open_read_only(path, Options::default())?)?;
+    let db = Db::open_read_only(path, Options::default())?;
     // When it cannot be told whether a writer is running, say nothing.
     if !db.recovery().wals.iter().any(|w| w.torn_tail.is_some())
         || Db::held_by_a_writer(path) != Some(false)
@@ -235,9 +194,7 @@ pub fn open_read_only(path: &Path) -> Result<Db, CliError> {
 /// creating it if missing, waiting for the lock as `wait` says
 /// ([`crate::wait::retry_locked`]; `None`: not at all).
 pub fn open_or_create_waiting(builder: DbBuilder, wait: Option<Wait>) -> Result<Db, CliError> {
-    warn_dropped(refuse_keyspaces(retry_locked(wait, || {
-        builder.clone().open()
-    })?)?)
+    warn_dropped(retry_locked(wait, || builder.clone().open())?)
 }
 
 // ---------------------------------------------------------------- import
@@ -388,6 +345,7 @@ pub struct ImportSummary {
 /// `progress` gets a message per batch.
 pub fn import_lines(
     db: &Db,
+    ks: &Keyspace,
     mut input: impl BufRead,
     mut format: LineFormat,
     source: &str,
@@ -447,7 +405,7 @@ pub fn import_lines(
             write(&mut batch, sum.keys, &mut written)?;
         }
         batch
-            .put(&key, &value)
+            .put_in(ks, &key, &value)
             .map_err(|e| bad_line(CliError::from(e).context(at()), written))?;
         sum.keys += 1;
         sum.bytes += (key.len() + value.len()) as u64;
@@ -596,8 +554,8 @@ fn progress_bar(quiet: bool, stdin: bool) -> ProgressBar {
     pb
 }
 
-fn total_files(db: &Db) -> (u64, u64) {
-    let s = db.stats();
+fn total_files(ks: &Keyspace) -> (u64, u64) {
+    let s = ks.stats();
     let files = s.levels.iter().map(|l| l.files as u64).sum();
     let bytes = s.levels.iter().map(|l| l.bytes).sum();
     (files, bytes)
@@ -658,20 +616,22 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     let input = open_input(file, &args.file, &progress)?;
     let new_database = !args.db.exists();
     let db = open_or_create_waiting(builder, args.wait.wait)?;
-    let before = db.stats();
+    let ks = crate::keyspace::creating(&db)?;
+    let before = ks.stats();
     crate::interrupt::on_interrupt(crate::interrupt::Task::Import {
         source: source.clone(),
     });
     let started = Instant::now();
-    let result = import_lines(&db, input, format, &source, &progress);
+    let result = import_lines(&db, &ks, input, format, &source, &progress);
     progress.finish_and_clear();
     let sum = match result {
         Ok(sum) => sum,
         Err(e) => {
-            if new_database && db.iter().next().is_none() {
+            if new_database && ks.iter().next().is_none() {
                 // The import created the database and stopped before its
                 // first write: leave no empty database behind. (Best
                 // effort: the error is what matters.)
+                drop(ks);
                 drop(db);
                 let _ = std::fs::remove_dir_all(&args.db);
             }
@@ -684,10 +644,11 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     // Leave a settled tree, so the next open starts no compaction work.
     db.wait_for_compactions()
         .map_err(|e| import_write_failed(e, sum.keys))?;
-    let after = db.stats();
+    let after = ks.stats();
     let created = tables_flushed(&before, &after);
     let compactions = after.compactions - before.compactions;
-    let (files, bytes) = total_files(&db);
+    let (files, bytes) = total_files(&ks);
+    drop(ks);
     db.close()?;
     // The time the keys took to be on disk in tables, not just in the log.
     let elapsed = started.elapsed();
@@ -855,6 +816,7 @@ mod tests {
         let input: String = (0..n).map(|i| format!("key{i:05}\tv{i}\n")).collect();
         let e = import_lines(
             &db,
+            &db.keyspace("default").unwrap(),
             input.as_bytes(),
             LineFormat::Escaped,
             "in.tsv",
@@ -877,6 +839,7 @@ mod tests {
         let input: String = (0..40).map(|i| format!("k{i:02}\t{value}\n")).collect();
         let sum = import_lines(
             &db,
+            &db.keyspace("default").unwrap(),
             input.as_bytes(),
             LineFormat::Raw,
             "in.tsv",

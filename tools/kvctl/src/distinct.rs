@@ -63,13 +63,14 @@ fn overlap(a: &HyperLogLog, b: &HyperLogLog) -> f64 {
 
 pub fn run(args: &DistinctArgs) -> Result<(), CliError> {
     let db = open_read_only(&args.db)?;
-    let total_estimate = db.approximate_len()?;
+    let ks = crate::keyspace::existing(&db)?;
+    let total_estimate = ks.approximate_len()?;
     // The manifest keeps the last compactions' predictions (tag 9).
-    let stats = db.stats();
+    let stats = ks.stats();
     let history = stats.key_predictions;
     let mut tables = Vec::new();
     let mut notes = Vec::new();
-    for f in db.live_files() {
+    for f in ks.live_files() {
         let t = SsTable::open(&f.path, f.number)?;
         let file = f
             .path
@@ -90,6 +91,7 @@ pub fn run(args: &DistinctArgs) -> Result<(), CliError> {
             sketch,
         });
     }
+    drop(ks);
     db.close()?;
     if stats.range_tombstones > 0 {
         // The sketches count keys as the tables hold them: a range deletion

@@ -54,6 +54,11 @@ pub struct ExportArgs {
     /// Read a damaged database around the damage, read-only, and report what was lost
     #[arg(long)]
     pub salvage: bool,
+    /// With --salvage: the keyspace to salvage by its id (`kvctl keyspace
+    /// list`), for a database whose manifest is gone: the tables name their
+    /// keyspace by id only
+    #[arg(long, value_name = "N", requires = "salvage")]
+    pub keyspace_id: Option<u32>,
     /// With --salvage: print the report as JSON on stdout (needs an output FILE)
     #[arg(long, requires = "salvage")]
     pub json: bool,
@@ -91,20 +96,21 @@ pub fn export(args: &ExportArgs) -> Result<(), CliError> {
     };
     // Damage met here is `Corruption`, whose hint points at `--salvage`.
     let db = open_read_only(&args.db)?;
+    let ks = crate::keyspace::existing(&db)?;
     let iter: Box<dyn Iterator<Item = siftdb::Result<Pair>>> = match (&args.prefix, range) {
-        (_, Some(range)) => Box::new(db.range(range)),
+        (_, Some(range)) => Box::new(ks.range(range)),
         // The bounds leave no key (`--prefix b --to a`): an empty export.
         (_, None) if bounded => Box::new(std::iter::empty()),
         // A prefix alone scans with the prefix filters' help.
-        (Some(p), None) => Box::new(db.prefix(p)),
-        (None, None) => Box::new(db.iter()),
+        (Some(p), None) => Box::new(ks.prefix(p)),
+        (None, None) => Box::new(ks.iter()),
     };
     // The bar counts keys against the entries in SSTables, an upper bound
     // (old versions and tombstones are not exported).
     let progress = if args.quiet || args.file == Path::new("-") || !io::stderr().is_terminal() {
         ProgressBar::hidden()
     } else {
-        let entries: u64 = db.stats().levels.iter().map(|l| l.entries).sum();
+        let entries: u64 = ks.stats().levels.iter().map(|l| l.entries).sum();
         let pb = ProgressBar::new(entries);
         if let Ok(style) =
             ProgressStyle::with_template("[{elapsed_precise}] {wide_bar} {pos} keys  {msg}")
@@ -282,17 +288,17 @@ fn export_salvage(args: &ExportArgs) -> Result<(), CliError> {
     }
     refuse_output_inside(&args.db, &args.file)?;
     let start = Instant::now();
-    let mut salvage = Salvage::open(&args.db, &KeyspaceSelector::Default)?;
-    // kvctl handles only the default keyspace so far: refuse rather than
-    // export it as if it were the whole database (every salvage lists the
-    // default, the keyspace it reads).
-    let keyspaces: Vec<String> = (salvage.report().keyspaces.iter())
-        .map(|&id| match id {
-            0 => "default".to_string(),
-            id => format!("id {id}"),
-        })
-        .collect();
-    crate::data::refuse_keyspace_names(&args.db, &keyspaces)?;
+    let selector = match args.keyspace_id {
+        Some(_) if crate::keyspace::selected() != crate::keyspace::DEFAULT => {
+            return Err(CliError::usage(
+                "export --salvage takes --keyspace NAME or --keyspace-id N, not both",
+            ))
+        }
+        Some(id) => KeyspaceSelector::Id(id),
+        None => crate::keyspace::selector(),
+    };
+    let mut salvage = Salvage::open(&args.db, &selector)
+        .map_err(|e| crate::keyspace::keyspace_error(&args.db, e))?;
     let progress = if args.quiet || stdout || !io::stderr().is_terminal() {
         ProgressBar::hidden()
     } else {
@@ -624,6 +630,8 @@ impl SalvageOutcome<'_> {
             "possibly_stale": self.stale,
             "entries_read": r.entries_read,
             "deleted": r.deleted,
+            "keyspace": { "id": r.keyspace, "name": r.keyspace_name },
+            "keyspaces": r.keyspaces,
             "lost": {
                 "data_blocks": r.lost_blocks(),
                 "tables": r.unread_tables(),

@@ -51,6 +51,10 @@ Examples:\n  kvctl demo\n  kvctl import ./db data.tsv\n  kvctl get ./db mykey\n 
 kvctl scan ./db --prefix user: --limit 10"
 )]
 struct Cli {
+    /// The keyspace (column family) to read or write: `import` and `put`
+    /// create it if missing, other commands need it (`kvctl keyspace list DB`)
+    #[arg(long, global = true, value_name = "NAME", default_value = keyspace::DEFAULT)]
+    keyspace: String,
     #[command(subcommand)]
     command: Command,
 }
@@ -99,7 +103,7 @@ enum Command {
     Filters(inspect::filters::FiltersArgs),
     /// The heaviest keys of the read sketch's last window (saved on close with Options::hot_keys): lookups found and absent, with the error bound
     Hot(hot::HotArgs),
-    /// The keyspaces (column families): `keyspace list` (ids, names, tables, bytes, log numbers)
+    /// The keyspaces (column families): `keyspace list` (ids, names, tables, bytes, log numbers), `create`, `drop`
     Keyspace(keyspace::KeyspaceArgs),
     /// Show the settings stored in the OPTIONS file; --reset replaces it with the defaults (the way out when it is damaged: it holds no data)
     Options(options::OptionsArgs),
@@ -125,6 +129,7 @@ fn completions(a: &CompletionsArgs) -> Result<(), CliError> {
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
+    keyspace::select(&cli.keyspace);
     match &cli.command {
         Command::Import(a) => data::import(a),
         Command::Export(a) => export::export(a),

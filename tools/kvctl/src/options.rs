@@ -100,9 +100,7 @@ pub fn run(args: &OptionsArgs) -> Result<(), CliError> {
         o.create_if_missing = false;
         // `open_with` takes its options whole and replaces the file,
         // damaged or not, with them.
-        let db = crate::data::refuse_keyspaces(retry_locked(args.wait.wait, || {
-            Db::open_with(&args.db, o.clone())
-        })?)?;
+        let db = retry_locked(args.wait.wait, || Db::open_with(&args.db, o.clone()))?;
         changes = Some(db.recovery().options_changes.clone());
         db.close()?;
     }

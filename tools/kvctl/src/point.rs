@@ -46,7 +46,7 @@ fn get_json(key: &[u8], value: Option<&[u8]>) -> Value {
 
 pub fn get(args: &GetArgs) -> Result<(), CliError> {
     let db = open_read_only(&args.db)?;
-    let value = db.get(&args.key)?;
+    let value = crate::keyspace::existing(&db)?.get(&args.key)?;
     db.close()?;
     let value: Option<&[u8]> = value.as_deref();
     let mut out = io::stdout().lock();
@@ -148,7 +148,7 @@ pub fn put(args: &PutArgs) -> Result<(), CliError> {
     // The value is read before the database is opened (and locked).
     let value = put_value(args)?;
     let db = open_or_create_waiting(siftdb::Db::builder(&args.db), args.wait.wait)?;
-    db.put(&args.key, &value)?;
+    crate::keyspace::creating(&db)?.put(&args.key, &value)?;
     Ok(db.close()?)
 }
 
@@ -168,7 +168,7 @@ pub struct DeleteArgs {
 
 pub fn delete(args: &DeleteArgs) -> Result<(), CliError> {
     let db = open_existing_waiting(&args.db, siftdb::Db::builder(&args.db), args.wait.wait)?;
-    db.delete(&args.key)?;
+    crate::keyspace::existing(&db)?.delete(&args.key)?;
     Ok(db.close()?)
 }
 
@@ -203,8 +203,9 @@ pub fn delete_range(args: &DeleteRangeArgs) -> Result<(), CliError> {
     }
     let range = b.checked_range("delete-range", false, true)?;
     let db = open_existing_waiting(&args.db, siftdb::Db::builder(&args.db), args.wait.wait)?;
+    let ks = crate::keyspace::existing(&db)?;
     if let Some(range) = range {
-        db.delete_range(range)?;
+        ks.delete_range(range)?;
     }
     Ok(db.close()?)
 }

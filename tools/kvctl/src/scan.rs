@@ -222,10 +222,11 @@ fn pair_json(k: &[u8], v: Option<&[u8]>) -> String {
 pub fn scan(args: &ScanArgs) -> Result<(), CliError> {
     let bounds = args.bounds.checked_range("scan", args.reverse, false)?;
     let db = open_read_only(&args.db)?;
+    let ks = crate::keyspace::existing(&db)?;
     let iter: Box<dyn Iterator<Item = siftdb::Result<Pair>>> = match bounds {
         None => Box::new(std::iter::empty()),
-        Some(b) if args.reverse => Box::new(db.range(b).rev()),
-        Some(b) => Box::new(db.range(b)),
+        Some(b) if args.reverse => Box::new(ks.range(b).rev()),
+        Some(b) => Box::new(ks.range(b)),
     };
     let iter = iter.take(args.limit.unwrap_or(usize::MAX));
     let mut out = BufWriter::new(io::stdout().lock());

@@ -27,7 +27,8 @@ pub struct StatsArgs {
     pub db: PathBuf,
     /// Print JSON: {"levels": [...], "total": {...}, "write_amplification": f64,
     /// "user_bytes_flushed": u64, "table_bytes_written": u64, "filter_memory": {...},
-    /// "memory": {...}}, every level included
+    /// "memory": {...}, "keyspace": str, "keyspaces": [...]}, every level
+    /// included; the levels are --keyspace's (DESIGN.md 12.9)
     #[arg(long)]
     pub json: bool,
 }
@@ -176,14 +177,29 @@ pub fn write_amplification(stats: &Stats) -> String {
 
 pub fn run(args: &StatsArgs) -> Result<(), CliError> {
     let db = open_read_only(&args.db)?;
-    let stats = db.stats();
+    let ks = crate::keyspace::existing(&db)?;
+    // The default's stats are the database's (memory summed over every
+    // keyspace); another keyspace's are its own tree's.
+    let whole = db.stats();
+    let stats = match ks.id() {
+        0 => whole.clone(),
+        _ => ks.stats(),
+    };
+    drop(ks);
     db.close()?;
     let mut out = io::stdout().lock();
     let text = if args.json {
-        format!("{:#}\n", stats_json(&stats))
+        let mut v = stats_json(&stats);
+        v["keyspace"] = json!(crate::keyspace::selected());
+        v["keyspaces"] = crate::keyspace::keyspaces_json(&whole.keyspaces);
+        format!("{v:#}\n")
     } else {
         let empty = stats.levels.iter().all(|l| l.files == 0);
-        let mut s = levels_table(&stats.levels, false).render("");
+        let mut s = String::new();
+        if whole.keyspaces.len() > 1 {
+            s.push_str(&format!("keyspace {}\n", crate::keyspace::selected()));
+        }
+        s.push_str(&levels_table(&stats.levels, false).render(""));
         if empty {
             s.push_str("(no SSTables yet: writes since the last flush are in the WAL)\n");
         }
@@ -196,6 +212,10 @@ pub fn run(args: &StatsArgs) -> Result<(), CliError> {
                  hides (kvctl compact)\n",
                 crate::format::count(stats.range_tombstones, "range tombstone")
             ));
+        }
+        if whole.keyspaces.len() > 1 {
+            s.push_str("keyspaces\n");
+            s.push_str(&crate::keyspace::keyspaces_table(&whole.keyspaces));
         }
         s
     };

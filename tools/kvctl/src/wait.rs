@@ -1,5 +1,6 @@
 //! `--wait[=SECS]` for the commands that write (`import`, `put`,
-//! `delete`, `delete-range`, `compact`, `checkpoint`): wait for another process to close the database instead of
+//! `delete`, `delete-range`, `compact`, `checkpoint`, `options --reset`,
+//! `keyspace create|drop`): wait for another process to close the database instead of
 //! failing at once with exit 4.
 
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::{json, Value};
-use siftdb::inspect::{explain, Explain, ExplainOutcome, ExplainSource, KeyspaceSelector, Verdict};
+use siftdb::inspect::{explain, Explain, ExplainOutcome, ExplainSource, Verdict};
 
 use super::{emit, emit_json, entries_text, handle_json, snapshot, table_name, Show};
 use crate::error::CliError;
@@ -335,7 +335,7 @@ pub fn run(args: &ExplainArgs) -> Result<(), CliError> {
     let show = Show { hex: args.hex };
     let snap = snapshot(&args.db)?;
     if let Some(p) = &args.prefix {
-        let e = siftdb::inspect::explain_prefix(&snap, &KeyspaceSelector::Default, p)?;
+        let e = siftdb::inspect::explain_prefix(&snap, &crate::keyspace::selector(), p)?;
         return if args.json {
             emit_json(&super::explain_prefix::prefix_json(&e, show))
         } else {
@@ -345,7 +345,7 @@ pub fn run(args: &ExplainArgs) -> Result<(), CliError> {
     let Some(key) = &args.key else {
         return Err(CliError::usage("give a KEY, or --prefix P"));
     };
-    let e = explain(&snap, &KeyspaceSelector::Default, key)?;
+    let e = explain(&snap, &crate::keyspace::selector(), key)?;
     if args.json {
         emit_json(&explain_json(&e, show))
     } else {

@@ -200,8 +200,9 @@ pub fn filters_text(tables: &[TableInfo]) -> String {
 
 pub fn run(args: &FiltersArgs) -> Result<(), CliError> {
     let snap = snapshot(&args.db)?;
-    let tables = snap.tables();
-    let memory = FilterMemory::of(&snap.default_tree().version, None);
+    let tree = crate::keyspace::tree(&snap)?;
+    let tables = tree.tables();
+    let memory = FilterMemory::of(&tree.version, None);
     if args.json {
         let mut v = filters_json(&tables);
         v["memory"] = memory_json(&memory);

@@ -7,7 +7,7 @@ use clap::Args;
 use serde_json::{json, Value};
 use siftdb::inspect::filename::manifest_name;
 use siftdb::inspect::version::set::NUM_LEVELS;
-use siftdb::inspect::{filter_settings, level_summaries, DbSnapshot};
+use siftdb::inspect::{filter_settings, level_summaries, DbSnapshot, KeyspaceTree};
 use siftdb::LevelStats;
 
 use super::{emit, emit_json, file_name, snapshot, torn_json};
@@ -41,9 +41,10 @@ fn level_json(l: &LevelStats) -> Value {
     })
 }
 
-/// The JSON document `info --json` prints.
-pub fn info_json(s: &DbSnapshot) -> Value {
-    let tables = s.tables();
+/// The JSON document `info --json` prints: the database's files, and
+/// the levels and range tombstones of keyspace `tree`.
+pub fn info_json(s: &DbSnapshot, tree: &KeyspaceTree) -> Value {
+    let tables = tree.tables();
     let (levels, total) = level_summaries(&tables, NUM_LEVELS);
     let blocks: u64 = tables.iter().map(|t| t.data_blocks).sum();
     let block_bytes: u64 = tables.iter().map(|t| t.data_bytes).sum();
@@ -78,7 +79,7 @@ pub fn info_json(s: &DbSnapshot) -> Value {
             "range_deletions": w.range_deletions,
             "torn_tail": torn_json(&w.torn_tail),
         })).collect::<Vec<_>>(),
-        "range_tombstones": s.default_tree().version.range_tombstones.len(),
+        "range_tombstones": tree.version.range_tombstones.len(),
         "options": {
             "persisted": stored.is_some(),
             "stored": stored,
@@ -97,12 +98,16 @@ pub fn info_json(s: &DbSnapshot) -> Value {
             v
         }).collect::<Vec<_>>(),
         "total": level_json(&total),
+        "keyspace": tree.name,
+        "keyspaces": crate::keyspace::keyspaces_json(&s.stats().keyspaces),
     })
 }
 
-/// The human report.
-pub fn info_text(s: &DbSnapshot) -> String {
-    let tables = s.tables();
+/// The human report: the database's files, and the levels and range
+/// tombstones of keyspace `tree` (with the keyspaces listed when there
+/// is more than the default).
+pub fn info_text(s: &DbSnapshot, tree: &KeyspaceTree) -> String {
+    let tables = tree.tables();
     let (levels, _) = level_summaries(&tables, NUM_LEVELS);
     let mut head = Table::new(&[("", Align::Left), ("", Align::Left)]);
     let mut kv = |k: &str, v: String| head.row(vec![k.to_string(), v]);
@@ -145,7 +150,7 @@ pub fn info_text(s: &DbSnapshot) -> String {
         "range tombstones",
         format!(
             "{} live in the manifest",
-            group(s.default_tree().version.range_tombstones.len() as u64)
+            group(tree.version.range_tombstones.len() as u64)
         ),
     );
     match siftdb::Db::stored_options(&s.dir) {
@@ -208,16 +213,25 @@ pub fn info_text(s: &DbSnapshot) -> String {
         .map_or(out.clone(), |(_, r)| r.to_string());
     out.push('\n');
 
+    let several = s.keyspaces.len() > 1;
+    if several {
+        out.push_str(&format!("keyspace {}\n", tree.name));
+    }
     let t = levels_table(&levels, true);
     out.push_str(&t.render(""));
+    if several {
+        out.push_str("keyspaces\n");
+        out.push_str(&crate::keyspace::keyspaces_table(&s.stats().keyspaces));
+    }
     out
 }
 
 pub fn run(args: &InfoArgs) -> Result<(), CliError> {
     let s = snapshot(&args.db)?;
+    let tree = crate::keyspace::tree(&s)?;
     if args.json {
-        emit_json(&info_json(&s))
+        emit_json(&info_json(&s, tree))
     } else {
-        emit(&info_text(&s))
+        emit(&info_text(&s, tree))
     }
 }

@@ -63,12 +63,11 @@ impl Show {
     }
 }
 
-/// Opens a read-only snapshot of the database at `dir`, refusing one with
-/// keyspaces other than the default (kvctl shows only the default so far).
+/// Opens a read-only snapshot of the database at `dir`, refusing one
+/// without the keyspace `--keyspace` names (exit 2).
 pub fn snapshot(dir: &Path) -> Result<DbSnapshot, CliError> {
     let snap = DbSnapshot::open(dir)?;
-    let names: Vec<String> = snap.keyspaces.iter().map(|k| k.name.clone()).collect();
-    crate::data::refuse_keyspace_names(dir, &names)?;
+    crate::keyspace::tree(&snap)?;
     Ok(snap)
 }
 

@@ -146,7 +146,8 @@ pub fn list_table(tables: &[TableInfo], show: Show) -> TextTable {
 
 fn list(args: &ListArgs) -> Result<(), CliError> {
     let show = Show { hex: args.hex };
-    let tables = snapshot(&args.db)?.tables();
+    let snap = snapshot(&args.db)?;
+    let tables = crate::keyspace::tree(&snap)?.tables();
     if args.json {
         let rows: Vec<Value> = tables.iter().map(|t| list_row_json(t, show)).collect();
         return emit_json(&json!({ "tables": rows }));

@@ -1,0 +1,541 @@
+//! kvctl and keyspaces (docs/keyspaces-plan.md 7): the global
+//! `--keyspace NAME` of every command that reads or writes keys, a missing
+//! keyspace (exit 2), `keyspace list|create|drop`, the JSON `keyspaces`
+//! of `stats` and `info`, and export from one keyspace into another.
+
+use std::path::{Path, PathBuf};
+
+mod common;
+
+use common::{code, files_where, files_with_ext, kvctl, kvctl_stdin, ok, p, stderr, stdout};
+use serde_json::Value;
+
+/// A temporary directory, and in it a database whose default keyspace
+/// holds `k` (one table) and whose keyspace `logs` (id 1) holds `k`,
+/// `l1`, `l2` and `m` (one table).
+fn two_keyspaces() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let db = siftdb::Db::open(&dir).unwrap();
+    db.put("k", "in default").unwrap();
+    db.flush().unwrap();
+    let logs = db.keyspace("logs").unwrap();
+    for (k, v) in [("k", "in logs"), ("l1", "1"), ("l2", "2"), ("m", "3")] {
+        logs.put(k, v).unwrap();
+    }
+    logs.flush().unwrap();
+    drop(logs);
+    db.close().unwrap();
+    (tmp, dir)
+}
+
+fn json(o: std::process::Output) -> Value {
+    serde_json::from_str(&stdout(&ok(o))).unwrap()
+}
+
+/// The pairs of keyspace `name` of the database at `dir`, read through
+/// the library.
+fn pairs(dir: &Path, name: &str) -> Vec<(String, String)> {
+    let db = siftdb::Db::open_read_only(dir, siftdb::Options::default()).unwrap();
+    let ks = db.existing_keyspace(name).unwrap();
+    ks.iter()
+        .map(|e| {
+            let (k, v) = e.unwrap();
+            (
+                String::from_utf8(k.to_vec()).unwrap(),
+                String::from_utf8(v.to_vec()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn kv(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The reading commands show the keyspace `--keyspace` names, before or
+/// after the subcommand, and the default without it.
+#[test]
+fn reading_commands_honour_keyspace() {
+    let (_tmp, dir) = two_keyspaces();
+    let d = p(&dir);
+    let get = |args: &[&str]| stdout(&ok(kvctl(args)));
+    assert_eq!(get(&["get", d, "k"]), "in default\n");
+    assert_eq!(get(&["get", d, "k", "--keyspace", "logs"]), "in logs\n");
+    assert_eq!(get(&["--keyspace", "logs", "get", d, "k"]), "in logs\n");
+    assert_eq!(code(&kvctl(&["get", d, "m"])), 1);
+    assert_eq!(
+        get(&["scan", d, "--keyspace", "logs", "--keys-only"]),
+        "k\nl1\nl2\nm\n"
+    );
+    assert_eq!(get(&["scan", d, "--keys-only"]), "k\n");
+    assert_eq!(
+        get(&["export", d, "--keyspace", "logs", "--prefix", "l"]),
+        "#kvctl-export escaped v1\nl1\t1\nl2\t2\n"
+    );
+
+    let stats = json(kvctl(&["stats", d, "--json", "--keyspace", "logs"]));
+    assert_eq!(stats["keyspace"], "logs");
+    assert_eq!(stats["total"]["entries"], 4);
+    assert_eq!(stats["total"]["files"], 1);
+    let stats = json(kvctl(&["stats", d, "--json"]));
+    assert_eq!(stats["keyspace"], "default");
+    assert_eq!(stats["total"]["entries"], 1);
+
+    let info = json(kvctl(&["info", d, "--json", "--keyspace", "logs"]));
+    assert_eq!(info["keyspace"], "logs");
+    assert_eq!(info["total"]["entries"], 4);
+    assert_eq!(json(kvctl(&["info", d, "--json"]))["total"]["entries"], 1);
+
+    let distinct = json(kvctl(&["distinct", d, "--json", "--keyspace", "logs"]));
+    assert_eq!(distinct["total"]["estimate"], 4);
+    assert_eq!(distinct["tables"].as_array().unwrap().len(), 1);
+    assert_eq!(distinct["tables"][0]["distinct_keys"], 4);
+    assert_eq!(
+        json(kvctl(&["distinct", d, "--json"]))["total"]["estimate"],
+        1
+    );
+
+    let list = json(kvctl(&["sst", "list", d, "--json", "--keyspace", "logs"]));
+    let tables = list["tables"].as_array().unwrap();
+    assert_eq!(tables.len(), 1);
+    assert_eq!(tables[0]["entries"], 4);
+    assert_eq!(tables[0]["largest_key"], "m");
+    let list = json(kvctl(&["sst", "list", d, "--json"]));
+    assert_eq!(list["tables"][0]["largest_key"], "k");
+    assert_eq!(list["tables"].as_array().unwrap().len(), 1);
+
+    let filters = json(kvctl(&["filters", d, "--json", "--keyspace", "logs"]));
+    assert_eq!(filters["filters"].as_array().unwrap().len(), 1);
+    assert_eq!(filters["memory"]["keys"], 4);
+    assert_eq!(json(kvctl(&["filters", d, "--json"]))["memory"]["keys"], 1);
+
+    let e = json(kvctl(&["explain", d, "k", "--json", "--keyspace", "logs"]));
+    assert_eq!(e["verdict"], "value");
+    assert_eq!(e["value"], "in logs");
+    assert_eq!(
+        json(kvctl(&["explain", d, "k", "--json"]))["value"],
+        "in default"
+    );
+    let e = json(kvctl(&[
+        "explain",
+        d,
+        "--prefix",
+        "l",
+        "--json",
+        "--keyspace",
+        "logs",
+    ]));
+    // After the (empty) memtable, the keyspace's one table.
+    let table = |e: &Value| e["steps"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(table(&e)["outcome"], "read", "{e:#}");
+    assert_eq!(table(&e)["prefix_entries"], 2, "{e:#}");
+    assert_eq!(table(&e)["largest_key"], "m", "{e:#}");
+    let e = json(kvctl(&["explain", d, "--prefix", "l", "--json"]));
+    assert_eq!(table(&e)["outcome"], "out_of_range", "{e:#}");
+    assert_eq!(table(&e)["largest_key"], "k", "{e:#}");
+
+    // The read sketch does not know keyspaces: said, not guessed.
+    let o = kvctl(&["hot", d, "--keyspace", "logs"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("every keyspace together"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// The writing commands change the keyspace `--keyspace` names and
+/// nothing else; `put` and `import` create a missing one.
+#[test]
+fn writing_commands_honour_keyspace() {
+    let (tmp, dir) = two_keyspaces();
+    let d = p(&dir);
+    ok(kvctl(&["put", d, "n", "new", "--keyspace", "logs"]));
+    ok(kvctl(&["delete", d, "k", "--keyspace", "logs"]));
+    ok(kvctl(&[
+        "delete-range",
+        d,
+        "--prefix",
+        "l",
+        "--keyspace",
+        "logs",
+    ]));
+    assert_eq!(pairs(&dir, "logs"), kv(&[("m", "3"), ("n", "new")]));
+    assert_eq!(pairs(&dir, "default"), kv(&[("k", "in default")]));
+
+    // put creates a missing keyspace (as it does a missing database).
+    ok(kvctl(&["put", d, "a", "1", "--keyspace", "fresh"]));
+    assert_eq!(pairs(&dir, "fresh"), kv(&[("a", "1")]));
+    let o = kvctl_stdin(&["import", d, "-", "--keyspace", "bulk"], b"x\t1\ny\t2\n");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("imported 2 pairs"), "{}", stdout(&o));
+    assert_eq!(pairs(&dir, "bulk"), kv(&[("x", "1"), ("y", "2")]));
+    // import and put into a new database create it with the keyspace.
+    let other = tmp.path().join("other");
+    ok(kvctl(&["put", p(&other), "a", "1", "--keyspace", "logs"]));
+    assert_eq!(pairs(&other, "logs"), kv(&[("a", "1")]));
+    assert!(pairs(&other, "default").is_empty());
+
+    // compact rewrites that keyspace's tables only.
+    let before_default = files_in(&dir, "default");
+    let o = kvctl(&["compact", d, "--keyspace", "logs", "-q"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let logs = files_in(&dir, "logs");
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    assert!(logs[0].0 > 0, "compacted below level 0: {logs:?}");
+    assert_eq!(files_in(&dir, "default"), before_default);
+    let o = kvctl(&[
+        "compact",
+        d,
+        "--keyspace",
+        "bulk",
+        "--from",
+        "a",
+        "--to",
+        "z",
+        "-q",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(files_in(&dir, "bulk").iter().all(|(level, _)| *level > 0));
+    assert_eq!(pairs(&dir, "bulk"), kv(&[("x", "1"), ("y", "2")]));
+    let o = kvctl(&["compact", d, "--keyspace", "logs", "--filters-only"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+}
+
+/// The (level, file number) of the live tables of keyspace `name`.
+fn files_in(dir: &Path, name: &str) -> Vec<(usize, u64)> {
+    let db = siftdb::Db::open_read_only(dir, siftdb::Options::default()).unwrap();
+    let ks = db.existing_keyspace(name).unwrap();
+    ks.live_files()
+        .iter()
+        .map(|f| (f.level, f.number))
+        .collect()
+}
+
+/// Every command but `import` and `put` refuses a keyspace the database
+/// lacks (exit 2), naming it and `kvctl keyspace list`, and creates
+/// nothing.
+#[test]
+fn a_missing_keyspace_exits_2() {
+    let (tmp, dir) = two_keyspaces();
+    let d = p(&dir);
+    let out = tmp.path().join("out.tsv");
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["get", d, "k"],
+        vec!["delete", d, "k"],
+        vec!["delete-range", d, "--all"],
+        vec!["scan", d],
+        vec!["export", d],
+        vec!["export", "--salvage", d, p(&out)],
+        vec!["stats", d],
+        vec!["info", d],
+        vec!["distinct", d],
+        vec!["compact", d],
+        vec!["explain", d, "k"],
+        vec!["explain", d, "--prefix", "k"],
+        vec!["filters", d],
+        vec!["sst", "list", d],
+    ];
+    let want = format!("kvctl: no keyspace nope (kvctl keyspace list {d})\n");
+    for mut args in commands {
+        args.extend(["--keyspace", "nope"]);
+        let o = kvctl(&args);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o), want, "{args:?}");
+    }
+    let db = siftdb::Db::open_read_only(&dir, siftdb::Options::default()).unwrap();
+    assert_eq!(db.keyspaces(), ["default", "logs"]);
+    // A bad name is bad input too.
+    let o = kvctl(&["put", d, "k", "v", "--keyspace", ".bad"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+}
+
+/// `keyspace list` shows every keyspace with its tables, entries and log
+/// number, in text and JSON.
+#[test]
+fn keyspace_list_shows_every_keyspace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    {
+        let db = siftdb::Db::open(&dir).unwrap();
+        db.put("k", "v").unwrap();
+        db.flush().unwrap();
+        let logs = db.keyspace("logs").unwrap();
+        logs.put("l", "1").unwrap();
+        logs.put("m", "2").unwrap();
+        logs.flush().unwrap();
+    }
+    let v = json(kvctl(&["keyspace", "list", p(&dir), "--json"]));
+    assert_eq!(keyspace_rows(&v), [(0, "default", 1, 1), (1, "logs", 1, 2)]);
+    // logs' flush moved its log number (and the empty default's) to the
+    // WAL it rotated to, the newest.
+    let newest = files_with_ext(&dir, "log")
+        .iter()
+        .map(|f| {
+            f.file_stem()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        })
+        .max()
+        .unwrap();
+    for k in 0..2 {
+        assert_eq!(v["keyspaces"][k]["log_number"].as_u64(), Some(newest));
+    }
+    let text = stdout(&kvctl(&["keyspace", "list", p(&dir)]));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(
+        lines[0].contains("name") && lines[0].contains("tables"),
+        "{text}"
+    );
+    assert!(lines[2].contains("logs"), "{text}");
+    let missing = tmp.path().join("none");
+    assert_eq!(code(&kvctl(&["keyspace", "list", p(&missing)])), 2);
+}
+
+/// (id, name, tables, entries) of each keyspace of a `keyspaces` array.
+fn keyspace_rows(v: &Value) -> Vec<(u64, &str, u64, u64)> {
+    v["keyspaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            let n = |f: &str| k[f].as_u64().unwrap();
+            (
+                n("id"),
+                k["name"].as_str().unwrap(),
+                n("tables"),
+                n("entries"),
+            )
+        })
+        .collect()
+}
+
+/// `keyspace create` makes an empty keyspace (refusing one that exists),
+/// `keyspace drop` needs --yes, then deletes it and its tables; the name
+/// then starts over with a new id.
+#[test]
+fn keyspace_create_and_drop() {
+    let (tmp, dir) = two_keyspaces();
+    let d = p(&dir);
+    let o = ok(kvctl(&["keyspace", "create", d, "users"]));
+    assert_eq!(stdout(&o), "created keyspace users (id 2)\n");
+    let o = kvctl(&["keyspace", "create", d, "users"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("exists already"), "{}", stderr(&o));
+    let o = kvctl(&["keyspace", "create", d, "-bad"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let missing = tmp.path().join("none");
+    assert_eq!(code(&kvctl(&["keyspace", "create", p(&missing), "x"])), 2);
+    assert!(!missing.exists());
+    let v = json(kvctl(&["keyspace", "list", d, "--json"]));
+    assert_eq!(
+        keyspace_rows(&v),
+        [(0, "default", 1, 1), (1, "logs", 1, 4), (2, "users", 0, 0)]
+    );
+
+    let tables_before = files_with_ext(&dir, "sst").len();
+    let o = kvctl(&["keyspace", "drop", d, "logs"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("--yes"), "{}", stderr(&o));
+    assert_eq!(pairs(&dir, "logs").len(), 4);
+    let o = ok(kvctl(&["keyspace", "drop", d, "logs", "--yes"]));
+    assert_eq!(stdout(&o), "dropped keyspace logs\n");
+    assert_eq!(files_with_ext(&dir, "sst").len(), tables_before - 1);
+    let o = kvctl(&["keyspace", "drop", d, "logs", "--yes"]);
+    assert_eq!(code(&o), 2);
+    assert_eq!(
+        stderr(&o),
+        format!("kvctl: no keyspace logs (kvctl keyspace list {d})\n")
+    );
+    let o = kvctl(&["keyspace", "drop", d, "default", "--yes"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert_eq!(code(&kvctl(&["get", d, "k", "--keyspace", "logs"])), 2);
+    ok(kvctl(&["put", d, "k", "again", "--keyspace", "logs"]));
+    let v = json(kvctl(&["keyspace", "list", d, "--json"]));
+    assert_eq!(
+        keyspace_rows(&v),
+        [(0, "default", 1, 1), (2, "users", 0, 0), (3, "logs", 0, 0)]
+    );
+    assert_eq!(pairs(&dir, "logs"), kv(&[("k", "again")]));
+}
+
+/// `stats --json` and `info --json` list every keyspace (DESIGN.md 12.9),
+/// whichever one they show; the text lists them when there is more than
+/// the default.
+#[test]
+fn stats_and_info_list_the_keyspaces() {
+    let (tmp, dir) = two_keyspaces();
+    let d = p(&dir);
+    let want = [(0, "default", 1, 1), (1, "logs", 1, 4)];
+    for cmd in ["stats", "info"] {
+        for ks in ["default", "logs"] {
+            let v = json(kvctl(&[cmd, d, "--json", "--keyspace", ks]));
+            assert_eq!(keyspace_rows(&v), want, "{cmd} {ks}");
+            assert!(v["keyspaces"][1]["bytes"].as_u64().unwrap() > 0);
+        }
+        let text = stdout(&ok(kvctl(&[cmd, d, "--keyspace", "logs"])));
+        assert!(text.contains("keyspace logs\n"), "{cmd}: {text}");
+        let (_, list) = text.split_once("keyspaces\n").expect(&text);
+        let names: Vec<&str> = list
+            .lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().nth(1).unwrap())
+            .collect();
+        assert_eq!(names, ["default", "logs"], "{cmd}: {text}");
+    }
+    // A database with the default only: the text is as it was.
+    let plain = tmp.path().join("plain");
+    ok(kvctl(&["put", p(&plain), "a", "1"]));
+    let text = stdout(&ok(kvctl(&["stats", p(&plain)])));
+    assert!(!text.contains("keyspace"), "{text}");
+    let v = json(kvctl(&["stats", p(&plain), "--json"]));
+    assert_eq!(keyspace_rows(&v), [(0, "default", 0, 0)]);
+}
+
+/// `export --keyspace A | import --keyspace B` copies every byte, into
+/// another database or another keyspace of the same one.
+#[test]
+fn export_from_one_keyspace_imports_into_another() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let odd: &[(&[u8], &[u8])] = &[
+        (b"a\tb", b"line\nbreak"),
+        (b"bin\xff\x00", b"\\x41"),
+        (b"plain", b"value"),
+    ];
+    {
+        let db = siftdb::Db::open(&dir).unwrap();
+        db.put("default-only", "x").unwrap();
+        let a = db.keyspace("a").unwrap();
+        for (k, v) in odd {
+            a.put(k, v).unwrap();
+        }
+    }
+    let d = p(&dir);
+    let exported = ok(kvctl(&["export", d, "--keyspace", "a"])).stdout;
+    let o = kvctl_stdin(&["import", d, "-", "-q", "--keyspace", "b"], &exported);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let copy = tmp.path().join("copy");
+    let o = kvctl_stdin(
+        &["import", p(&copy), "-", "-q", "--keyspace", "b"],
+        &exported,
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    for target in [&dir, &copy] {
+        let db = siftdb::Db::open_read_only(target, siftdb::Options::default()).unwrap();
+        let b = db.existing_keyspace("b").unwrap();
+        let got: Vec<(Vec<u8>, Vec<u8>)> = b
+            .iter()
+            .map(|e| {
+                let (k, v) = e.unwrap();
+                (k.to_vec(), v.to_vec())
+            })
+            .collect();
+        let want: Vec<(Vec<u8>, Vec<u8>)> =
+            odd.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+        assert_eq!(got, want, "{}", target.display());
+    }
+    // The source keyspace and the default are as they were.
+    assert_eq!(pairs(&dir, "default"), kv(&[("default-only", "x")]));
+    let exported_again = ok(kvctl(&["export", d, "--keyspace", "b"])).stdout;
+    assert_eq!(exported_again, exported);
+}
+
+/// `export --salvage --keyspace NAME` salvages that keyspace; without the
+/// manifest names are unknown, so `--keyspace-id N` selects it by the
+/// tables' `siftdb.keyspace` property.
+#[test]
+fn salvage_exports_one_keyspace() {
+    let (tmp, dir) = two_keyspaces();
+    let d = p(&dir);
+    let out = tmp.path().join("out.tsv");
+    let salvage = |extra: &[&str]| {
+        let mut args = vec!["export", "--salvage", d, p(&out), "--force"];
+        args.extend(extra);
+        let o = kvctl(&args);
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        (code(&o), stderr(&o), text)
+    };
+    let logs = "#kvctl-export escaped v1\nk\tin logs\nl1\t1\nl2\t2\nm\t3\n";
+    let (code0, err, text) = salvage(&["--keyspace", "logs"]);
+    assert_eq!(code0, 0, "{err}");
+    assert_eq!(text, logs);
+    let (code2, err, _) = salvage(&["--keyspace", "logs", "--keyspace-id", "1"]);
+    assert_eq!(code2, 2, "{err}");
+    assert_eq!(code(&kvctl(&["export", d, "--keyspace-id", "1"])), 2);
+
+    for m in files_where(&dir, |n| n.starts_with("MANIFEST-")) {
+        std::fs::remove_file(m).unwrap();
+    }
+    // By name: the names were in the manifest.
+    let (code2, err, _) = salvage(&["--keyspace", "logs"]);
+    assert_eq!(code2, 2, "{err}");
+    assert!(err.contains("by name"), "{err}");
+    // By id, from the tables' property; exit 3: the manifest is lost.
+    let (code3, err, text) = salvage(&["--keyspace-id", "1"]);
+    assert_eq!(code3, 3, "{err}");
+    assert_eq!(text, logs);
+    let report = tmp.path().join("report.tsv");
+    let o = kvctl(&[
+        "export",
+        "--salvage",
+        d,
+        p(&report),
+        "--keyspace-id",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["keyspace"], serde_json::json!({"id": 1, "name": null}));
+    assert_eq!(v["keyspaces"], serde_json::json!([0, 1]));
+    assert_eq!(v["exported"], 4);
+    let (code3, err, text) = salvage(&[]);
+    assert_eq!(code3, 3, "{err}");
+    assert_eq!(text, "#kvctl-export escaped v1\nk\tin default\n");
+}
+
+/// `sst dump` shows the `siftdb.keyspace` property of a table outside the
+/// default keyspace (the default's tables carry none).
+#[test]
+fn sst_dump_shows_the_keyspace_property() {
+    let (_tmp, dir) = two_keyspaces();
+    let number = |ks: &str| files_in(&dir, ks)[0].1;
+    let path = |n: u64| dir.join(format!("{n:06}.sst"));
+    let logs = json(kvctl(&["sst", "dump", p(&path(number("logs"))), "--json"]));
+    assert_eq!(logs["properties"]["siftdb.keyspace"], 1, "{logs:#}");
+    let default = json(kvctl(&[
+        "sst",
+        "dump",
+        p(&path(number("default"))),
+        "--json",
+    ]));
+    assert!(default["properties"].get("siftdb.keyspace").is_none());
+    let text = stdout(&ok(kvctl(&["sst", "dump", p(&path(number("logs")))])));
+    assert!(
+        text.lines()
+            .any(|l| l.contains("siftdb.keyspace") && l.trim_end().ends_with('1')),
+        "{text}"
+    );
+}
+
+/// `verify` checks, and `checkpoint` copies, every keyspace.
+#[test]
+fn verify_and_checkpoint_take_every_keyspace() {
+    let (tmp, dir) = two_keyspaces();
+    let copy = tmp.path().join("copy");
+    let out = kvctl(&["verify", p(&dir)]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = kvctl(&["checkpoint", p(&dir), p(&copy)]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(pairs(&copy, "logs"), pairs(&dir, "logs"));
+    assert_eq!(pairs(&copy, "default"), kv(&[("k", "in default")]));
+}
