@@ -349,3 +349,26 @@ fn inspection_skips_the_writes_of_a_dropped_keyspace() {
     assert!(report.problems.is_empty(), "{:?}", report.problems);
     assert_eq!(report.wals, 1);
 }
+
+/// A dropped keyspace's writes take sequence numbers that no flush edit
+/// records; once the drop deletes the WAL holding them, the manifest must
+/// still cover them, or recovery sees a gap before the next WAL and drops
+/// it, with the other keyspaces' acknowledged writes (found by
+/// tests/keyspace_model.rs).
+#[test]
+fn a_drop_keeps_the_other_keyspaces_later_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    let b = db.keyspace("b").unwrap();
+    db.put("k0", "0").unwrap();
+    b.put("kb", "1").unwrap(); // in the first WAL, never flushed
+    db.existing_keyspace("default").unwrap().flush().unwrap();
+    db.put("k1", "1").unwrap(); // in the second WAL
+    db.drop_keyspace("b").unwrap(); // deletes the first WAL
+    drop(b);
+    drop(db);
+    let db = Db::open(dir.path()).unwrap();
+    assert_eq!(db.recovery().dropped_bytes(), 0, "{:?}", db.recovery());
+    assert_eq!(db.get("k0").unwrap().as_deref(), Some(&b"0"[..]));
+    assert_eq!(db.get("k1").unwrap().as_deref(), Some(&b"1"[..]));
+}

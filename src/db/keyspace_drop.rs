@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::background::remove_obsolete_wals;
 use super::keyspace::KeyspaceState;
 use super::{Db, DbInner, SuperVersion};
+use crate::key::SequenceNumber;
 use crate::memtable::MemTable;
 use crate::version::edit::{KeyspaceEdit, VersionEdit, DEFAULT_KEYSPACE_NAME};
 use crate::version::set::Version;
@@ -73,6 +74,12 @@ impl DbInner {
                     ..Default::default()
                 },
             );
+            // The dropped keyspace's writes hold sequence numbers that no
+            // flush edit recorded; the WALs holding them may go below, so
+            // the manifest's last sequence must cover them, or recovery
+            // would take the jump to the next WAL's first batch for a gap
+            // and drop that WAL with the other keyspaces' writes.
+            edit.last_sequence = Some(SequenceNumber(ws.last_seq));
             if let Err(e) = self.add_bumps(&vs, &mut edit, state.id) {
                 self.record_bg_error(format!("keyspace drop failed: {e}"));
                 return Err(e);
