@@ -298,8 +298,12 @@ pub fn read_state(
 /// Checks the directory after a successful open: it holds exactly
 /// `CURRENT`, `LOCK`, the manifest `CURRENT` names, one WAL and every live
 /// SSTable of every keyspace of `db`, and nothing else (no temporary file,
-/// no orphan, no table of a dropped keyspace).
+/// no orphan, no table of a dropped keyspace). Waits for the background
+/// first (a keyspace's stored options may compact even when the reopen's
+/// do not), so the listing cannot change under the check.
 pub fn check_directory(db: &Db, dir: &Path) -> Result<(), String> {
+    db.wait_for_compactions()
+        .map_err(|e| format!("wait_for_compactions after open: {e}"))?;
     let names = super::file_names(dir);
     let current =
         std::fs::read_to_string(dir.join("CURRENT")).map_err(|e| format!("read CURRENT: {e}"))?;
