@@ -6,7 +6,7 @@
 //! or all, compactions, reopens, and reads (`get`, scans both ways) of
 //! every keyspace. A handle kept from before a drop must be refused.
 //! Seeds are fixed; `SIFTDB_KS_MODEL_OPS` sets the operations per seed
-//! (default 3,000).
+//! (default 5,000).
 
 mod common;
 
@@ -77,7 +77,7 @@ impl Run {
 }
 
 fn run(seed: u64, style: CompactionStyle, ops: usize) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::scratch_dir();
     let mut opts = Options::default();
     opts.write_buffer_size = 4 << 10;
     opts.block_size = 256;
@@ -211,7 +211,7 @@ fn run(seed: u64, style: CompactionStyle, ops: usize) {
 }
 
 fn ops() -> usize {
-    env_u64("SIFTDB_KS_MODEL_OPS", 3_000) as usize
+    env_u64("SIFTDB_KS_MODEL_OPS", 5_000) as usize
 }
 
 #[test]
