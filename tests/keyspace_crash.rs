@@ -37,7 +37,7 @@ use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::campaign::{self, apply, State, Update};
+use common::campaign::{self, apply, Shape, State, Update};
 use common::{child_test_command, env_u64, scratch_dir, Rng};
 use siftdb::{CompactionStyle, Db, Keyspace, Options, WriteBatch};
 
@@ -75,6 +75,15 @@ fn key_space() -> impl Iterator<Item = Vec<u8>> + Clone {
     (0..KEYS).map(key)
 }
 
+/// A batch's updates in one keyspace.
+const SHAPE: Shape = Shape {
+    keys: KEYS,
+    max_updates: 4,
+    max_fill: 80,
+    range_one_in: 20,
+    unbounded: true,
+};
+
 /// True when "temp" exists while batch `id` is written.
 fn temp_live(id: u64) -> bool {
     id % PERIOD < PERIOD / 2
@@ -94,27 +103,13 @@ fn batch_ops(seed: u64, id: u64) -> Vec<(usize, Vec<Update>)> {
         if !draw || (ks == TEMP && !temp_live(id)) {
             continue;
         }
-        let n = 1 + rng.below(4);
-        let mut ops: Vec<Update> = (0..n)
-            .map(|i| {
-                let k = key(rng.below(KEYS));
-                if i + 1 < n && rng.below(10) < 3 {
-                    Update::Delete(k)
-                } else {
-                    let mut v = format!("b{id}.{ks}.{i}.").into_bytes();
-                    v.resize(v.len() + rng.below(80) as usize, b'a' + ks as u8);
-                    Update::Put(k, v)
-                }
-            })
-            .collect();
-        let ranges = Rng(rng.next_u64());
-        campaign::mix_in_range_delete(&mut ops, ranges, 20, KEYS, key, true);
+        let ops = campaign::random_updates(&mut rng, id, NAMES[ks], &SHAPE, key);
         pieces.push((ks, ops));
     }
     if pieces.is_empty() {
         pieces.push((
             1,
-            vec![Update::Put(key(id % KEYS), format!("b{id}").into())],
+            vec![Update::Put(key(id % KEYS), format!("hot:b{id}").into())],
         ));
     }
     pieces

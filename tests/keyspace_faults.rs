@@ -26,7 +26,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::campaign::{self, apply, State, Update};
+use common::campaign::{self, apply, Shape, State, Update};
 use common::fault_fs::{Fault, FaultFs, Persist, EIO, ENOSPC};
 use common::power_fs::{write_image, PowerFs, Unsynced};
 use common::{env_u64, scratch_dir, Rng};
@@ -50,12 +50,21 @@ fn key(i: u64) -> Vec<u8> {
     format!("key{i:03}").into_bytes()
 }
 
+/// A batch's updates in one keyspace.
+const SHAPE: Shape = Shape {
+    keys: KEYS,
+    max_updates: 3,
+    max_fill: 60,
+    range_one_in: 6,
+    unbounded: true,
+};
+
 /// Batch `id`: per keyspace it touches, 1 to 3 puts and deletes and last a
 /// put naming the batch; one piece in six with a range deletion too.
 fn batch(id: u64) -> Vec<(usize, Vec<Update>)> {
     let mut rng = Rng(0x6b73_fa17 ^ id.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let mut pieces = Vec::new();
-    for ks in 0..NAMES.len() {
+    for (ks, name) in NAMES.iter().enumerate() {
         let take = match ks {
             0 => rng.below(2) == 0,
             1 => rng.below(5) != 0,
@@ -65,21 +74,7 @@ fn batch(id: u64) -> Vec<(usize, Vec<Update>)> {
         if !(take || ks == 1 && pieces.is_empty()) {
             continue;
         }
-        let n = 1 + rng.below(3);
-        let mut ops: Vec<Update> = (0..n)
-            .map(|i| {
-                let k = key(rng.below(KEYS));
-                if i + 1 < n && rng.below(3) == 0 {
-                    Update::Delete(k)
-                } else {
-                    let mut v = format!("b{id}.{ks}.{i}.").into_bytes();
-                    v.resize(v.len() + rng.below(60) as usize, b'a' + ks as u8);
-                    Update::Put(k, v)
-                }
-            })
-            .collect();
-        let ranges = Rng(rng.next_u64());
-        campaign::mix_in_range_delete(&mut ops, ranges, 6, KEYS, key, true);
+        let ops = campaign::random_updates(&mut rng, id, name, &SHAPE, key);
         pieces.push((ks, ops));
     }
     pieces

@@ -167,6 +167,59 @@ pub fn mix_in_range_delete(
     updates.insert(at.min(updates.len().saturating_sub(1)), d);
 }
 
+/// The shape of [`random_updates`]: how many updates, how long the values.
+pub struct Shape {
+    /// Keys `0..keys`, as `key(i)` names them (see [`random_range_delete`]).
+    pub keys: u64,
+    /// 1 to this many puts and deletes.
+    pub max_updates: u64,
+    /// Up to this many filler bytes after a value's name.
+    pub max_fill: u64,
+    /// One piece in this many holds a range deletion too.
+    pub range_one_in: u64,
+    /// Range deletions may be open-ended (only where the keyspace holds no
+    /// other key).
+    pub unbounded: bool,
+}
+
+/// Batch `id`'s updates in the keyspace named `tag`, for the campaigns
+/// across keyspaces: puts (three in ten before the last are deletes) of
+/// values naming the keyspace and the batch (`<tag>:b<id>.<i>.` and some
+/// filler), so a value read in another keyspace shows; the last update a
+/// put, so every piece changes its keyspace; a range deletion mixed in as
+/// [`mix_in_range_delete`] does.
+pub fn random_updates(
+    rng: &mut Rng,
+    id: u64,
+    tag: &str,
+    shape: &Shape,
+    key: impl Fn(u64) -> Vec<u8> + Copy,
+) -> Vec<Update> {
+    let n = 1 + rng.below(shape.max_updates);
+    let mut ops: Vec<Update> = (0..n)
+        .map(|i| {
+            let k = key(rng.below(shape.keys));
+            if i + 1 < n && rng.below(10) < 3 {
+                Update::Delete(k)
+            } else {
+                let mut v = format!("{tag}:b{id}.{i}.").into_bytes();
+                v.resize(v.len() + rng.below(shape.max_fill + 1) as usize, b'v');
+                Update::Put(k, v)
+            }
+        })
+        .collect();
+    let ranges = Rng(rng.next_u64());
+    mix_in_range_delete(
+        &mut ops,
+        ranges,
+        shape.range_one_in,
+        shape.keys,
+        key,
+        shape.unbounded,
+    );
+    ops
+}
+
 /// Runs `f` on its own thread; a panic or a run longer than `timeout`
 /// becomes an `Err` describing it (a hung worker is left behind).
 pub fn bounded<T: Send + 'static>(
