@@ -384,3 +384,26 @@ fn writes_after_a_drop_survive_a_reopen() {
     let r = db.recovery();
     assert!(r.wals.iter().all(|w| w.torn_tail.is_none()), "{r:?}");
 }
+
+/// A dropped keyspace's writes take sequence numbers that no flush edit
+/// records; once the drop deletes the WAL holding them, the manifest must
+/// still cover them, or recovery sees a gap before the next WAL and drops
+/// it, with the other keyspaces' acknowledged writes (found by
+/// tests/keyspace_model.rs).
+#[test]
+fn a_drop_keeps_the_other_keyspaces_later_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    let b = db.keyspace("b").unwrap();
+    db.put("k0", "0").unwrap();
+    b.put("kb", "1").unwrap(); // in the first WAL, never flushed
+    db.existing_keyspace("default").unwrap().flush().unwrap();
+    db.put("k1", "1").unwrap(); // in the second WAL
+    db.drop_keyspace("b").unwrap(); // deletes the first WAL
+    drop(b);
+    drop(db);
+    let db = Db::open(dir.path()).unwrap();
+    assert_eq!(db.recovery().dropped_bytes(), 0, "{:?}", db.recovery());
+    assert_eq!(db.get("k0").unwrap().as_deref(), Some(&b"0"[..]));
+    assert_eq!(db.get("k1").unwrap().as_deref(), Some(&b"1"[..]));
+}

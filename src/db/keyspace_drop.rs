@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::background::remove_obsolete_wals;
 use super::keyspace::KeyspaceState;
 use super::{Db, DbInner, SuperVersion};
+use crate::key::SequenceNumber;
 use crate::memtable::MemTable;
 use crate::version::edit::{KeyspaceEdit, VersionEdit, DEFAULT_KEYSPACE_NAME};
 use crate::version::set::Version;
@@ -90,7 +91,7 @@ impl DbInner {
                     .max()
                     .unwrap_or(0)
             };
-            edit.last_sequence = Some(crate::key::SequenceNumber(vs.last_seq.max(unflushed)));
+            edit.last_sequence = Some(SequenceNumber(vs.last_seq.max(unflushed)));
             self.log_keyspace_edit(&mut vs, &edit, "keyspace drop")?;
             vs.follow(&edit);
             state.dropped.store(true, Ordering::SeqCst);

@@ -26,10 +26,13 @@
 //! checksum. A process killed in the middle of the copy, or a reader in
 //! another process that reads the file while a group is being copied (a
 //! read-only open, `kvctl`), therefore finds the group whole, or a first
-//! header with its length and a checksum that is zero or, if the reader
-//! caught its store half done, in part zero: a torn tail by rule 2.
+//! header with its length and a zero checksum: a torn tail by rule 2.
 //! (Copy order alone would not do: `memcpy` stores the first bytes of a
-//! large copy last.)
+//! large copy last.) A killed process leaves a store whole or undone; a
+//! reader in another process could, in a window of nanoseconds, catch
+//! the checksum's store half done where it straddles a cache line: that
+//! reads as corruption (a checksum zero in part is what one flipped byte
+//! leaves), and reading again finds the group whole.
 //!
 //! The mapping is `SIGBUS`-prone in the way the SSTable maps are: a file
 //! truncated under it by another program, or a disk that fails to read a

@@ -56,14 +56,15 @@
 //! 2. `len_crc` mismatch: if every byte from here to the end of the file
 //!    is zero, the end of the log, with no torn tail (space preallocated
 //!    and never written, or zero-filled by the file system after a power
-//!    loss). Otherwise a torn tail if `len` is not zero and each byte of
-//!    the stored `len_crc` is zero or equal to the computed one's: a
-//!    checksum not yet written, or written in part, as a group commit
-//!    into a preallocated write-ahead log leaves it when cut short (it
-//!    writes the first record's `len` first and its `len_crc` last:
+//!    loss). Otherwise a torn tail if `len` is not zero and `len_crc` is:
+//!    a checksum not yet written, as a group commit into a preallocated
+//!    write-ahead log leaves it when cut short (it writes the first
+//!    record's `len` first and its `len_crc` last:
 //!    [`crate::fs::mapped_log`]); whatever follows it is not read.
-//!    Otherwise corruption at this offset (a zeroed header with data after
-//!    it among them: a group never leaves that, as no WAL record is empty).
+//!    Otherwise corruption at this offset: among them a zeroed header with
+//!    data after it (a group never leaves that, as no WAL record is
+//!    empty), and a checksum with some bytes zeroed (one flip can do that;
+//!    it cannot zero all four).
 //! 3. `len` exceeds the bytes left after the header: torn tail (the write
 //!    was cut off).
 //! 4. `payload_crc` mismatch: torn tail if nothing but zero bytes follows
