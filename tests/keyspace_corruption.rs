@@ -95,7 +95,6 @@ struct Base {
     /// (start, end) of every WAL record, and of those naming a keyspace.
     wal_records: Vec<(u64, u64)>,
     wal_keyspace_records: Vec<(u64, u64)>,
-    wal_bytes: Vec<u8>,
 }
 
 fn build_base(root: &Path, rng: &mut Rng) -> Base {
@@ -188,7 +187,6 @@ fn build_base(root: &Path, rng: &mut Rng) -> Base {
     );
     assert!(wal_keyspace_records.len() >= WAL_BATCHES / 2);
     Base {
-        wal_bytes: std::fs::read(dir.join(&wal)).unwrap(),
         dir,
         models,
         manifest,
