@@ -62,11 +62,6 @@ pub(super) struct KeyspaceState {
     /// compaction of it that finds this set logs nothing and deletes its
     /// outputs.
     pub(super) dropped: AtomicBool,
-    /// Set when its database is closed (`Db::close` or drop): a
-    /// [`Keyspace`] handle that outlives the `Db` must not answer reads
-    /// from a state that another handle of the directory may have moved
-    /// past.
-    pub(super) closed: AtomicBool,
 }
 
 impl KeyspaceState {
@@ -82,7 +77,6 @@ impl KeyspaceState {
             compactions: AtomicU64::new(0),
             options: RwLock::new(Arc::new(options)),
             dropped: AtomicBool::new(false),
-            closed: AtomicBool::new(false),
         }
     }
 
@@ -91,18 +85,13 @@ impl KeyspaceState {
         Arc::clone(&self.options.read())
     }
 
-    /// Refuses a read, flush or compaction of a dropped keyspace, or of
-    /// one whose database is closed.
+    /// Refuses a read, flush or compaction of a dropped keyspace.
     ///
     /// # Errors
-    /// [`Error::NoSuchKeyspace`] naming it once it is dropped;
-    /// [`Error::Background`] once its database is closed, as writes get.
+    /// [`Error::NoSuchKeyspace`] naming it once it is dropped.
     pub(super) fn check_live(&self) -> Result<()> {
         if self.dropped.load(Ordering::SeqCst) {
             return Err(Error::NoSuchKeyspace(self.name.clone()));
-        }
-        if self.closed.load(Ordering::Acquire) {
-            return Err(Error::Background(CLOSED.into()));
         }
         Ok(())
     }
@@ -271,7 +260,7 @@ impl Keyspace {
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Slice>> {
         let key = key.as_ref();
         check_lengths(key.len(), 0)?;
-        self.state.check_live()?;
+        self.inner.check_live(&self.state)?;
         let (sv, seq) = self.inner.view_of(&self.state);
         self.inner.point_get(&sv, key, seq)
     }
@@ -281,7 +270,7 @@ impl Keyspace {
     /// # Errors
     /// As [`Db::put`]; [`Error::NoSuchKeyspace`] once the keyspace is dropped.
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        self.state.check_live()?;
+        self.inner.check_live(&self.state)?;
         let mut b = WriteBatch::new();
         b.put_in(self, key, value)?;
         self.inner.write_batch(b, self.inner.options.sync)
@@ -292,7 +281,7 @@ impl Keyspace {
     /// # Errors
     /// As [`Db::delete`]; [`Error::NoSuchKeyspace`] once the keyspace is dropped.
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
-        self.state.check_live()?;
+        self.inner.check_live(&self.state)?;
         let mut b = WriteBatch::new();
         b.delete_in(self, key)?;
         self.inner.write_batch(b, self.inner.options.sync)
@@ -304,7 +293,7 @@ impl Keyspace {
     /// # Errors
     /// As [`Db::delete_range`]; [`Error::NoSuchKeyspace`] once the keyspace is dropped.
     pub fn delete_range(&self, range: impl KeyRange) -> Result<()> {
-        self.state.check_live()?;
+        self.inner.check_live(&self.state)?;
         let mut b = WriteBatch::new();
         b.delete_range_in(self, range)?;
         self.inner.write_batch(b, self.inner.options.sync)
@@ -340,7 +329,7 @@ impl Keyspace {
     /// # Errors
     /// As [`Db::flush`]; [`Error::NoSuchKeyspace`] once the keyspace is dropped.
     pub fn flush(&self) -> Result<()> {
-        self.state.check_live()?;
+        self.inner.check_live(&self.state)?;
         self.inner.flush_keyspaces(Some(&self.state))
     }
 
@@ -429,7 +418,7 @@ impl KeyspaceSnapshot<'_> {
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Slice>> {
         let key = key.as_ref();
         check_lengths(key.len(), 0)?;
-        self.state.check_live()?;
+        self.snapshot.inner.check_live(&self.state)?;
         let sv = self.state.current.read().clone();
         self.snapshot.inner.point_get(&sv, key, self.snapshot.seq)
     }

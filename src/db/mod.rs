@@ -341,6 +341,10 @@ struct DbInner {
     bg: Mutex<BgState>,
     /// Set once `bg.error` is: lets a write check for it without the lock.
     failed: std::sync::atomic::AtomicBool,
+    /// Set when the `Db` is closed (`Db::close` or drop): a [`Keyspace`]
+    /// handle that outlives it must not answer reads from a state another
+    /// handle of the directory may have moved past.
+    closed: std::sync::atomic::AtomicBool,
     bg_cv: Condvar,
     counters: Counters,
     /// The read sketch, with [`Options::hot_keys`].
@@ -1080,9 +1084,7 @@ impl Db {
         if !self.inner.read_only {
             self.inner.record_bg_error(keyspace::CLOSED.into());
         }
-        for ks in self.inner.all_keyspaces() {
-            ks.closed.store(true, Ordering::Release);
-        }
+        self.inner.closed.store(true, Ordering::Release);
         let synced = self
             .inner
             .sync_closed_wals()
@@ -1374,6 +1376,20 @@ impl DbInner {
         let ex = options.prefix_extractor.as_deref();
         let prefix = ex.and_then(|ex| prefix_scan_prefix(ex, p));
         iterate(sv, seq, lo, hi, &self.counters, prefix)
+    }
+
+    /// Refuses a read, flush or compaction through a handle of keyspace
+    /// `ks`: dropped, or of a closed database.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchKeyspace`] once it is dropped; [`Error::Background`]
+    /// once the database is closed, as writes get.
+    fn check_live(&self, ks: &KeyspaceState) -> Result<()> {
+        ks.check_live()?;
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Background(keyspace::CLOSED.into()));
+        }
+        Ok(())
     }
 
     /// Refuses writes to a read-only database or one a background error

@@ -937,6 +937,7 @@ pub(super) fn recover(
         next_file_number: AtomicU64::new(next_file),
         bg: Mutex::new(BgState::default()),
         failed: Default::default(),
+        closed: Default::default(),
         bg_cv: Condvar::new(),
         counters: Counters::default(),
         hot,
