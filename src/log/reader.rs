@@ -245,12 +245,32 @@ impl LogReader {
     }
 
     /// Reads exactly `buf.len()` bytes of the log.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if reading fails or the file ends first.
     fn read_exact(&mut self, buf: &mut [u8]) -> Result<()> {
-        let r = self.src.read_exact(buf);
-        r.map_err(|e| {
-            self.done = true;
-            Error::io(format!("read log {}", self.path.display()), e)
-        })
+        if self.read_full(buf)? < buf.len() {
+            return Err(self.io_failure(std::io::ErrorKind::UnexpectedEof.into()));
+        }
+        Ok(())
+    }
+
+    /// Fills `buf` from the log, or as much of it as the file holds: the
+    /// bytes read (fewer only at the end of the file).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if reading fails.
+    fn read_full(&mut self, buf: &mut [u8]) -> Result<usize> {
+        let mut got = 0;
+        while got < buf.len() {
+            match self.src.read(&mut buf[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.io_failure(e)),
+            }
+        }
+        Ok(got)
     }
 
     /// Reads a record header; `false` if the file ends exactly where it
@@ -260,23 +280,11 @@ impl LogReader {
     /// # Errors
     /// [`Error::Io`] if reading fails or the file ends inside the header.
     fn read_header(&mut self, header: &mut [u8; HEADER_LEN]) -> Result<bool> {
-        let mut got = 0;
-        while got < HEADER_LEN {
-            match self.src.read(&mut header[got..]) {
-                Ok(0) if got == 0 => return Ok(false),
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    self.done = true;
-                    return Err(Error::io(format!("read log {}", self.path.display()), e));
-                }
-            }
+        match self.read_full(header)? {
+            0 => Ok(false),
+            HEADER_LEN => Ok(true),
+            _ => Err(self.io_failure(std::io::ErrorKind::UnexpectedEof.into())),
         }
-        if got < HEADER_LEN {
-            return Err(self.short_read());
-        }
-        Ok(true)
     }
 
     /// Whether the next `n` bytes are all zero; reads them in chunks, so a
@@ -287,30 +295,22 @@ impl LogReader {
         let mut chunk = vec![0u8; READ_BUFFER.min(n as usize)];
         while n > 0 {
             let take = chunk.len().min(n as usize);
-            let got = match self.src.read(&mut chunk[..take]) {
-                Ok(0) => return Ok(true),
-                Ok(got) => got,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    self.done = true;
-                    return Err(Error::io(format!("read log {}", self.path.display()), e));
-                }
-            };
+            let got = self.read_full(&mut chunk[..take])?;
             if !all_zero(&chunk[..got]) {
                 return Ok(false);
+            }
+            if got < take {
+                return Ok(true);
             }
             n -= got as u64;
         }
         Ok(true)
     }
 
-    /// The error for a file that ended inside a record.
-    fn short_read(&mut self) -> Error {
+    /// The error for a failed read of the log; the reader is done after it.
+    fn io_failure(&mut self, e: std::io::Error) -> Error {
         self.done = true;
-        Error::io(
-            format!("read log {}", self.path.display()),
-            std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
-        )
+        Error::io(format!("read log {}", self.path.display()), e)
     }
 
     /// The torn tail, once [`LogReader::next_record`] has stopped at one.
