@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use common::fault_fs::OpKind;
 use common::power_fs::PowerFs;
-use common::Rng;
+use common::{wal_numbers, Rng};
 use siftdb::{Db, Error, Options};
 
 fn tiny_options() -> Options {
@@ -28,19 +28,6 @@ fn key(i: u64) -> String {
 fn value(i: u64) -> Vec<u8> {
     let mut v = format!("{i:06}").into_bytes();
     v.resize(64, b'.');
-    v
-}
-
-/// The numbers of the `*.log` files in `dir`, ascending.
-fn wal_numbers(dir: &Path) -> Vec<u64> {
-    let mut v: Vec<u64> = common::files_with_ext(dir, "log")
-        .iter()
-        .map(|p| {
-            let stem = p.file_stem().unwrap().to_str().unwrap();
-            stem.parse().unwrap()
-        })
-        .collect();
-    v.sort_unstable();
     v
 }
 

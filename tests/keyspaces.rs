@@ -387,18 +387,7 @@ fn stats_list_every_keyspace_and_memory_sums_them() {
     assert!(d.memtable_bytes > 0 && kb.memtable_bytes > d.memtable_bytes);
     assert_eq!((ka.flushes, kb.flushes, s.flushes), (1, 0, 1));
     // "a"'s log number is the WAL its flush rotated to: the newest.
-    let newest = common::files_with_ext(dir.path(), "log")
-        .iter()
-        .map(|p| {
-            p.file_stem()
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .parse::<u64>()
-                .unwrap()
-        })
-        .max()
-        .unwrap();
+    let newest = *common::wal_numbers(dir.path()).last().unwrap();
     assert_eq!(ka.log_number, newest);
     // Memory sums every keyspace: the memtables, and a's table's filter.
     let memtables: u64 = s.keyspaces.iter().map(|k| k.memtable_bytes).sum();

@@ -178,6 +178,16 @@ pub fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
     files_where(dir, |n| n.ends_with(&suffix))
 }
 
+/// The numbers of the `*.log` files in `dir`, ascending.
+pub fn wal_numbers(dir: &Path) -> Vec<u64> {
+    let mut v: Vec<u64> = files_with_ext(dir, "log")
+        .iter()
+        .map(|p| p.file_stem().unwrap().to_str().unwrap().parse().unwrap())
+        .collect();
+    v.sort_unstable();
+    v
+}
+
 /// The one file directly in `dir` whose name `keep` accepts; panics if
 /// there is none or more than one.
 pub fn only_file(dir: &Path, keep: impl Fn(&str) -> bool) -> PathBuf {
