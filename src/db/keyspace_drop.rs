@@ -17,7 +17,9 @@ use crate::{Error, Result};
 impl Db {
     /// Drops the keyspace named `name`: its keys, tables and memtables.
     /// The drop is one manifest record, synced before this returns, so a
-    /// crash leaves the keyspace whole or gone, never in part. Then its
+    /// crash leaves the keyspace whole or gone, never in part. The WALs
+    /// are synced first, so a drop, like [`Db::persist`], also makes every
+    /// write acknowledged before it durable against power loss. Then its
     /// tables are deleted (each once no iterator still reads it), and so
     /// are the WALs it alone kept alive.
     ///
@@ -45,9 +47,9 @@ impl Db {
 }
 
 impl DbInner {
-    /// [`Db::drop_keyspace`]: under the writer and versions locks, logs
-    /// `{12 id, 14}` (with the log numbers of keyspaces whose bump is not
-    /// persisted yet), synced; marks the keyspace dropped and removes it
+    /// [`Db::drop_keyspace`]: under the writer and versions locks, syncs
+    /// every WAL, then logs `{12 id, 14}` (with the log numbers of
+    /// keyspaces whose bump is not persisted yet), synced; marks the keyspace dropped and removes it
     /// from the live state. Then, without the locks, marks its tables
     /// obsolete, lets its memtables go and deletes the WALs below the new
     /// smallest persisted log number.
@@ -74,7 +76,13 @@ impl DbInner {
                     ..Default::default()
                 },
             );
-            if let Err(e) = self.add_bumps(&vs, &mut edit, state.id) {
+            // `add_bumps` syncs the WALs rotations closed; the current one
+            // is synced too, because the sequence this edit records may lie
+            // in it (below).
+            let synced = self
+                .add_bumps(&vs, &mut edit, state.id)
+                .and_then(|_| ws.wal.as_mut().map_or(Ok(()), |w| w.sync()));
+            if let Err(e) = synced {
                 self.record_bg_error(format!("keyspace drop failed: {e}"));
                 return Err(e);
             }
@@ -82,7 +90,11 @@ impl DbInner {
             // writes, the newest sequences in them: the edit accounts for
             // them, or the next open would take their absence for a power
             // loss (a gap, DESIGN.md 8 step 5) and drop every later write.
-            // Every other write in those WALs is in a table already.
+            // Every other write in those WALs is in a table already. That
+            // sequence may pass other keyspaces' writes in the live WALs,
+            // and then the gap check could not see a power loss taking
+            // them with newer records kept; every WAL is synced above, so
+            // none of them can be lost (RELIABILITY.md 5).
             let unflushed = {
                 let cur = state.current.read();
                 std::iter::once(&cur.mem)
