@@ -158,7 +158,7 @@ fn empty_and_memtable_only_databases() {
     );
 }
 
-/// Keyspaces (docs/keyspaces-plan.md 7, RocksDB #7789): "a" writes in
+/// Keyspaces (DESIGN.md 9.1, RocksDB #7789): "a" writes in
 /// WAL w0; "b" is flushed twice, rotating to w1 and w2, while "a" writes
 /// again in w1. No memtable names w1 ("a"'s started in w0, "b"'s and the
 /// default's in w2), yet it holds "a"'s second write: the checkpoint

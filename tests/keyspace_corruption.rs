@@ -1,12 +1,12 @@
-//! Corruption campaign at keyspace records (RELIABILITY.md campaign 2,
-//! docs/keyspaces-plan.md 8, increment 8). A base database holds the
-//! default keyspace, "a", "b" (its options changed: a tag 15 record) and
-//! "gone" (written, then dropped: tag 14), with flush edits in keyspace
-//! sections (tag 12 with the tree tags inside) and a WAL of batches whose
-//! ops name keyspaces (0x10–0x12: puts, deletes and range deletions in
-//! "a", "b" and "gone", the last skipped on replay). Each case damages one
-//! manifest record holding a keyspace section, or one WAL record holding a
-//! keyspace op: a flipped byte (4 in 5) or a truncation inside the record.
+//! Corruption campaign at keyspace records (RELIABILITY.md campaign 2). A
+//! base database holds the default keyspace, "a", "b" (its options changed:
+//! a tag 15 record) and "gone" (written, then dropped: tag 14), with flush
+//! edits in keyspace sections (tag 12 with the tree tags inside) and a WAL
+//! of batches whose ops name keyspaces (0x10–0x12: puts, deletes and range
+//! deletions in "a", "b" and "gone", the last skipped on replay). Each case
+//! damages one manifest record holding a keyspace section, or one WAL
+//! record holding a keyspace op: a flipped byte (4 in 5) or a truncation
+//! inside the record.
 //!
 //! The copy is opened and every keyspace read (scans both ways and a `get`
 //! of every key), under `catch_unwind`. Allowed: `Corruption` naming the

@@ -1,12 +1,12 @@
-//! Process-crash campaign across keyspaces (RELIABILITY.md campaign 1,
-//! docs/keyspaces-plan.md 8, increment 8): a child process writes numbered
-//! batches that span the default keyspace, "hot" (most batches), "cold"
-//! (one batch in 16, so its memtable spans many WALs and pins the oldest)
-//! and "temp", which exists for the first half of every period of
-//! [`PERIOD`] batches: the child creates it before batch `PERIOD * j` and
-//! drops it before batch `PERIOD * j + PERIOD / 2`, so every period
-//! re-creates it under the same name with a new id. The parent kills the
-//! child with SIGKILL at a random moment, reopens and checks.
+//! Process-crash campaign across keyspaces (RELIABILITY.md campaign 1): a
+//! child process writes numbered batches that span the default keyspace,
+//! "hot" (most batches), "cold" (one batch in 16, so its memtable spans
+//! many WALs and pins the oldest) and "temp", which exists for the first
+//! half of every period of [`PERIOD`] batches: the child creates it before
+//! batch `PERIOD * j` and drops it before batch `PERIOD * j + PERIOD / 2`,
+//! so every period re-creates it under the same name with a new id. The
+//! parent kills the child with SIGKILL at a random moment, reopens and
+//! checks.
 //!
 //! Protocol: this test binary re-executed as `--exact keyspace_crash_child`
 //! with `SIFTDB_KS_CRASH_CHILD=<db dir>`, `SIFTDB_KS_CRASH_SEED` and

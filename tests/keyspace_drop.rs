@@ -1,8 +1,7 @@
-//! Dropping a keyspace (docs/keyspaces-plan.md 6, increment 5): the drop
-//! frees its tables and the WALs it pinned, lets iterators opened before
-//! it read on, refuses writes naming it (nothing logged), wins over a
-//! flush or compaction of it in flight (their outputs deleted, nothing
-//! logged), and reopens without it.
+//! Dropping a keyspace (DESIGN.md 2): the drop frees its tables and the
+//! WALs it pinned, lets iterators opened before it read on, refuses writes
+//! naming it (nothing logged), wins over a flush or compaction of it in
+//! flight (their outputs deleted, nothing logged), and reopens without it.
 
 mod common;
 

@@ -1,8 +1,8 @@
 //! Power cuts and I/O faults while keyspaces are created and dropped
-//! (docs/keyspaces-plan.md 6, increment 5): a drop is one synced manifest
-//! record, so after any cut or failed operation the reopened database holds
-//! the dropped keyspace whole or not at all (and then none of its tables),
-//! every other keyspace whole, and every acknowledged creation and write.
+//! (DESIGN.md 2): a drop is one synced manifest record, so after any cut or
+//! failed operation the reopened database holds the dropped keyspace whole
+//! or not at all (and then none of its tables), every other keyspace whole,
+//! and every acknowledged creation and write.
 
 mod common;
 

@@ -1,11 +1,11 @@
-//! Campaigns 5 and 6 across keyspaces (RELIABILITY.md, docs/keyspaces-plan.md
-//! 8, increment 8): one workload writes batches spanning the default
-//! keyspace, "hot" (most batches, flushed on its own) and "cold" (batches 2
-//! and 20 only, so its memtable pins the first WAL while "hot" and the
-//! default rotate and flush past it: the WAL retention rule, the flush
-//! edits' log numbers and the empty-keyspace bump all act), with a close
-//! and reopen halfway (recovery replays each keyspace from its own log
-//! number) and a flush of every keyspace near the end.
+//! Campaigns 5 and 6 across keyspaces (RELIABILITY.md): one workload writes
+//! batches spanning the default keyspace, "hot" (most batches, flushed on
+//! its own) and "cold" (batches 2 and 20 only, so its memtable pins the
+//! first WAL while "hot" and the default rotate and flush past it: the WAL
+//! retention rule, the flush edits' log numbers and the empty-keyspace bump
+//! all act), with a close and reopen halfway (recovery replays each
+//! keyspace from its own log number) and a flush of every keyspace near the
+//! end.
 //!
 //! `power_cut_sweep_across_keyspaces` cuts the power (`PowerFs`) at every
 //! file operation, for `sync = false` and `sync = true`; each cut gives a

@@ -1,12 +1,12 @@
-//! Randomized model test across keyspaces (docs/keyspaces-plan.md 8,
-//! increment 8): a `BTreeMap` per keyspace against the database through
-//! puts, deletes and range deletions in one keyspace or in batches across
+//! Randomized model test across keyspaces (RELIABILITY.md, the keyspace
+//! campaigns): a `BTreeMap` per keyspace against the database through puts,
+//! deletes and range deletions in one keyspace or in batches across
 //! several, creations, drops and re-creations under the same name (a new
 //! id: nothing of the old keyspace may come back), flushes of one keyspace
 //! or all, compactions, reopens, and reads (`get`, scans both ways) of
-//! every keyspace. A handle kept from before a drop must be refused.
-//! Seeds are fixed; `SIFTDB_KS_MODEL_OPS` sets the operations per seed
-//! (default 5,000).
+//! every keyspace. A handle kept from before a drop must be refused. Seeds
+//! are fixed; `SIFTDB_KS_MODEL_OPS` sets the operations per seed (default
+//! 5,000).
 
 mod common;
 

@@ -1,7 +1,7 @@
-//! Per-keyspace options (docs/keyspaces-plan.md, increment 4): a keyspace
-//! builds its tables with its own settings, keeps them across reopens
-//! (manifest tags 13 and 15), reports what `keyspace_with` changed, and
-//! refuses a prefix extractor it cannot store.
+//! Per-keyspace options (DESIGN.md 2): a keyspace builds its tables with
+//! its own settings, keeps them across reopens (manifest tags 13 and 15),
+//! reports what `keyspace_with` changed, and refuses a prefix extractor it
+//! cannot store.
 
 mod common;
 

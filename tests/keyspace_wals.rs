@@ -1,9 +1,9 @@
-//! The WAL retention rule with keyspaces (docs/keyspaces-plan.md 4): a
-//! WAL is deleted only below the smallest log number the manifest holds
-//! for a live keyspace, and an idle keyspace's log number follows the
-//! rotations (the empty-keyspace bump, persisted by the next flush edit),
-//! so that it keeps no WAL alive. RocksDB's PRs #7780/#7781 are the bug
-//! these guard against: WALs deleted on log numbers only held in memory.
+//! The WAL retention rule with keyspaces (DESIGN.md 5): a WAL is deleted
+//! only below the smallest log number the manifest holds for a live
+//! keyspace, and an idle keyspace's log number follows the rotations (the
+//! empty-keyspace bump, persisted by the next flush edit), so that it keeps
+//! no WAL alive. RocksDB's PRs #7780/#7781 are the bug these guard against:
+//! WALs deleted on log numbers only held in memory.
 
 mod common;
 
@@ -147,7 +147,7 @@ fn cold_keyspace_under_wal_bound(dir: &Path, bound: u64) -> (u64, usize) {
     (most, tables)
 }
 
-/// `Options::max_total_wal_size` (docs/keyspaces-plan.md 4): a keyspace
+/// `Options::max_total_wal_size` (DESIGN.md 5): a keyspace
 /// holding one write in an old WAL is frozen and flushed once the live WALs
 /// pass the bound, so they stay within it plus one write buffer. Without
 /// the bound (0) the same workload keeps every WAL since the cold write.
@@ -339,7 +339,7 @@ fn flush_while_a_closed_wal_is_unsynced(dir: &Path) -> SyncRace {
 
 /// A flush edit moves its keyspace's log number past WALs that may still
 /// hold another keyspace's only copy of older writes, unsynced: the closed
-/// WALs are synced before the edit is logged (docs/keyspaces-plan.md 4).
+/// WALs are synced before the edit is logged (DESIGN.md 5).
 /// Without that, a power cut right after the edit keeps the default's
 /// newer writes (in the flushed table) and loses "b"'s older ones (the
 /// unsynced tail of the closed WAL): not a prefix.

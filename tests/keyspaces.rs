@@ -1,8 +1,7 @@
-//! Keyspaces (column families) in the engine (docs/keyspaces-plan.md,
-//! increment 3): creation, listing, separate data per keyspace, atomic
-//! batches across keyspaces, reopen and read-only open, recovery of WAL
-//! ops per keyspace, and the tools that refuse keyspaces until they
-//! handle them.
+//! Keyspaces (column families) in the engine (DESIGN.md 2): creation,
+//! listing, separate data per keyspace, atomic batches across keyspaces,
+//! reopen and read-only open, recovery of WAL ops per keyspace, and the
+//! tools that refuse keyspaces until they handle them.
 
 mod common;
 
@@ -359,7 +358,7 @@ fn flush_and_compaction_inside_a_keyspace_keep_its_data_separate() {
 
 /// `Db::stats` lists every keyspace (default first) and sums their
 /// memory; `Keyspace::stats` gives one keyspace's tree and its own flush
-/// count (docs/keyspaces-plan.md 7).
+/// count (DESIGN.md 2).
 #[test]
 fn stats_list_every_keyspace_and_memory_sums_them() {
     let dir = tempfile::tempdir().unwrap();
@@ -515,7 +514,7 @@ fn a_handle_outliving_its_database_writes_nothing() {
     assert!(matches!(orphan.put("k", "v"), Err(Error::Background(_))));
 }
 
-/// Salvage reads one keyspace (docs/keyspaces-plan.md 7): with the
+/// Salvage reads one keyspace (DESIGN.md 11.1): with the
 /// manifest, its tables and its WAL ops, by name or id; with the manifest
 /// destroyed, the tables whose `siftdb.keyspace` property names it (absent:
 /// the default) and its WAL ops, by id only.

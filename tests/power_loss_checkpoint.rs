@@ -3,7 +3,7 @@
 //!
 //! A database with tables in several levels, a live WAL, range
 //! deletions (flushed and not) and two keyspaces beside the default (one
-//! cold, whose memtable pins the oldest WAL, docs/keyspaces-plan.md 7)
+//! cold, whose memtable pins the oldest WAL, DESIGN.md 9.1)
 //! runs on a `PowerFs`
 //! (tests/common/power_fs.rs), which models the checkpoint's temporary
 //! directory, its hard links, its rename to the target and the parent's

@@ -205,7 +205,7 @@ fn inspection_snapshots_see_a_prefix_of_the_writes_while_a_writer_flushes_and_co
 
 /// A read-only open pins the WALs before it reads the manifest, so it may
 /// meet writes to a keyspace created after the manifest it read: those
-/// are `Corruption` to it (docs/keyspaces-plan.md 5), and it reads the
+/// are `Corruption` to it (DESIGN.md 8), and it reads the
 /// manifest again, which the creation changed. Held after reading the
 /// manifest while the writer creates a keyspace and writes to it, the
 /// open succeeds and shows the keyspace with its write.

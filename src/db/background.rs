@@ -122,7 +122,7 @@ impl DbInner {
                 version: Arc::clone(&cur.version),
             });
         }
-        // The empty-keyspace bump (docs/keyspaces-plan.md 4): a keyspace
+        // The empty-keyspace bump (DESIGN.md 2 and 5): a keyspace
         // holding nothing in memory has no write in any WAL older than
         // this one, so its memtable is renumbered to it; the next flush
         // edit persists that log number, and only then may the older WALs
@@ -224,7 +224,7 @@ impl DbInner {
     ///
     /// The edit also carries the log number of every other keyspace whose
     /// oldest write in memory moved past the one the manifest holds (an
-    /// empty keyspace's bump, docs/keyspaces-plan.md 4): that is how a
+    /// empty keyspace's bump, DESIGN.md 2 and 5): that is how a
     /// bump becomes durable, and only durable log numbers free a WAL.
     /// Before the edit, the WALs rotations closed are synced (the unsynced
     /// tail of an older WAL may be another keyspace's only copy of writes
@@ -321,7 +321,7 @@ impl DbInner {
     /// Adds to `edit` (a flush's or a drop's, built under the versions
     /// lock `vs`) the log number of every live keyspace but `except` whose
     /// oldest write in memory moved past the one the manifest holds (an
-    /// empty keyspace's bump, docs/keyspaces-plan.md 4): that is how a
+    /// empty keyspace's bump, DESIGN.md 2 and 5): that is how a
     /// bump becomes durable, and only durable log numbers free a WAL.
     /// Then syncs the WALs rotations closed (the unsynced tail of an older
     /// WAL may be another keyspace's only copy of writes older than those

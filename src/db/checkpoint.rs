@@ -309,7 +309,7 @@ impl DbInner {
             .iter()
             .map(|ks| ks.current.read().clone())
             .collect();
-        // Each keyspace's `Lmem` (docs/keyspaces-plan.md 4): its writes in
+        // Each keyspace's `Lmem` (DESIGN.md 9.1): its writes in
         // older WALs are in the tables of its pinned version.
         let log_numbers: Vec<u64> = views.iter().map(|sv| sv.oldest_wal()).collect();
         let oldest = log_numbers.iter().copied().min().unwrap_or(ws.wal_number);

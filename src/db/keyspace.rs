@@ -97,7 +97,7 @@ impl KeyspaceState {
     }
 
     /// The WAL of the oldest write its memtables may hold (`Lmem` in
-    /// docs/keyspaces-plan.md 4): its oldest frozen memtable's, else its
+    /// DESIGN.md 5 and 9.1): its oldest frozen memtable's, else its
     /// active memtable's.
     pub(super) fn oldest_wal(&self) -> u64 {
         self.current.read().oldest_wal()

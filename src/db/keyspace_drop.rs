@@ -1,4 +1,4 @@
-//! Dropping a keyspace (docs/keyspaces-plan.md 6; DESIGN.md 9): one synced
+//! Dropping a keyspace (DESIGN.md 2 and 9): one synced
 //! manifest record, then its tables, memtables and the WALs only it kept
 //! alive go.
 

@@ -61,7 +61,7 @@ pub(crate) struct SuperVersion {
 
 impl SuperVersion {
     /// The WAL of the oldest write its memtables may hold (`Lmem` in
-    /// docs/keyspaces-plan.md 4): its oldest frozen memtable's, else its
+    /// DESIGN.md 9.1): its oldest frozen memtable's, else its
     /// active memtable's. The keyspace's writes in older WALs are all in
     /// the tables of `version`.
     pub(crate) fn oldest_wal(&self) -> u64 {
@@ -166,7 +166,7 @@ struct KeyspaceVersion {
     /// Its stored options text (manifest tag 13).
     options_text: String,
     /// The log number the manifest holds for it (`Lp`,
-    /// docs/keyspaces-plan.md 4): its WALs numbered below this are
+    /// DESIGN.md 5): its WALs numbered below this are
     /// flushed.
     log_number: u64,
     /// Its last compactions' key predictions, oldest first.
@@ -285,7 +285,7 @@ impl VersionState {
     }
 
     /// The smallest log number logged for any live keyspace: every WAL
-    /// below it is obsolete (docs/keyspaces-plan.md 4: only log numbers
+    /// below it is obsolete (DESIGN.md 5: only log numbers
     /// durable in the manifest free a WAL, never one moved in memory).
     fn min_log_number(&self) -> u64 {
         self.keyspaces

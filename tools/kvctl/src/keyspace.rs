@@ -1,5 +1,5 @@
-//! `kvctl keyspace list|create|drop`: the keyspaces (column families) of
-//! a database (docs/keyspaces-plan.md 7).
+//! `kvctl keyspace list|create|drop`: the keyspaces (column families) of a
+//! database (DESIGN.md 2).
 //!
 //! Also the global `--keyspace NAME` every command that reads or writes
 //! keys honours: [`select`] records it once the command line is parsed,

@@ -1,7 +1,7 @@
-//! kvctl and keyspaces (docs/keyspaces-plan.md 7): the global
-//! `--keyspace NAME` of every command that reads or writes keys, a missing
-//! keyspace (exit 2), `keyspace list|create|drop`, the JSON `keyspaces`
-//! of `stats` and `info`, and export from one keyspace into another.
+//! kvctl and keyspaces (DESIGN.md 2): the global `--keyspace NAME` of every
+//! command that reads or writes keys, a missing keyspace (exit 2),
+//! `keyspace list|create|drop`, the JSON `keyspaces` of `stats` and `info`,
+//! and export from one keyspace into another.
 
 use std::path::{Path, PathBuf};
 
