@@ -1,7 +1,7 @@
 //! Keyspaces (column families) in the engine (DESIGN.md 2): creation,
 //! listing, separate data per keyspace, atomic batches across keyspaces,
-//! reopen and read-only open, recovery of WAL ops per keyspace, and the
-//! tools that refuse keyspaces until they handle them.
+//! reopen and read-only open, recovery of WAL ops per keyspace, stats,
+//! salvage and handles that outlive their database.
 
 mod common;
 
