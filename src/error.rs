@@ -106,8 +106,8 @@ pub enum Error {
 
     /// No keyspace has this name ([`crate::Db::existing_keyspace`],
     /// [`crate::Db::drop_keyspace`]), or the keyspace was dropped (a read,
-    /// write, flush or compaction through a handle of it; a write names it
-    /// by id). The string is the name.
+    /// write, flush or compaction through a handle of it, or a batch
+    /// naming it). The string is the name.
     #[error("no keyspace named \"{0}\"")]
     NoSuchKeyspace(String),
 }

@@ -111,6 +111,9 @@ impl KeyspaceState {
 pub(super) struct KeyspaceMap {
     by_id: BTreeMap<u32, Arc<KeyspaceState>>,
     by_name: HashMap<String, u32>,
+    /// The names of keyspaces dropped since the open, by id: for the error
+    /// that refuses a batch still naming one (a batch holds ids only).
+    dropped: BTreeMap<u32, String>,
 }
 
 impl KeyspaceMap {
@@ -137,13 +140,19 @@ impl KeyspaceMap {
         m
     }
 
-    /// This map without keyspace `id`.
+    /// This map without keyspace `id`, dropped.
     pub(super) fn without(&self, id: u32) -> KeyspaceMap {
         let mut m = self.clone();
         if let Some(ks) = m.by_id.remove(&id) {
             m.by_name.remove(&ks.name);
+            m.dropped.insert(id, ks.name.clone());
         }
         m
+    }
+
+    /// The name keyspace `id` had, if it was dropped since the open.
+    pub(super) fn dropped_name(&self, id: u32) -> Option<&str> {
+        self.dropped.get(&id).map(String::as_str)
     }
 }
 

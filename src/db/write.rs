@@ -277,7 +277,10 @@ impl DbInner {
                     .copied()
                     .find(|id| map.by_id(*id).is_none() || !ws.mems.contains_key(id));
                 if let Some(id) = missing {
-                    w.refused = Some(format!("(id {id}; dropped)"));
+                    let name = map
+                        .dropped_name(id)
+                        .map_or_else(|| format!("(id {id}; dropped)"), str::to_string);
+                    w.refused = Some(name);
                     w.batch = WriteBatch::new();
                     continue;
                 }
