@@ -1,7 +1,8 @@
 //! kvctl and keyspaces (DESIGN.md 2): the global `--keyspace NAME` of every
 //! command that reads or writes keys, a missing keyspace (exit 2),
 //! `keyspace list|create|drop`, the JSON `keyspaces` of `stats` and `info`,
-//! and export from one keyspace into another.
+//! keyspace names in `wal dump`, and export from one keyspace into
+//! another.
 
 use std::path::{Path, PathBuf};
 
@@ -523,6 +524,31 @@ fn sst_dump_shows_the_keyspace_property() {
     assert!(
         text.lines()
             .any(|l| l.contains("siftdb.keyspace") && l.trim_end().ends_with('1')),
+        "{text}"
+    );
+}
+
+/// `wal dump` of a database names each op's keyspace as the manifest
+/// lists it; of a WAL file alone, by id only.
+#[test]
+fn wal_dump_names_the_keyspaces() {
+    let (_tmp, dir) = two_keyspaces();
+    {
+        let db = siftdb::Db::open(&dir).unwrap();
+        db.keyspace("logs").unwrap().put("w", "in the WAL").unwrap();
+        db.close().unwrap();
+    }
+    let v = json(kvctl(&["wal", "dump", p(&dir), "--json"]));
+    let op = &v["wals"][0]["records"][0]["ops"][0];
+    assert_eq!(op["key"], "w", "{v:#}");
+    assert_eq!(op["keyspace"], 1, "{v:#}");
+    assert_eq!(op["keyspace_name"], "logs", "{v:#}");
+    let text = stdout(&ok(kvctl(&["wal", "dump", p(&dir)])));
+    assert!(text.contains("put ks=1 (logs)"), "{text}");
+    let wal = files_with_ext(&dir, "log").pop().unwrap();
+    let text = stdout(&ok(kvctl(&["wal", "dump", p(&wal)])));
+    assert!(
+        text.contains("put ks=1 ") && !text.contains("(logs)"),
         "{text}"
     );
 }

@@ -1,6 +1,7 @@
 //! `kvctl manifest dump` and `kvctl wal dump`: the records of the two log
 //! files, decoded.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
@@ -405,7 +406,25 @@ pub fn updates_text(updates: u64, range_deletions: u64) -> String {
     s
 }
 
-fn wal_json(w: &WalContents, show: Show) -> Value {
+/// The names of a database's keyspaces other than the default, by id,
+/// as its current manifest lists them (live and, for ops of a keyspace
+/// dropped since, none). Empty if the manifest cannot be read: `wal dump`
+/// reports damage of its own, and shows ids then.
+fn keyspace_names(dir: &Path) -> BTreeMap<u32, String> {
+    let state = current_manifest(dir)
+        .and_then(|(_, path)| read_manifest(&path))
+        .and_then(|m| m.replay_all());
+    state
+        .map(|s| {
+            s.keyspaces
+                .into_iter()
+                .map(|(id, k)| (id, k.name))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn wal_json(w: &WalContents, show: Show, names: &BTreeMap<u32, String>) -> Value {
     json!({
         "file": w.path.display().to_string(),
         "number": w.number,
@@ -424,6 +443,9 @@ fn wal_json(w: &WalContents, show: Show) -> Value {
                 // Only outside the default keyspace (DESIGN.md 12.3).
                 if o.keyspace != 0 {
                     op["keyspace"] = json!(o.keyspace);
+                    if let Some(name) = names.get(&o.keyspace) {
+                        op["keyspace_name"] = json!(name);
+                    }
                 }
                 op
             }).collect::<Vec<_>>(),
@@ -433,7 +455,7 @@ fn wal_json(w: &WalContents, show: Show) -> Value {
     })
 }
 
-fn wal_text(w: &WalContents, show: Show) -> String {
+fn wal_text(w: &WalContents, show: Show, names: &BTreeMap<u32, String>) -> String {
     let mut out = format!(
         "{}: {}, {}, {}\n",
         file_name(&w.path),
@@ -468,10 +490,10 @@ fn wal_text(w: &WalContents, show: Show) -> String {
                     offset,
                     bytes,
                     o.seq.to_string(),
-                    if o.keyspace == 0 {
-                        o.value_type.name().to_string()
-                    } else {
-                        format!("{} ks={}", o.value_type.name(), o.keyspace)
+                    match (o.keyspace, names.get(&o.keyspace)) {
+                        (0, _) => o.value_type.name().to_string(),
+                        (id, Some(name)) => format!("{} ks={id} ({name})", o.value_type.name()),
+                        (id, None) => format!("{} ks={id}", o.value_type.name()),
                     },
                     show.bytes(&o.key),
                     op_value_text(o, show),
@@ -503,10 +525,16 @@ fn wal_dump(a: &WalDumpArgs) -> Result<(), CliError> {
             a.path.display()
         )));
     };
-    if a.json {
-        emit_json(&json!({ "wals": wals.iter().map(|w| wal_json(w, show)).collect::<Vec<_>>() }))?;
+    let names = if a.path.is_dir() {
+        keyspace_names(&a.path)
     } else {
-        let text: Vec<String> = wals.iter().map(|w| wal_text(w, show)).collect();
+        BTreeMap::new()
+    };
+    if a.json {
+        let wals: Vec<Value> = wals.iter().map(|w| wal_json(w, show, &names)).collect();
+        emit_json(&json!({ "wals": wals }))?;
+    } else {
+        let text: Vec<String> = wals.iter().map(|w| wal_text(w, show, &names)).collect();
         let mut out = text.join("\n");
         if wals.is_empty() {
             out.push_str("no live WAL\n");
