@@ -5,7 +5,10 @@
 //! - [`background`]: memtable rotation, flushes, compactions and the
 //!   background thread;
 //! - [`read`]: point lookups and iterators over one super-version;
+//! - [`snapshot`]: [`Snapshot`], reads fixed at one sequence number;
+//! - [`stats`]: counters, tree shapes and key-count estimates;
 //! - [`write`]: group commit, per-write sync and `persist`;
+//! - [`keyspace`], [`keyspace_drop`]: keyspaces (column families);
 //! - [`checkpoint`]: `Db::checkpoint`, a consistent copy in a new
 //!   directory.
 //!
@@ -18,7 +21,6 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
-use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -34,10 +36,9 @@ use crate::key::SequenceNumber;
 use crate::key_range::KeyRange;
 use crate::log::LogWriter;
 use crate::memtable::MemTable;
-use crate::sketch::hyperloglog::HyperLogLog;
 use crate::sketch::read_sketch::ReadSketch;
 use crate::sstable::block_cache::BlockCache;
-use crate::stats::{Counters, GetCounts, KeyPrediction};
+use crate::stats::{Counters, KeyPrediction};
 use crate::sync_point::{self, SyncPoint};
 use crate::version::edit::{FileMetaData, KeyspaceAdd, KeyspaceEdit, VersionEdit};
 use crate::version::manifest::{self, Manifest};
@@ -48,6 +49,7 @@ pub use builder::DbBuilder;
 pub use checkpoint::{checkpoint_temp_dir, CheckpointReport, CHECKPOINT_TEMP_SUFFIX};
 pub use keyspace::{Keyspace, KeyspaceSnapshot};
 use keyspace::{KeyspaceMap, KeyspaceState};
+pub use snapshot::Snapshot;
 
 /// What a reader needs to see the whole database at one moment: the active
 /// memtable, the frozen memtables waiting for flush (newest first) and the
@@ -78,7 +80,7 @@ macro_rules! read_conveniences {
         #[doc = concat!("Whether `key` has a live value ", $view, ": `get(key)?.is_some()`.")]
         ///
         /// # Errors
-        /// As [`Db::get`].
+        /// As [`Db::get`](crate::Db::get).
         pub fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool> {
             Ok(self.get(key)?.is_some())
         }
@@ -86,7 +88,7 @@ macro_rules! read_conveniences {
         #[doc = concat!("The live pair with the smallest key ", $view, ", if any: the first item of `iter()`.")]
         ///
         /// # Errors
-        /// [`Error::Corruption`] if a block read fails its checksum.
+        /// [`Error::Corruption`](crate::Error::Corruption) if a block read fails its checksum.
         pub fn first_key_value(&self) -> Result<Option<(Slice, Slice)>> {
             self.iter().next().transpose()
         }
@@ -94,7 +96,7 @@ macro_rules! read_conveniences {
         #[doc = concat!("The live pair with the largest key ", $view, ", if any: the first item of `iter().rev()`.")]
         ///
         /// # Errors
-        /// [`Error::Corruption`] if a block read fails its checksum.
+        /// [`Error::Corruption`](crate::Error::Corruption) if a block read fails its checksum.
         pub fn last_key_value(&self) -> Result<Option<(Slice, Slice)>> {
             self.iter().next_back().transpose()
         }
@@ -102,17 +104,17 @@ macro_rules! read_conveniences {
         #[doc = concat!("Whether no key has a live value ", $view, " (reads at most one pair).")]
         ///
         /// # Errors
-        /// [`Error::Corruption`] if a block read fails its checksum.
+        /// [`Error::Corruption`](crate::Error::Corruption) if a block read fails its checksum.
         pub fn is_empty(&self) -> Result<bool> {
             Ok(self.first_key_value()?.is_none())
         }
 
         #[doc = concat!("The exact number of live keys ", $view, ", counted by a full scan")]
-        /// (it reads every table; [`Db::approximate_len`] estimates it
+        /// (it reads every table; [`Db::approximate_len`](crate::Db::approximate_len) estimates it
         /// from the key sketches without reading data).
         ///
         /// # Errors
-        /// [`Error::Corruption`] if a block read fails its checksum.
+        /// [`Error::Corruption`](crate::Error::Corruption) if a block read fails its checksum.
         pub fn len(&self) -> Result<u64> {
             self.iter().try_fold(0u64, |n, pair| pair.map(|_| n + 1))
         }
@@ -1155,91 +1157,6 @@ pub struct LiveFile {
     pub properties: crate::sstable::TableProperties,
 }
 
-/// A read-only view of a [`Db`] fixed at the moment [`Db::snapshot`] was
-/// called: `get`, `range` and `prefix` behave as on the `Db`, but see no
-/// write made after that moment, however many flushes and compactions
-/// follow. Dropping it releases the old versions it kept alive. It may
-/// outlive the `Db` handle: reads then still work, and `close` (or drop)
-/// still lets the database's `LOCK` go, so it can be opened again.
-///
-/// # Example
-/// ```
-/// let dir = tempfile::tempdir()?;
-/// let db = siftdb::Db::open(dir.path())?;
-/// db.put("k", "before")?;
-/// let snapshot = db.snapshot();
-/// db.put("k", "after")?;
-/// db.flush()?;
-/// assert_eq!(snapshot.get("k")?.as_deref(), Some(&b"before"[..]));
-/// assert_eq!(db.get("k")?.as_deref(), Some(&b"after"[..]));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub struct Snapshot {
-    inner: Arc<DbInner>,
-    seq: SequenceNumber,
-}
-
-impl Snapshot {
-    /// The sequence number this snapshot reads at.
-    pub fn sequence(&self) -> SequenceNumber {
-        self.seq
-    }
-
-    read_conveniences!("as of the snapshot");
-
-    /// The value `key` had when the snapshot was taken.
-    ///
-    /// # Errors
-    /// As [`Db::get`].
-    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Slice>> {
-        let key = key.as_ref();
-        check_lengths(key.len(), 0)?;
-        let sv = self.inner.default.current.read().clone();
-        self.inner.point_get(&sv, key, self.seq)
-    }
-
-    /// As [`Db::range`], as of the snapshot.
-    pub fn range(&self, range: impl KeyRange) -> DbIterator {
-        let sv = self.inner.default.current.read().clone();
-        let (lo, hi) = range.into_bounds();
-        self.inner
-            .scan_range(&self.inner.default, sv, self.seq, lo, hi)
-    }
-
-    /// As [`Db::iter`], as of the snapshot: every live pair, in key order.
-    pub fn iter(&self) -> DbIterator {
-        let sv = self.inner.default.current.read().clone();
-        let all = std::ops::Bound::Unbounded;
-        self.inner
-            .scan_range(&self.inner.default, sv, self.seq, all.clone(), all)
-    }
-
-    /// As [`Db::prefix`], as of the snapshot.
-    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
-        let sv = self.inner.default.current.read().clone();
-        self.inner
-            .scan_prefix(&self.inner.default, sv, self.seq, prefix.as_ref())
-    }
-}
-
-impl Drop for Snapshot {
-    fn drop(&mut self) {
-        let mut snaps = self.inner.snapshots.lock();
-        if let Some(n) = snaps.get_mut(&self.seq.0) {
-            *n -= 1;
-            if *n == 0 {
-                snaps.remove(&self.seq.0);
-            }
-        }
-    }
-}
-
-impl std::fmt::Debug for Snapshot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Snapshot").field("seq", &self.seq).finish()
-    }
-}
-
 mod background;
 mod builder;
 mod checkpoint;
@@ -1248,136 +1165,17 @@ mod keyspace;
 mod keyspace_drop;
 mod read;
 mod recovery;
+mod snapshot;
 mod stats;
 mod stored_options;
 mod write;
 
-use read::{get_from, iterate, prefix_bounds, prefix_scan_prefix, range_scan_prefix};
 use recovery::{acquire_lock, check_fresh_directory, recover, replay_manifest, Replayed};
 pub(crate) use recovery::{is_directory, live_wals, no_database, pin_wals, PinnedWal};
 pub use recovery::{RecoveryReport, WalReplay};
 use write::WriteQueue;
 
 impl DbInner {
-    /// [`Db::approximate_len`] of keyspace `ks`.
-    fn approximate_len_of(&self, ks: &KeyspaceState) -> Result<u64> {
-        let sv = ks.current.read().clone();
-        let precision = self
-            .options
-            .key_sketch_precision
-            .unwrap_or(HyperLogLog::DEFAULT_PRECISION);
-        let mut sketch = HyperLogLog::new(precision)?;
-        let mut unsketched = 0u64;
-        for (_, f) in sv.version.files() {
-            // A damaged sketch counts as none: it shapes this estimate,
-            // never an answer (`kvctl verify` reports it).
-            match f.table.key_sketch().ok().flatten() {
-                Some(s) => sketch.merge(&s),
-                None => unsketched += f.table.properties().num_distinct_keys,
-            }
-        }
-        for mem in std::iter::once(&sv.mem).chain(&sv.imms) {
-            let mut last: Option<Vec<u8>> = None;
-            for entry in mem.iter(Bound::Unbounded, Bound::Unbounded) {
-                let (ik, _) = entry?;
-                let user_key = crate::key::user_key_of(&ik);
-                if last.as_deref() != Some(user_key) {
-                    sketch.insert(user_key);
-                    last = Some(user_key.to_vec());
-                }
-            }
-        }
-        Ok(sketch.estimate().round() as u64 + unsketched)
-    }
-}
-
-impl DbInner {
-    /// One point lookup in `sv` at `seq`, counted in the stats and, when
-    /// on, in the read sketch (with the hash the filters then reuse).
-    fn point_get(
-        &self,
-        sv: &SuperVersion,
-        key: &[u8],
-        seq: SequenceNumber,
-    ) -> Result<Option<Slice>> {
-        let hash = self.hot.as_ref().map(|_| crate::filter::hash_key(key));
-        let mut counts = GetCounts::default();
-        let r = get_from(sv, key, seq, hash, self.block_cache.as_deref(), &mut counts);
-        self.counters.add_get(&counts);
-        if let (Some(sketch), Some(h), Ok(v)) = (&self.hot, hash, &r) {
-            sketch.record(key, h, v.is_some());
-        }
-        r
-    }
-
-    /// The super-version and sequence number a new read uses, taken in
-    /// that order (DESIGN.md 10).
-    ///
-    /// The order is what makes the pair consistent. A compaction computes
-    /// its cut-off (the oldest sequence a reader may still read at) from
-    /// the visible sequence before it installs its output, and it may drop
-    /// every version a read at an older sequence would need. A read that
-    /// loaded its sequence first and then took a super-version installed
-    /// by such a compaction found the key missing or older (a `None` for a
-    /// key never deleted, a deleted key back): found by an adversarial run
-    /// and pinned by `tests/concurrency_reads.rs`. Taken the other way
-    /// round, a super-version that holds a compaction's output was
-    /// installed after that compaction read the visible sequence, so the
-    /// read's sequence, loaded later, is at or above its cut-off; and a
-    /// super-version from before the compaction still holds its inputs
-    /// (kept open, and on disk, by the `Arc`). Every write up to the
-    /// sequence is in the super-version, except writes that went to a
-    /// memtable rotated in after it was taken; those all come after every
-    /// write it holds, so the read sees the database as it was at that
-    /// rotation, a moment during the call.
-    fn view(&self) -> (Arc<SuperVersion>, SequenceNumber) {
-        self.view_of(&self.default)
-    }
-
-    /// As [`DbInner::view`], for keyspace `ks`.
-    fn view_of(&self, ks: &KeyspaceState) -> (Arc<SuperVersion>, SequenceNumber) {
-        let sv = ks.current.read().clone();
-        sync_point::reach(
-            &self.options.sync_points,
-            SyncPoint::ReadBetweenVersionAndSequence,
-        );
-        let seq = SequenceNumber(self.visible_seq.load(Ordering::Acquire));
-        (sv, seq)
-    }
-
-    /// An iterator over `(lo, hi)` in `sv` at `seq`, consulting the tables'
-    /// prefix filters when both bounds share one extracted prefix.
-    fn scan_range(
-        &self,
-        ks: &KeyspaceState,
-        sv: Arc<SuperVersion>,
-        seq: SequenceNumber,
-        lo: std::ops::Bound<Vec<u8>>,
-        hi: std::ops::Bound<Vec<u8>>,
-    ) -> DbIterator {
-        let options = ks.options();
-        let ex = options.prefix_extractor.as_deref();
-        let prefix = ex.and_then(|ex| range_scan_prefix(ex, &lo, &hi));
-        iterate(sv, seq, lo, hi, &self.counters, prefix)
-    }
-
-    /// An iterator over the keys starting with `p` in `sv` at `seq`,
-    /// consulting the tables' prefix filters when `p` is in the
-    /// extractor's domain.
-    fn scan_prefix(
-        &self,
-        ks: &KeyspaceState,
-        sv: Arc<SuperVersion>,
-        seq: SequenceNumber,
-        p: &[u8],
-    ) -> DbIterator {
-        let (lo, hi) = prefix_bounds(p);
-        let options = ks.options();
-        let ex = options.prefix_extractor.as_deref();
-        let prefix = ex.and_then(|ex| prefix_scan_prefix(ex, p));
-        iterate(sv, seq, lo, hi, &self.counters, prefix)
-    }
-
     /// Refuses a read, flush or compaction through a handle of keyspace
     /// `ks`: dropped, or of a closed database.
     ///

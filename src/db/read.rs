@@ -16,7 +16,97 @@ use crate::stats::{Counters, GetCounts};
 use crate::version::set::TableFile;
 use crate::{Result, Slice};
 
-use super::SuperVersion;
+use super::keyspace::KeyspaceState;
+use super::{DbInner, SuperVersion};
+use crate::sync_point::{self, SyncPoint};
+
+impl DbInner {
+    /// One point lookup in `sv` at `seq`, counted in the stats and, when
+    /// on, in the read sketch (with the hash the filters then reuse).
+    pub(super) fn point_get(
+        &self,
+        sv: &SuperVersion,
+        key: &[u8],
+        seq: SequenceNumber,
+    ) -> Result<Option<Slice>> {
+        let hash = self.hot.as_ref().map(|_| crate::filter::hash_key(key));
+        let mut counts = GetCounts::default();
+        let r = get_from(sv, key, seq, hash, self.block_cache.as_deref(), &mut counts);
+        self.counters.add_get(&counts);
+        if let (Some(sketch), Some(h), Ok(v)) = (&self.hot, hash, &r) {
+            sketch.record(key, h, v.is_some());
+        }
+        r
+    }
+
+    /// The super-version and sequence number a new read uses, taken in
+    /// that order (DESIGN.md 10).
+    ///
+    /// The order is what makes the pair consistent. A compaction computes
+    /// its cut-off (the oldest sequence a reader may still read at) from
+    /// the visible sequence before it installs its output, and it may drop
+    /// every version a read at an older sequence would need. A read that
+    /// loaded its sequence first and then took a super-version installed
+    /// by such a compaction found the key missing or older (a `None` for a
+    /// key never deleted, a deleted key back): found by an adversarial run
+    /// and pinned by `tests/concurrency_reads.rs`. Taken the other way
+    /// round, a super-version that holds a compaction's output was
+    /// installed after that compaction read the visible sequence, so the
+    /// read's sequence, loaded later, is at or above its cut-off; and a
+    /// super-version from before the compaction still holds its inputs
+    /// (kept open, and on disk, by the `Arc`). Every write up to the
+    /// sequence is in the super-version, except writes that went to a
+    /// memtable rotated in after it was taken; those all come after every
+    /// write it holds, so the read sees the database as it was at that
+    /// rotation, a moment during the call.
+    pub(super) fn view(&self) -> (Arc<SuperVersion>, SequenceNumber) {
+        self.view_of(&self.default)
+    }
+
+    /// As [`DbInner::view`], for keyspace `ks`.
+    pub(super) fn view_of(&self, ks: &KeyspaceState) -> (Arc<SuperVersion>, SequenceNumber) {
+        let sv = ks.current.read().clone();
+        sync_point::reach(
+            &self.options.sync_points,
+            SyncPoint::ReadBetweenVersionAndSequence,
+        );
+        let seq = SequenceNumber(self.visible_seq.load(Ordering::Acquire));
+        (sv, seq)
+    }
+
+    /// An iterator over `(lo, hi)` in `sv` at `seq`, consulting the tables'
+    /// prefix filters when both bounds share one extracted prefix.
+    pub(super) fn scan_range(
+        &self,
+        ks: &KeyspaceState,
+        sv: Arc<SuperVersion>,
+        seq: SequenceNumber,
+        lo: std::ops::Bound<Vec<u8>>,
+        hi: std::ops::Bound<Vec<u8>>,
+    ) -> DbIterator {
+        let options = ks.options();
+        let ex = options.prefix_extractor.as_deref();
+        let prefix = ex.and_then(|ex| range_scan_prefix(ex, &lo, &hi));
+        iterate(sv, seq, lo, hi, &self.counters, prefix)
+    }
+
+    /// An iterator over the keys starting with `p` in `sv` at `seq`,
+    /// consulting the tables' prefix filters when `p` is in the
+    /// extractor's domain.
+    pub(super) fn scan_prefix(
+        &self,
+        ks: &KeyspaceState,
+        sv: Arc<SuperVersion>,
+        seq: SequenceNumber,
+        p: &[u8],
+    ) -> DbIterator {
+        let (lo, hi) = prefix_bounds(p);
+        let options = ks.options();
+        let ex = options.prefix_extractor.as_deref();
+        let prefix = ex.and_then(|ex| prefix_scan_prefix(ex, p));
+        iterate(sv, seq, lo, hi, &self.counters, prefix)
+    }
+}
 
 /// Point lookup in one super-version at sequence `seq`, reading data
 /// blocks through `cache` if the database has one. `hash` is the key's
