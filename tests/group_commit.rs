@@ -472,3 +472,260 @@ fn a_panic_in_a_leader_fails_its_followers_instead_of_hanging_them() {
     fs.panic.store(false, Ordering::SeqCst);
     assert!(matches!(db.put("later", "x"), Err(Error::Background(_))));
 }
+
+#[test]
+fn each_follower_is_woken_with_its_own_outcome() {
+    // One group whose followers end differently: those whose batch names a
+    // keyspace dropped while they queued are refused, the rest commit. Each
+    // must get its own outcome, not the leader's or another follower's.
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    let held = held_leader(&fs);
+    let db = Arc::new(Db::open_with(dir.path(), held.options.clone()).unwrap());
+    let doomed = db.keyspace("doomed").unwrap();
+    const WRITERS: usize = 7;
+    let (leader, followers) = held.run_group(
+        &db,
+        WRITERS,
+        |db| db.write_with(batch_of(0, 0, 1), &WriteOptions { sync: true }),
+        |t, db| {
+            if t % 2 == 1 {
+                let mut b = WriteBatch::new();
+                b.put_in(&doomed, format!("t{t}"), "x").unwrap();
+                db.write(b)
+            } else {
+                db.write(batch_of(t, 0, 1))
+            }
+        },
+        || db.drop_keyspace("doomed").unwrap(),
+    );
+    leader.unwrap().unwrap();
+    for (i, f) in followers.into_iter().enumerate() {
+        let t = i + 1;
+        if t % 2 == 1 {
+            assert!(
+                matches!(f, Err(Error::NoSuchKeyspace(_))),
+                "writer {t}: {f:?}"
+            );
+        } else {
+            f.unwrap_or_else(|e| panic!("writer {t}: {e}"));
+            let v = db.get(format!("t{t}/00000/0")).unwrap();
+            assert_eq!(v.as_deref(), Some(format!("{t}:0").as_bytes()));
+        }
+    }
+}
+
+/// Runs `writers` on threads of their own and waits for all of them, at
+/// most 20 seconds: a writer left waiting forever (a group commit that lost
+/// it) fails the test instead of hanging it. Returns each writer's
+/// outcome, in order (`Err` if it panicked).
+fn join_within_deadline(
+    writers: Vec<Box<dyn FnOnce() -> siftdb::Result<()> + Send>>,
+) -> Vec<std::thread::Result<siftdb::Result<()>>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let n = writers.len();
+    for (i, w) in writers.into_iter().enumerate() {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(w));
+            let _ = tx.send((i, r));
+        });
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut out: Vec<Option<_>> = (0..n).map(|_| None).collect();
+    for _ in 0..n {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let (i, r) = rx
+            .recv_timeout(left)
+            .expect("a writer was never answered: the group commit lost it");
+        out[i] = Some(r);
+    }
+    out.into_iter().map(Option::unwrap).collect()
+}
+
+/// A database whose `update` closures can be held open (the update's
+/// writer then leads a group of its own and holds the write path), with a
+/// count of writers queued so far.
+struct HeldUpdate {
+    queued: Arc<AtomicUsize>,
+    options: Options,
+}
+
+impl HeldUpdate {
+    fn on(fs: Arc<dyn FileSystem>) -> HeldUpdate {
+        let queued = Arc::new(AtomicUsize::new(0));
+        let q = Arc::clone(&queued);
+        let mut o = Options::default();
+        o.file_system = fs;
+        o.sync_points = Some(SyncPoints::new(move |point| {
+            if point == SyncPoint::WriteQueued {
+                q.fetch_add(1, Ordering::SeqCst);
+            }
+        }));
+        HeldUpdate { queued, options: o }
+    }
+
+    fn wait_for_queued(&self, n: usize) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.queued.load(Ordering::SeqCst) < n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "writers did not queue"
+            );
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// An update of `key` whose closure signals `inside` and then waits for
+/// `gate` before it returns `value`.
+fn held_update(
+    db: &Arc<Db>,
+    key: &'static str,
+    inside: std::sync::mpsc::Sender<()>,
+    gate: Arc<Barrier>,
+) -> Box<dyn FnOnce() -> siftdb::Result<()> + Send> {
+    let db = Arc::clone(db);
+    Box::new(move || {
+        db.update(key, |_| {
+            inside.send(()).unwrap();
+            gate.wait();
+            Some(b"updated".to_vec())
+        })
+        .map(|_| ())
+    })
+}
+
+#[test]
+fn writers_queued_behind_a_committing_group_are_handed_leadership() {
+    // An update holds the write path while three sync writers queue behind
+    // its group. When it completes, it hands leadership to the first of
+    // them, which must commit all three as one group: one WAL write and
+    // one sync, nothing lost, nobody left waiting.
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    let held = HeldUpdate::on(fs.arc());
+    let db = Arc::new(Db::open_with(dir.path(), held.options.clone()).unwrap());
+    let (writes0, syncs0) = (wal_ops(&fs, OpKind::Write), wal_ops(&fs, OpKind::Sync));
+    let (inside_tx, inside) = std::sync::mpsc::channel();
+    let gate = Arc::new(Barrier::new(2));
+    let update = held_update(&db, "u", inside_tx, Arc::clone(&gate));
+    let writers: Vec<Box<dyn FnOnce() -> siftdb::Result<()> + Send>> = (1..=3)
+        .map(|t| {
+            let db = Arc::clone(&db);
+            Box::new(move || db.write_with(batch_of(t, 0, 2), &WriteOptions { sync: true }))
+                as Box<dyn FnOnce() -> siftdb::Result<()> + Send>
+        })
+        .collect();
+    let results = std::thread::scope(|s| {
+        let joined_update = s.spawn(|| join_within_deadline(vec![update]));
+        // The update leads and holds the write path; then the three queue.
+        inside.recv().unwrap();
+        let joined = s.spawn(|| join_within_deadline(writers));
+        held.wait_for_queued(4);
+        gate.wait();
+        let mut r = joined_update.join().unwrap();
+        r.extend(joined.join().unwrap());
+        r
+    });
+    for r in results {
+        r.unwrap().unwrap();
+    }
+    assert_eq!(
+        wal_ops(&fs, OpKind::Write) - writes0,
+        2,
+        "the update's record, then one write for the three"
+    );
+    assert_eq!(
+        wal_ops(&fs, OpKind::Sync) - syncs0,
+        1,
+        "the three writers share one sync"
+    );
+    assert_eq!(db.last_sequence().get(), 1 + 3 * 2);
+    assert_eq!(db.get("u").unwrap().as_deref(), Some(&b"updated"[..]));
+    for t in 1..=3 {
+        for j in 0..2 {
+            let v = db.get(format!("t{t}/00000/{j}")).unwrap();
+            assert_eq!(v.as_deref(), Some(format!("{t}:0").as_bytes()));
+        }
+    }
+    drop(db);
+    // In the WAL: the update first, then the three in one run.
+    let logged = logged_batches(dir.path());
+    assert_eq!(logged.len(), 4);
+    assert_eq!(logged[0].1, [(b"u".to_vec(), b"updated".to_vec())]);
+}
+
+#[test]
+fn writers_queued_behind_a_panicking_group_are_not_left_waiting() {
+    // The update's WAL write panics while two writers are queued behind
+    // its group: the panic goes on in the updater, the database turns
+    // read-only, and the two still get an answer (the error), through the
+    // leadership the failed group hands on.
+    let dir = tempfile::tempdir().unwrap();
+    let fs = PanickingWal::default();
+    let held = HeldUpdate::on(Arc::new(fs.clone()));
+    let db = Arc::new(Db::open_with(dir.path(), held.options.clone()).unwrap());
+    let (inside_tx, inside) = std::sync::mpsc::channel();
+    let gate = Arc::new(Barrier::new(2));
+    let mut writers = vec![held_update(&db, "u", inside_tx, Arc::clone(&gate))];
+    for t in 1..=2 {
+        let db = Arc::clone(&db);
+        writers.push(Box::new(move || db.write(batch_of(t, 0, 1))));
+    }
+    let results = std::thread::scope(|s| {
+        // The update leads and holds the write path; then the two queue.
+        let update = writers.remove(0);
+        let joined_update = s.spawn(|| join_within_deadline(vec![update]));
+        inside.recv().unwrap();
+        let joined = s.spawn(|| join_within_deadline(writers));
+        held.wait_for_queued(3);
+        fs.panic.store(true, Ordering::SeqCst);
+        gate.wait();
+        let mut r = joined_update.join().unwrap();
+        r.extend(joined.join().unwrap());
+        r
+    });
+    assert!(results[0].is_err(), "the panic goes on in the updater");
+    for r in &results[1..] {
+        match r {
+            Ok(Err(Error::Background(_))) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    fs.panic.store(false, Ordering::SeqCst);
+    assert!(matches!(db.put("later", "x"), Err(Error::Background(_))));
+}
+
+#[test]
+fn a_thread_leading_one_database_can_follow_in_another() {
+    // Inside an update of one database (its writer leads there), a put to
+    // a second database queues as a follower behind that one's held
+    // leader: the thread waits for it there, and both complete.
+    let dir1 = tempfile::tempdir().unwrap();
+    let dir2 = tempfile::tempdir().unwrap();
+    let db1 = Arc::new(Db::open(dir1.path()).unwrap());
+    let fs2 = FaultFs::new();
+    let held = held_leader(&fs2);
+    let db2 = Arc::new(Db::open_with(dir2.path(), held.options.clone()).unwrap());
+    let (leader, followers) = held.run_group(
+        &db2,
+        2,
+        |db2| db2.put("leader", "1"),
+        |_, db2| {
+            db1.update("k", |_| {
+                db2.put("from-update", "2").unwrap();
+                Some(b"v".to_vec())
+            })
+            .map(|_| ())
+        },
+        || {},
+    );
+    leader.unwrap().unwrap();
+    for f in followers {
+        f.unwrap();
+    }
+    assert_eq!(db1.get("k").unwrap().as_deref(), Some(&b"v"[..]));
+    assert_eq!(db2.get("from-update").unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(db2.get("leader").unwrap().as_deref(), Some(&b"1"[..]));
+}

@@ -7,7 +7,8 @@
 //! numbers in queue order, appends them to the WAL as one record each in a
 //! single `write`, and `fdatasync`s once if any of them asked for sync. It
 //! then inserts every batch into the memtable, publishes the new visible
-//! sequence and wakes the followers with the group's outcome. So N
+//! sequence, wakes each follower with its own outcome and hands leadership
+//! to the writer at the front of the queue, if any. So N
 //! concurrent sync writers cost about one `fdatasync` per group instead of
 //! one each, each batch stays one WAL record (atomic), and sequence numbers
 //! follow commit order.
@@ -19,7 +20,7 @@
 //! at the first gap in sequence numbers (`recovery.rs`), so what survives
 //! is still a prefix of the acknowledged writes.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 
 use crate::key::SequenceNumber;
@@ -45,7 +46,6 @@ const MAX_SYNC_LEADER_YIELDS: usize = 4;
 
 /// A batch waiting in the queue.
 struct QueuedWrite {
-    id: u64,
     batch: WriteBatch,
     sync: bool,
     /// A read-modify-write ([`Db::update`](super::Db::update)): its batch
@@ -57,6 +57,75 @@ struct QueuedWrite {
     /// logged, and its writer gets [`Error::NoSuchKeyspace`] with this
     /// text while the rest of the group commits.
     refused: Option<String>,
+    /// Where its writer waits to be told its outcome or to lead.
+    waiter: Arc<Waiter>,
+}
+
+/// What a waiting writer is told, through its [`Waiter`].
+enum Signal {
+    /// The leader that committed the writer's batch, with the writer's own
+    /// outcome.
+    Done(Result<()>),
+    /// The previous leader handed over leadership: the writer is at the
+    /// front of the queue and leads the next group.
+    Lead,
+}
+
+/// The place one writer waits while queued (DESIGN.md 2): a leader posts
+/// it a [`Signal`] and wakes that writer's thread alone, so a completed
+/// group wakes its own followers and at most one next leader, not every
+/// queued writer (with one condition variable for all, writers queued for
+/// the next group woke at every group only to wait again). Each thread
+/// reuses one: a thread has at most one write queued at a time (it waits
+/// for it), and each queued write is posted exactly one signal, which its
+/// writer takes before it returns or leads, so no signal outlives its
+/// write.
+struct Waiter {
+    /// The writer's thread, unparked by [`Waiter::post`].
+    thread: std::thread::Thread,
+    /// The signal posted and not yet taken.
+    signal: parking_lot::Mutex<Option<Signal>>,
+}
+
+impl Waiter {
+    /// A waiter for the current thread.
+    fn for_current_thread() -> Waiter {
+        Waiter {
+            thread: std::thread::current(),
+            signal: parking_lot::Mutex::new(None),
+        }
+    }
+
+    /// The current thread's waiter (a new one if its thread-local is
+    /// already destroyed, in a thread-local destructor that writes).
+    fn current() -> Arc<Waiter> {
+        thread_local! {
+            static WAITER: Arc<Waiter> = Arc::new(Waiter::for_current_thread());
+        }
+        WAITER
+            .try_with(Arc::clone)
+            .unwrap_or_else(|_| Arc::new(Waiter::for_current_thread()))
+    }
+
+    /// Posts `signal` and wakes the waiting thread.
+    fn post(&self, signal: Signal) {
+        let old = self.signal.lock().replace(signal);
+        debug_assert!(old.is_none(), "a queued write got two signals");
+        self.thread.unpark();
+    }
+
+    /// Waits on the current thread (this waiter's) until a signal is
+    /// posted, and takes it. A wake-up without one (an unpark that came
+    /// after its writer had already seen its signal, or one from outside
+    /// siftdb: `park` allows spurious ones) costs one more look.
+    fn wait(&self) -> Signal {
+        loop {
+            if let Some(signal) = self.signal.lock().take() {
+                return signal;
+            }
+            std::thread::park();
+        }
+    }
 }
 
 thread_local! {
@@ -103,29 +172,30 @@ impl DbInner {
 /// write lock, given the sequence number of the last committed write.
 pub(super) type BuildBatch<'a> = &'a mut dyn FnMut(&DbInner, SequenceNumber) -> Result<WriteBatch>;
 
-/// The queue of writers (DESIGN.md 2): its state behind one mutex, and
-/// the condition variable the writers wait on.
+/// The queue of writers (DESIGN.md 2), behind one mutex. A queued writer
+/// waits on its own [`Waiter`], not on a condition variable shared by all.
 #[derive(Default)]
 pub(super) struct WriteQueue {
     state: parking_lot::Mutex<QueueState>,
-    /// Woken when a group completes: its followers find their outcome, and
-    /// the next writer in line may lead.
-    done: parking_lot::Condvar,
 }
 
 #[derive(Default)]
 struct QueueState {
     waiting: VecDeque<QueuedWrite>,
-    /// A leader is committing a group (taken out of `waiting`).
+    /// A writer leads: it is committing a group (taken out of `waiting`),
+    /// or it was handed leadership and is at the front of `waiting`. When
+    /// this is false, `waiting` is empty.
     leading: bool,
-    next_id: u64,
-    /// Outcomes of committed followers, by id, until they collect them.
-    outcomes: HashMap<u64, Result<()>>,
-    /// An empty vector whose capacity the next leader reuses for its
-    /// group (no allocation per write).
-    spare: Vec<QueuedWrite>,
     /// Writers in the last group committed.
     last_group: usize,
+}
+
+thread_local! {
+    /// An empty vector whose capacity this thread reuses for the groups it
+    /// leads (no allocation per write). Taken while the thread leads, so a
+    /// write to another database from inside an `update` closure simply
+    /// finds it empty.
+    static SPARE_GROUP: std::cell::Cell<Vec<QueuedWrite>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 impl DbInner {
@@ -157,6 +227,13 @@ impl DbInner {
         self.commit_queued(WriteBatch::new(), sync, Some(build))
     }
 
+    /// Queues `batch` and either waits for a leader to commit it (and
+    /// returns the outcome that leader posts this writer) or leads: when
+    /// the queue was empty and no writer led, or when the previous leader
+    /// hands over. A leader commits its group ([`take_group`],
+    /// [`Self::commit_group`]), wakes each follower with its own outcome,
+    /// and hands leadership to the writer at the front of the queue (or
+    /// gives it up when the queue is empty).
     fn commit_queued(
         &self,
         batch: WriteBatch,
@@ -169,29 +246,34 @@ impl DbInner {
         // logs nothing but joins a group like any write, so its sync is
         // shared with theirs and covers every write acknowledged before.
         let queue = &self.write_queue;
+        let waiter = Waiter::current();
         let mut q = queue.state.lock();
-        let id = q.next_id;
-        q.next_id += 1;
         q.waiting.push_back(QueuedWrite {
-            id,
             batch,
             sync,
             exclusive,
             refused: None,
+            waiter: Arc::clone(&waiter),
         });
         let points = &self.options.sync_points;
         sync_point::reach(points, SyncPoint::WriteQueued);
-        loop {
-            if let Some(outcome) = q.outcomes.remove(&id) {
-                return outcome;
+        if q.leading {
+            // Wait for a leader to commit this batch, or to hand over.
+            drop(q);
+            match waiter.wait() {
+                Signal::Done(outcome) => return outcome,
+                Signal::Lead => {}
             }
-            if !q.leading && q.waiting.front().is_some_and(|w| w.id == id) {
-                break;
-            }
-            queue.done.wait(&mut q);
+            q = queue.state.lock();
+        } else {
+            // No leader, so the queue was empty: this writer is its front.
+            q.leading = true;
         }
+        debug_assert!(q
+            .waiting
+            .front()
+            .is_some_and(|w| Arc::ptr_eq(&w.waiter, &waiter)));
         // This writer leads: take the group.
-        q.leading = true;
         if points.is_some() {
             drop(q);
             sync_point::reach(points, SyncPoint::WriteLeaderBeforeGroup);
@@ -212,7 +294,7 @@ impl DbInner {
             yields += 1;
             q = queue.state.lock();
         }
-        let mut group = std::mem::take(&mut q.spare);
+        let mut group = SPARE_GROUP.try_with(|g| g.take()).unwrap_or_default();
         take_group(&mut q.waiting, &mut group);
         drop(q);
         // A panic inside the commit (a bug: nothing there panics on bad
@@ -235,21 +317,29 @@ impl DbInner {
             Some(e) if outcome.is_ok() => Err(e),
             _ => outcome,
         };
+        // Give up leadership if no writer queued while this group
+        // committed (the next to arrive then leads at once); otherwise keep
+        // it, to hand to the writer at the front of the queue.
         let mut q = queue.state.lock();
-        q.leading = false;
         q.last_group = group.len();
+        let next = q.waiting.front().map(|w| Arc::clone(&w.waiter));
+        q.leading = next.is_some();
+        drop(q);
+        // Wake each follower, alone, with its own outcome...
         for w in &group[1..] {
             let theirs = match refused(w) {
                 Some(e) if outcome.is_ok() => Err(e),
                 _ => outcome.as_ref().map(|_| ()).map_err(copy_error),
             };
-            q.outcomes.insert(w.id, theirs);
+            w.waiter.post(Signal::Done(theirs));
         }
-        // Keep the group's allocation for the next leader.
+        // ...then the next leader, which finds them queued behind it.
+        if let Some(next) = next {
+            next.post(Signal::Lead);
+        }
+        // Keep the group's allocation for this thread's next group.
         group.clear();
-        q.spare = group;
-        queue.done.notify_all();
-        drop(q);
+        let _ = SPARE_GROUP.try_with(|g| g.set(group));
         if let Some(panic) = panic {
             std::panic::resume_unwind(panic);
         }
@@ -451,14 +541,20 @@ mod tests {
 
     fn queued(id: u64, value_len: usize) -> QueuedWrite {
         let mut batch = WriteBatch::new();
-        batch.put(b"k", vec![0u8; value_len]).unwrap();
+        batch.put(id.to_be_bytes(), vec![0u8; value_len]).unwrap();
         QueuedWrite {
-            id,
             batch,
             sync: false,
             exclusive: false,
             refused: None,
+            waiter: Waiter::current(),
         }
+    }
+
+    /// The `id` a batch of [`queued`] was made with (its key).
+    fn id(w: &QueuedWrite) -> u64 {
+        let key = w.batch.iter().next().expect("one put").key;
+        u64::from_be_bytes(key.try_into().expect("an 8-byte key"))
     }
 
     #[test]
@@ -466,7 +562,7 @@ mod tests {
         let mut q: VecDeque<QueuedWrite> = (0..5).map(|i| queued(i, 10)).collect();
         q[2].exclusive = true;
         // Followers stop before it...
-        let ids = |g: Vec<QueuedWrite>| g.iter().map(|w| w.id).collect::<Vec<_>>();
+        let ids = |g: Vec<QueuedWrite>| g.iter().map(id).collect::<Vec<_>>();
         assert_eq!(ids(group_of(&mut q)), [0, 1]);
         // ...and, leading, it takes no follower.
         assert_eq!(ids(group_of(&mut q)), [2]);
@@ -483,15 +579,15 @@ mod tests {
     fn a_group_takes_the_queue_in_order_within_the_bound() {
         let mut q: VecDeque<_> = (0..5).map(|i| queued(i, 100)).collect();
         let g = group_of(&mut q);
-        assert_eq!(g.iter().map(|w| w.id).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+        assert_eq!(g.iter().map(id).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
         assert!(q.is_empty());
 
         // A small leader takes at most 128 KiB more: 50 KiB batches, so
         // the leader and two followers.
         let mut q: VecDeque<_> = (0..5).map(|i| queued(i, 50 << 10)).collect();
         let g = group_of(&mut q);
-        assert_eq!(g.iter().map(|w| w.id).collect::<Vec<_>>(), [0, 1, 2]);
-        assert_eq!(q.front().map(|w| w.id), Some(3));
+        assert_eq!(g.iter().map(id).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(q.front().map(id), Some(3));
 
         // A large leader goes up to 1 MiB in all.
         let mut q: VecDeque<_> = [
@@ -502,10 +598,30 @@ mod tests {
         .into_iter()
         .collect();
         let g = group_of(&mut q);
-        assert_eq!(g.iter().map(|w| w.id).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(g.iter().map(id).collect::<Vec<_>>(), [0, 1]);
         // A leader over the bound goes alone.
         let mut q: VecDeque<_> = [queued(0, 2 << 20), queued(1, 10)].into_iter().collect();
         assert_eq!(group_of(&mut q).len(), 1);
+    }
+
+    #[test]
+    fn a_waiter_takes_the_signal_posted_before_or_while_it_waits() {
+        let w = Waiter::current();
+        // Posted before it waits: taken at once, and taken only once.
+        w.post(Signal::Lead);
+        assert!(matches!(w.wait(), Signal::Lead));
+        assert!(w.signal.lock().is_none());
+        // Posted by another thread, most likely while it is parked: it
+        // wakes with it.
+        let poster = Arc::clone(&w);
+        let t = std::thread::spawn(move || {
+            std::thread::yield_now();
+            poster.post(Signal::Done(Err(Error::ReadOnly)));
+        });
+        assert!(matches!(w.wait(), Signal::Done(Err(Error::ReadOnly))));
+        t.join().unwrap();
+        // The same waiter serves the thread's next write.
+        assert!(Arc::ptr_eq(&w, &Waiter::current()));
     }
 
     #[test]
