@@ -5,7 +5,7 @@
 //! user key in `start <= key < end` whose sequence number is below `seq`,
 //! from every reader whose sequence number is at least `seq`. It lives in
 //! the memtable that took it until that memtable is flushed, then in the
-//! [`crate::inspect::version::Version`] (recorded in the manifest), never
+//! [`crate::version::set::Version`] (recorded in the manifest), never
 //! in an SSTable: a table's point filter can therefore never hide one
 //! (DESIGN.md 3.7 explains the choice).
 //!

@@ -7,7 +7,7 @@
 //! - [`read`]: point lookups and iterators over one super-version;
 //! - [`snapshot`]: [`Snapshot`], reads fixed at one sequence number;
 //! - [`stats`]: counters, tree shapes and key-count estimates;
-//! - [`write`]: group commit, per-write sync and `persist`;
+//! - [`write`](mod@write): group commit, per-write sync and `persist`;
 //! - [`keyspace`], [`keyspace_drop`]: keyspaces (column families);
 //! - [`checkpoint`]: `Db::checkpoint`, a consistent copy in a new
 //!   directory.

@@ -114,7 +114,7 @@ pub struct Table {
     properties: TableProperties,
     /// The filter block's contents, copied out of the map at open: filter
     /// bytes live in memory siftdb owns and counts
-    /// ([`Table::pinned_bytes`]), so a lookup's filter probe never waits
+    /// ([`Table::memory`]), so a lookup's filter probe never waits
     /// on the disk, however little of the map the page cache holds.
     filter: Option<AlignedBytes>,
     /// The policy that reads the filter (and the prefix filter), if its
