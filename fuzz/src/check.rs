@@ -602,7 +602,7 @@ pub fn check_manifest(dir: &Path, bytes: &[u8]) -> Option<Vec<VersionEdit>> {
     let edits = decoded.expect("replay accepted an edit VersionEdit::decode rejects");
     assert_eq!(contents.edits().cloned().collect::<Vec<_>>(), edits);
     assert!(edits[0].format_version.is_some());
-    match contents.replay() {
+    match contents.replay_all() {
         Ok(state) => {
             // Any number, u64::MAX included: open refuses numbers above
             // 2^63 as Corruption (found by this target; fuzz/README.md,
