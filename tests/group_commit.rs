@@ -96,16 +96,22 @@ fn held_leader_on(fs: Arc<dyn FileSystem>) -> HeldLeader {
     }
 }
 
+/// Waits until `queued` (counted at `SyncPoint::WriteQueued`) reaches
+/// `n`; panics after 10 s.
+fn wait_for_queued(queued: &AtomicUsize, n: usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while queued.load(Ordering::SeqCst) < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "writers did not queue"
+        );
+        std::thread::yield_now();
+    }
+}
+
 impl HeldLeader {
     fn wait_for_queued(&self, n: usize) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while self.queued.load(Ordering::SeqCst) < n {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "writers did not queue"
-            );
-            std::thread::yield_now();
-        }
+        wait_for_queued(&self.queued, n);
     }
 
     /// Runs one group: `leader` writes first and is held; once `writers - 1`
@@ -566,14 +572,7 @@ impl HeldUpdate {
     }
 
     fn wait_for_queued(&self, n: usize) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while self.queued.load(Ordering::SeqCst) < n {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "writers did not queue"
-            );
-            std::thread::yield_now();
-        }
+        wait_for_queued(&self.queued, n);
     }
 }
 
