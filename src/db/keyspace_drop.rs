@@ -49,10 +49,10 @@ impl Db {
 impl DbInner {
     /// [`Db::drop_keyspace`]: under the writer and versions locks, syncs
     /// every WAL, then logs `{12 id, 14}` (with the log numbers of
-    /// keyspaces whose bump is not persisted yet), synced; marks the keyspace dropped and removes it
-    /// from the live state. Then, without the locks, marks its tables
-    /// obsolete, lets its memtables go and deletes the WALs below the new
-    /// smallest persisted log number.
+    /// keyspaces whose bump is not persisted yet), synced; marks the
+    /// keyspace dropped and removes it from the live state. Then, without
+    /// the locks, marks its tables obsolete, lets its memtables go and
+    /// deletes the WALs below the new smallest persisted log number.
     fn drop_keyspace(&self, name: &str) -> Result<()> {
         if name == DEFAULT_KEYSPACE_NAME {
             return Err(Error::InvalidArgument(
