@@ -186,13 +186,15 @@ fn a_batch_naming_a_dropped_keyspace_is_refused_and_nothing_is_logged() {
     assert_eq!(db.get("default key").unwrap(), None);
 }
 
-/// A batch naming the keyspace is queued behind a leader held before it
-/// takes its group; the drop lands meanwhile. The leader's group holds both:
-/// the batch naming the dropped keyspace is refused, the leader's own write
-/// commits.
-#[test]
-fn only_the_batch_naming_a_dropped_keyspace_fails_in_its_group() {
-    let dir = tempfile::tempdir().unwrap();
+/// Two writers in one group, the first held as leader before it takes
+/// its group; keyspace "ks" is dropped once both are queued. `leader` and
+/// `follower` each write through the database or through "ks". Returns
+/// their outcomes and the database, reopened.
+fn group_racing_a_drop(
+    dir: &Path,
+    leader: fn(&Db, &siftdb::Keyspace) -> siftdb::Result<()>,
+    follower: fn(&Db, &siftdb::Keyspace) -> siftdb::Result<()>,
+) -> (siftdb::Result<()>, siftdb::Result<()>, Db) {
     let pause = PauseOnce::new(SyncPoint::WriteLeaderBeforeGroup);
     let queued = Arc::new(AtomicUsize::new(0));
     let mut o = Options::default();
@@ -205,34 +207,64 @@ fn only_the_batch_naming_a_dropped_keyspace_fails_in_its_group() {
             pause.reached(p);
         })
     });
-    let db = Arc::new(Db::open_with(dir.path(), o).unwrap());
+    let db = Arc::new(Db::open_with(dir, o).unwrap());
     let ks = db.keyspace("ks").unwrap();
+    let spawn = |write: fn(&Db, &siftdb::Keyspace) -> siftdb::Result<()>| {
+        let (db, ks) = (Arc::clone(&db), ks.clone());
+        std::thread::spawn(move || write(&db, &ks))
+    };
     pause.arm();
-    let leader = {
-        let db = Arc::clone(&db);
-        std::thread::spawn(move || db.put("leader", "v"))
-    };
+    let leader = spawn(leader);
     pause.wait_until_held();
-    let follower = {
-        let ks = ks.clone();
-        std::thread::spawn(move || ks.put("follower", "v"))
-    };
+    let follower = spawn(follower);
     while queued.load(Ordering::SeqCst) < 2 {
         std::thread::yield_now();
     }
     db.drop_keyspace("ks").unwrap();
     pause.release();
-    leader.join().unwrap().unwrap();
-    let e = follower.join().unwrap().unwrap_err();
-    assert!(matches!(e, Error::NoSuchKeyspace(_)), "{e}");
-    assert_eq!(db.get("leader").unwrap().as_deref(), Some(&b"v"[..]));
+    let (leader, follower) = (leader.join().unwrap(), follower.join().unwrap());
     drop(ks);
     let db = Arc::into_inner(db).unwrap();
     db.close().unwrap();
-    let db = Db::open(dir.path()).unwrap();
+    (leader, follower, Db::open(dir).unwrap())
+}
+
+/// A batch naming the keyspace is queued behind a leader held before it
+/// takes its group; the drop lands meanwhile. The leader's group holds both:
+/// the batch naming the dropped keyspace is refused, the leader's own write
+/// commits.
+#[test]
+fn only_the_batch_naming_a_dropped_keyspace_fails_in_its_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let (leader, follower, db) = group_racing_a_drop(
+        dir.path(),
+        |db, _| db.put("leader", "v"),
+        |_, ks| ks.put("follower", "v"),
+    );
+    leader.unwrap();
+    let e = follower.unwrap_err();
+    assert!(matches!(e, Error::NoSuchKeyspace(_)), "{e}");
+    assert_eq!(db.get("leader").unwrap().as_deref(), Some(&b"v"[..]));
     let w = &db.recovery().wals;
     assert_eq!(w.iter().map(|w| w.skipped_entries).sum::<u64>(), 0, "{w:?}");
     assert_eq!(w.iter().map(|w| w.entries).sum::<u64>(), 1, "{w:?}");
+}
+
+/// As above with the roles swapped: the leader's own batch names the
+/// dropped keyspace. The follower's write commits and is reported so, not
+/// with the leader's refusal.
+#[test]
+fn a_refused_leader_does_not_fail_its_followers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (leader, follower, db) = group_racing_a_drop(
+        dir.path(),
+        |_, ks| ks.put("leader", "v"),
+        |db, _| db.put("follower", "v"),
+    );
+    let e = leader.unwrap_err();
+    assert_eq!(e.to_string(), "no keyspace named \"ks\"");
+    follower.unwrap();
+    assert_eq!(db.get("follower").unwrap().as_deref(), Some(&b"v"[..]));
 }
 
 /// The keyspace dropped while a background flush of it is held after

@@ -312,10 +312,14 @@ impl DbInner {
                 (Err(Error::Background(e)), Some(panic))
             }
         };
-        let refused = |w: &QueuedWrite| w.refused.clone().map(Error::NoSuchKeyspace);
-        let outcome = match refused(&group[0]) {
-            Some(e) if outcome.is_ok() => Err(e),
-            _ => outcome,
+        // Each writer's own outcome comes from the group's: a batch refused
+        // for a dropped keyspace fails alone, and only when the group
+        // committed (the rest of it did).
+        let refusal = |w: &QueuedWrite| {
+            w.refused
+                .clone()
+                .filter(|_| outcome.is_ok())
+                .map(Error::NoSuchKeyspace)
         };
         // Give up leadership if no writer queued while this group
         // committed (the next to arrive then leads at once); otherwise keep
@@ -327,23 +331,22 @@ impl DbInner {
         drop(q);
         // Wake each follower, alone, with its own outcome...
         for w in &group[1..] {
-            let theirs = match refused(w) {
-                Some(e) if outcome.is_ok() => Err(e),
-                _ => outcome.as_ref().map(|_| ()).map_err(copy_error),
-            };
+            let theirs =
+                refusal(w).map_or_else(|| outcome.as_ref().map(|_| ()).map_err(copy_error), Err);
             w.waiter.post(Signal::Done(theirs));
         }
         // ...then the next leader, which finds them queued behind it.
         if let Some(next) = next {
             next.post(Signal::Lead);
         }
+        let mine = refusal(&group[0]).map_or(outcome, Err);
         // Keep the group's allocation for this thread's next group.
         group.clear();
         let _ = SPARE_GROUP.try_with(|g| g.set(group));
         if let Some(panic) = panic {
             std::panic::resume_unwind(panic);
         }
-        outcome
+        mine
     }
 
     /// Logs the batches of one group and applies them to the memtable, as
