@@ -97,11 +97,9 @@ impl DbInner {
         // the gap in sequence numbers, so what survives is a prefix of the
         // acknowledged writes (RELIABILITY.md 5, DESIGN.md 11).
         if let Some(old) = w.wal.replace(wal) {
-            // Kept only while the bound may act (see
-            // `keyspaces_pinning_the_oldest_wal`): a WAL closed while the
+            // Kept only while the bound may act: a WAL closed while the
             // database had no other keyspace is not counted.
-            if self.options.max_total_wal_size > 0 && self.keyspaces.read().iter().next().is_some()
-            {
+            if self.wal_bound_applies() {
                 w.closed_wal_bytes.insert(w.wal_number, old.offset());
             }
             self.close_wal(old);
@@ -157,11 +155,7 @@ impl DbInner {
         w: &mut WriteState,
         freeze: &[&KeyspaceState],
     ) -> Vec<Arc<KeyspaceState>> {
-        let bound = self.options.max_total_wal_size;
-        // Without other keyspaces the one rotating is the only one that
-        // can hold writes: nothing to add, and no versions lock taken on
-        // the writer's path (a flush holds it through its syncs).
-        if bound == 0 || self.keyspaces.read().iter().next().is_none() {
+        if !self.wal_bound_applies() {
             w.closed_wal_bytes.clear();
             return Vec::new();
         }
@@ -169,7 +163,7 @@ impl DbInner {
         w.closed_wal_bytes.retain(|&n, _| n >= oldest);
         let current = w.wal.as_ref().map_or(0, |wal| wal.offset());
         let total: u64 = w.closed_wal_bytes.values().sum::<u64>() + current;
-        if total <= bound {
+        if total <= self.options.max_total_wal_size {
             return Vec::new();
         }
         self.all_keyspaces()
@@ -180,6 +174,15 @@ impl DbInner {
                     .is_some_and(|m| !m.is_empty() && m.wal_number() <= oldest)
             })
             .collect()
+    }
+
+    /// Whether [`crate::Options::max_total_wal_size`] may freeze a
+    /// keyspace: the bound is set and a keyspace other than the default
+    /// exists. Without one, the keyspace rotating is the only one that can
+    /// hold writes, and the writer's path takes no versions lock for the
+    /// bound (a flush holds that lock through its syncs).
+    fn wal_bound_applies(&self) -> bool {
+        self.options.max_total_wal_size > 0 && !self.keyspaces.read().is_empty()
     }
 
     /// Freezes the active memtable of `only` (of every keyspace if
@@ -569,7 +572,8 @@ impl DbInner {
             return Ok(());
         }
         let level0 = || ks.current.read().version.levels[0].len();
-        if level0() >= o.level0_stop_trigger {
+        let files = level0();
+        if files >= o.level0_stop_trigger {
             let mut bg = self.bg.lock();
             while level0() >= o.level0_stop_trigger {
                 if let Some(e) = &bg.error {
@@ -577,7 +581,7 @@ impl DbInner {
                 }
                 self.bg_cv.wait(&mut bg);
             }
-        } else if level0() >= o.level0_slowdown_trigger {
+        } else if files >= o.level0_slowdown_trigger {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         Ok(())

@@ -127,6 +127,11 @@ impl KeyspaceMap {
         self.by_id.get(&id)
     }
 
+    /// Whether no keyspace but the default is live.
+    pub(super) fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+
     /// Every live keyspace other than the default, by ascending id.
     pub(super) fn iter(&self) -> impl Iterator<Item = &Arc<KeyspaceState>> {
         self.by_id.values()
