@@ -486,15 +486,12 @@ fn check_wal(
                 let batch = decode_batch(&rec.payload)
                     .map_err(|d| Error::corruption(&wal.path, rec.offset, d))?;
                 // An add edit is durable before its keyspace takes a
-                // write, so an op of a keyspace the manifest does not hold
-                // is damage (or, for a read-only open, a keyspace created
-                // after the manifest was read: it reads the manifest
-                // again).
-                // An op of a keyspace dropped since (its id is below the
-                // next one, and it is not live) is skipped.
-                let dropped = |id: u32| !live(id) && id < next_keyspace_id;
-                let not_held = |id: u32| !live(id) && !dropped(id);
-                if let Some(op) = batch.ops.iter().find(|op| not_held(op.keyspace)) {
+                // write, and ids are never reused: an id below the next
+                // one was created, and is live or dropped since (its ops
+                // are skipped). One at or above it is damage (or, for a
+                // read-only open, a keyspace created after the manifest
+                // was read: it reads the manifest again).
+                if let Some(op) = batch.ops.iter().find(|op| op.keyspace >= next_keyspace_id) {
                     return Err(Error::corruption(
                         &wal.path,
                         rec.offset,
@@ -520,8 +517,7 @@ fn check_wal(
                 }
                 batches += 1;
                 entries += batch.ops.len() as u64;
-                skipped_entries +=
-                    batch.ops.iter().filter(|op| dropped(op.keyspace)).count() as u64;
+                skipped_entries += batch.ops.iter().filter(|op| !live(op.keyspace)).count() as u64;
                 expected = expected.max(batch.first_seq.0 + batch.ops.len() as u64);
             }
             *next_seq = gap.is_none().then_some(expected);
