@@ -195,7 +195,7 @@ fn build_and_measure(path: &Path, bits_per_key: u32, data: &Dataset<'_>) -> Resu
     })?;
     let sum = import_lines(
         &db,
-        &db.keyspace("default")?,
+        &db.keyspace(crate::keyspace::DEFAULT)?,
         Cursor::new(data.packages_raw),
         LineFormat::Raw,
         "built-in packages",

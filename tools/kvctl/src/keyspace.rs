@@ -20,7 +20,7 @@ use crate::inspect::{emit, emit_json};
 use crate::wait::WaitArg;
 
 /// The name of the default keyspace, `--keyspace`'s default.
-pub const DEFAULT: &str = "default";
+pub const DEFAULT: &str = siftdb::inspect::version::edit::DEFAULT_KEYSPACE_NAME;
 
 /// The keyspace `--keyspace` names, set once by [`select`].
 static SELECTED: OnceLock<String> = OnceLock::new();
