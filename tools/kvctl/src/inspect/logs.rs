@@ -525,7 +525,12 @@ fn wal_dump(a: &WalDumpArgs) -> Result<(), CliError> {
             a.path.display()
         )));
     };
-    let names = if a.path.is_dir() {
+    let other_keyspaces = wals
+        .iter()
+        .flat_map(|w| &w.records)
+        .any(|r| r.ops.iter().any(|o| o.keyspace != 0));
+    // A second read of the manifest, only when an op needs a name.
+    let names = if a.path.is_dir() && other_keyspaces {
         keyspace_names(&a.path)
     } else {
         BTreeMap::new()
