@@ -139,7 +139,7 @@ pub(super) fn get_from(
             return Ok(visible(found, vt, v));
         }
     }
-    for files in &sv.version.levels[1..] {
+    for files in sv.version.levels[1..].iter().filter(|l| !l.is_empty()) {
         // Disjoint, sorted files: the only candidate is the first whose
         // largest key is >= key.
         let i = files.partition_point(|f| f.largest_user_key() < key);
@@ -150,8 +150,7 @@ pub(super) fn get_from(
                 }
             }
             // Past the level's last key: skipped by key range.
-            None if !files.is_empty() => c.range_skips += 1,
-            None => {}
+            None => c.range_skips += 1,
         }
     }
     Ok(None)

@@ -100,12 +100,13 @@ pub struct Table {
     mmap: Arc<Mmap>,
     footer: Footer,
     index: Vec<IndexEntry>,
-    /// The first 16 bytes of each index entry's user key
-    /// ([`user_key_prefix`]), side by side: a lookup's binary search of the
-    /// index reads this compact array and touches the keys themselves only
-    /// where prefixes tie, instead of following a pointer (a cache miss) at
-    /// every step.
-    index_prefixes: Vec<u128>,
+    /// Each index entry's user-key prefix ([`user_key_prefix`]) beside its
+    /// block's handle, side by side: a lookup's binary search of the index
+    /// reads this compact array and touches the keys themselves only where
+    /// prefixes tie, instead of following a pointer (a cache miss) at
+    /// every step; and the handle it then needs lies on a line the search
+    /// has just read, not in `index` (another miss). DESIGN.md 3.3.
+    index_prefixes: Vec<PrefixedHandle>,
     /// One bit per data block, set once its checksum has been verified:
     /// the mapped bytes of a table siftdb never modifies, checked on first
     /// read, are trusted afterwards, as an engine with a block cache
@@ -283,7 +284,7 @@ impl Table {
                 .iter()
                 .map(|e| e.last_key.capacity())
                 .sum::<usize>()
-            + self.index_prefixes.capacity() * std::mem::size_of::<u128>()
+            + self.index_prefixes.capacity() * std::mem::size_of::<PrefixedHandle>()
             + self.verified.len() * std::mem::size_of::<AtomicU64>();
         TableMemory {
             filters: copies.map(AlignedBytes::allocated).sum::<usize>() as u64,
@@ -429,13 +430,12 @@ impl Table {
         let i = self.partition_index(user_key, |e| {
             compare_to_seek(&e.last_key, user_key, seq) == Ordering::Less
         });
-        let Some(entry) = self.index.get(i) else {
+        let Some(handle) = self.block_handle(i) else {
             return Ok(TableGet::Searched {
                 block: None,
                 entry: None,
             });
         };
-        let handle = entry.handle;
         let contents = match cache {
             Some(cache) => BlockContents::Owned(self.cached_block(cache, handle)?),
             None => self.read_data_block(i)?,
@@ -499,6 +499,11 @@ impl Table {
         }
     }
 
+    /// The handle of data block `i`, or `None` past the last block.
+    fn block_handle(&self, i: usize) -> Option<BlockHandle> {
+        self.index_prefixes.get(i).map(|p| p.handle)
+    }
+
     /// The index's partition point for `before`, a predicate on an entry's
     /// last key that holds for every entry whose user key sorts below `key`
     /// and fails for every one above it (what it says for `key` itself is
@@ -509,8 +514,8 @@ impl Table {
     /// one, for `before` to decide.
     fn partition_index(&self, key: &[u8], before: impl Fn(&IndexEntry) -> bool) -> usize {
         let target = user_key_prefix(key);
-        let lo = self.index_prefixes.partition_point(|&p| p < target);
-        let tie = self.index_prefixes[lo..].partition_point(|&p| p == target);
+        let lo = self.index_prefixes.partition_point(|p| p.prefix < target);
+        let tie = self.index_prefixes[lo..].partition_point(|p| p.prefix == target);
         lo + self.index[lo..lo + tie].partition_point(before)
     }
 
@@ -523,7 +528,7 @@ impl Table {
     /// [`Error::Corruption`] if the block fails its checksum or does not
     /// decompress.
     fn read_data_block(&self, i: usize) -> Result<BlockContents<'_>> {
-        let handle = self.index[i].handle;
+        let handle = self.index_prefixes[i].handle;
         if self.cold.take() {
             self.will_need(handle.offset, handle.size + BLOCK_TRAILER_LEN as u64);
         }
@@ -1097,12 +1102,24 @@ type Cursor = (usize, BlockLayout, BlockPos, Option<Arc<[u8]>>);
 /// stored compressed.
 type OpenedBlock = (BlockLayout, BlockPos, Option<Arc<[u8]>>);
 
-/// The [`user_key_prefix`] of every index entry, in order.
-fn index_prefixes(index: &[IndexEntry]) -> Vec<u128> {
+/// The [`user_key_prefix`] and handle of every index entry, in order.
+fn index_prefixes(index: &[IndexEntry]) -> Vec<PrefixedHandle> {
     index
         .iter()
-        .map(|e| user_key_prefix(user_key_of(&e.last_key)))
+        .map(|e| PrefixedHandle {
+            prefix: user_key_prefix(user_key_of(&e.last_key)),
+            handle: e.handle,
+        })
         .collect()
+}
+
+/// One index entry as a point lookup's search reads it: the
+/// [`user_key_prefix`] of the block's last user key and the block's
+/// handle (32 bytes: two to a cache line).
+#[derive(Debug, Clone, Copy)]
+struct PrefixedHandle {
+    prefix: u128,
+    handle: BlockHandle,
 }
 
 /// True if `uk` is not above the upper bound.
