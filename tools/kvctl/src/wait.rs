@@ -42,7 +42,12 @@ pub fn parse_wait(s: &str) -> Result<Wait, String> {
     if !secs.is_finite() || secs < 0.0 {
         return Err(format!("`{s}` is not a number of seconds (e.g. --wait=10)"));
     }
-    Ok(Wait(Some(Duration::from_secs_f64(secs))))
+    let limit = Duration::try_from_secs_f64(secs).map_err(|_| {
+        format!(
+            "`{s}` seconds is longer than kvctl can wait; a bare --wait waits as long as it takes"
+        )
+    })?;
+    Ok(Wait(Some(limit)))
 }
 
 /// Pause between two tries (the engine itself retries a held lock for
@@ -101,6 +106,18 @@ mod tests {
         assert!(parse_wait("-1").is_err());
         assert!(parse_wait("inf").is_err());
         assert!(parse_wait("soon").is_err());
+    }
+
+    /// A finite number of seconds too large for a `Duration` (past about
+    /// 1.8e19) is a usage error, not a panic (found by a new-user trial:
+    /// `--wait=1e20` panicked in `Duration::from_secs_f64`).
+    #[test]
+    fn a_wait_too_long_for_a_duration_is_refused() {
+        for s in ["1e20", "2e19", "99999999999999999999", "1e308"] {
+            let e = parse_wait(s).unwrap_err();
+            assert!(e.contains("bare --wait"), "{s}: {e}");
+        }
+        assert!(parse_wait("1.8e19").is_ok());
     }
 
     #[test]
