@@ -109,13 +109,29 @@ fn a_database_from_before_the_file_opens_with_defaults_and_gains_one() {
     std::fs::remove_file(dir.path().join("OPTIONS")).unwrap();
     let db = Db::builder(dir.path()).block_size(8192).open().unwrap();
     assert!(db.recovery().options_changes.is_empty());
+    // Said, so that a tool can warn: the settings stored before are gone
+    // (a new-user trial deleted the file and lost its filters and
+    // compression without a word).
+    assert!(db.recovery().options_file_missing);
     assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"v"[..]));
     db.close().unwrap();
-    assert_eq!(Db::open(dir.path()).unwrap().options().block_size, 8192);
+    let db = Db::open(dir.path()).unwrap();
+    assert_eq!(db.options().block_size, 8192);
+    assert!(!db.recovery().options_file_missing);
+    db.close().unwrap();
     // A read-only open writes nothing.
     std::fs::remove_file(dir.path().join("OPTIONS")).unwrap();
-    Db::open_read_only(dir.path(), Options::default()).unwrap();
+    let ro = Db::open_read_only(dir.path(), Options::default()).unwrap();
+    assert!(!ro.recovery().options_file_missing);
     assert!(!dir.path().join("OPTIONS").exists());
+}
+
+/// A new database has no `OPTIONS` file to miss.
+#[test]
+fn a_new_database_does_not_report_a_missing_options_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path().join("db")).unwrap();
+    assert!(!db.recovery().options_file_missing);
 }
 
 /// Found by a new-user trial: a plain `Db::open` of a database built with a

@@ -475,18 +475,34 @@ impl Db {
         // What the stored options say, next to the ones this open uses; a
         // damaged file is reported and replaced, since these options are
         // given in full.
-        let (stored_bytes, changes) = match stored_options::read(&dir) {
+        let existed = state.manifest.is_some();
+        let (stored_bytes, found) = match stored_options::read(&dir) {
             Ok(Some((bytes, stored))) => {
                 let changes = stored.differences(&options);
-                (Some(bytes), changes)
+                (
+                    Some(bytes),
+                    StoredOptionsFound {
+                        changes,
+                        file_missing: false,
+                    },
+                )
             }
-            Ok(None) => (None, Vec::new()),
+            Ok(None) => (
+                None,
+                StoredOptionsFound {
+                    changes: Vec::new(),
+                    file_missing: existed,
+                },
+            ),
             Err(e) => (
                 None,
-                vec![format!("the OPTIONS file was unreadable ({e}); replaced")],
+                StoredOptionsFound {
+                    changes: vec![format!("the OPTIONS file was unreadable ({e}); replaced")],
+                    file_missing: false,
+                },
             ),
         };
-        let db = recover(dir, options, Some(lock), state, None, changes)?;
+        let db = recover(dir, options, Some(lock), state, None, found)?;
         let used = stored_options::encode(&db.inner.options);
         if stored_bytes.as_deref() != Some(used.as_slice()) {
             // Temporary file 000000.tmp: number 0 is never handed out, and
@@ -540,7 +556,7 @@ impl Db {
                         None,
                         state,
                         Some(wals),
-                        Vec::new(),
+                        StoredOptionsFound::default(),
                     )
                 }),
                 // Tables or WAL data without CURRENT is Corruption.
@@ -1170,7 +1186,9 @@ mod stats;
 mod stored_options;
 mod write;
 
-use recovery::{acquire_lock, check_fresh_directory, recover, replay_manifest, Replayed};
+use recovery::{
+    acquire_lock, check_fresh_directory, recover, replay_manifest, Replayed, StoredOptionsFound,
+};
 pub(crate) use recovery::{is_directory, live_wals, no_database, pin_wals, PinnedWal};
 pub use recovery::{RecoveryReport, WalReplay};
 use write::WriteQueue;

@@ -56,6 +56,21 @@ pub struct RecoveryReport {
     /// read-only open (which neither compares nor stores them). A writable
     /// open then stores the options it used.
     pub options_changes: Vec<String>,
+    /// Set when a writable open of an existing database found no
+    /// `OPTIONS` file (deleted, or the database predates it): the options
+    /// this open used are now stored, and whatever settings were stored
+    /// before (filters, compression, sizes) are gone unless given again.
+    /// False for a new database and for a read-only open.
+    pub options_file_missing: bool,
+}
+
+/// What a writable open found in the stored options, for its
+/// [`RecoveryReport`]: `changes` as [`RecoveryReport::options_changes`],
+/// `file_missing` as [`RecoveryReport::options_file_missing`].
+#[derive(Debug, Default)]
+pub(super) struct StoredOptionsFound {
+    pub changes: Vec<String>,
+    pub file_missing: bool,
 }
 
 /// One WAL as the open replayed it.
@@ -563,7 +578,7 @@ pub(super) fn recover(
     lock: Option<File>,
     replayed: Replayed,
     pinned_wals: Option<Vec<PinnedWal>>,
-    options_changes: Vec<String>,
+    stored_options: StoredOptionsFound,
 ) -> Result<Db> {
     let Replayed {
         manifest: manifest_path,
@@ -776,7 +791,8 @@ pub(super) fn recover(
     let report = RecoveryReport {
         wals: checked,
         manifest_torn_tail,
-        options_changes,
+        options_changes: stored_options.changes,
+        options_file_missing: stored_options.file_missing,
     };
     let (wal, wal_number) = if read_only {
         (None, 0)

@@ -146,10 +146,22 @@ pub fn refuse_bits_per_key_under_stored_filters(
 
 /// Says on stderr if the open dropped a torn WAL tail (a write cut short
 /// by a crash or a write error, or damage to a log's last record), which
-/// a writing open makes permanent; returns `db`.
+/// a writing open makes permanent, and if it found the `OPTIONS` file of
+/// an existing database missing (its stored settings are then gone);
+/// returns `db`.
 fn warn_dropped(db: Db) -> Result<Db, CliError> {
     for w in torn_tail_warnings(&db) {
         let _ = writeln!(io::stderr(), "{w}");
+    }
+    if db.recovery().options_file_missing {
+        let _ = writeln!(
+            io::stderr(),
+            "kvctl: warning: {} had no OPTIONS file (deleted?): the settings new files are \
+             built with (filters, compression, block and file sizes) are now the defaults \
+             and this command's flags, and are stored; `kvctl options {}` shows them",
+            db.path().display(),
+            db.path().display()
+        );
     }
     Ok(db)
 }

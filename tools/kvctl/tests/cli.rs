@@ -1691,7 +1691,7 @@ fn compact_keeps_stored_filters_and_warns_without_them() {
         "--prefix-len",
         "3",
     ]));
-    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("will be rewritten"), "{}", stderr(&o));
     std::fs::remove_file(db.join("OPTIONS")).unwrap();
     let o = ok(kvctl(&["compact", p(&db)]));
     let e = stderr(&o);
@@ -1703,6 +1703,26 @@ fn compact_keeps_stored_filters_and_warns_without_them() {
         e.contains("with prefix filters will be rewritten without them"),
         "{e}"
     );
+}
+
+/// Found by a new-user trial: `rm DB/OPTIONS; kvctl put DB k v` exited 0
+/// without a word, and the database's compression and filter settings
+/// were the defaults from then on. A writing command now says so.
+#[test]
+fn a_missing_options_file_is_warned_about() {
+    let (_tmp, db) = many_db_with(&["--bits-per-key", "6"]);
+    let o = ok(kvctl(&["put", p(&db), "k", "v"]));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    std::fs::remove_file(db.join("OPTIONS")).unwrap();
+    let o = ok(kvctl(&["put", p(&db), "k2", "v"]));
+    let e = stderr(&o);
+    assert!(
+        e.starts_with("kvctl: warning: ") && e.contains("had no OPTIONS file (deleted?)"),
+        "{e}"
+    );
+    // Stored again: the next command is quiet.
+    let o = ok(kvctl(&["put", p(&db), "k3", "v"]));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
 }
 
 /// A damaged OPTIONS file made every writing command fail with the hint
