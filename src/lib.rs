@@ -15,9 +15,12 @@
 //!   atomic.
 //! - **Errors:** one [`Error`] enum; [`Error::Corruption`] names the file
 //!   and offset of bad bytes. Bad bytes never cause a panic.
-//! - **Not provided:** transactions across batches, column families, a
-//!   custom comparator (keys sort bytewise), snapshots that survive a
-//!   reopen.
+//! - **Keyspaces** (column families): [`Db::keyspace`] opens or creates
+//!   a named [`Keyspace`] with its own tables and options; a
+//!   [`WriteBatch`] is atomic across keyspaces and a [`Snapshot`] sees
+//!   them all at one sequence number.
+//! - **Not provided:** transactions across batches, a custom comparator
+//!   (keys sort bytewise), snapshots that survive a reopen.
 //!
 //! DESIGN.md describes the architecture and every on-disk format.
 //!

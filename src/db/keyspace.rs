@@ -463,7 +463,10 @@ impl KeyspaceSnapshot<'_> {
 }
 
 impl Snapshot {
-    /// Reads of keyspace `ks` as of this snapshot.
+    /// Reads of keyspace `ks` as of this snapshot. A snapshot does not
+    /// keep a keyspace alive: once [`Db::drop_keyspace`] drops it, even a
+    /// snapshot taken before the drop reads it no more (its `get` is
+    /// [`Error::NoSuchKeyspace`], as [`KeyspaceSnapshot::get`] says).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if `ks` belongs to another database.

@@ -32,7 +32,12 @@ pub struct CompactArgs {
     /// filters; default: the database's stored setting, else 10). Refused
     /// when the database stores a --filters spec or a --filter-budget,
     /// which take precedence: give --filters bloom:N then
-    #[arg(long, value_name = "N", conflicts_with = "filters")]
+    #[arg(
+        long,
+        value_name = "N",
+        conflicts_with = "filters",
+        value_parser = clap::value_parser!(u32).range(0..=64)
+    )]
     pub bits_per_key: Option<u32>,
     /// Filter of each level's rewritten SSTables, as `import --filters`
     /// takes it (default: the database's stored setting), e.g.

@@ -244,7 +244,12 @@ pub struct ImportArgs {
     /// Bloom filter bits per key for new SSTables (0 = no filters).
     /// Refused for a database that stores a --filters spec or a
     /// --filter-budget, which take precedence: give --filters bloom:N then
-    #[arg(long, value_name = "N", conflicts_with = "filters")]
+    #[arg(
+        long,
+        value_name = "N",
+        conflicts_with = "filters",
+        value_parser = clap::value_parser!(u32).range(0..=64)
+    )]
     pub bits_per_key: Option<u32>,
     /// Filter of each level's SSTables, level 0 first, the last serving
     /// deeper levels: none, or bloom, blocked-bloom or ribbon with bits per
@@ -660,6 +665,12 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     let created = tables_flushed(&before, &after);
     let compactions = after.compactions - before.compactions;
     let (files, bytes) = total_files(&ks);
+    // The counts are the imported keyspace's: the database's only if it
+    // has no other.
+    let holder = match db.keyspaces().len() {
+        1 => "the database".to_string(),
+        _ => format!("keyspace {:?}", crate::keyspace::selected()),
+    };
     drop(ks);
     db.close()?;
     // The time the keys took to be on disk in tables, not just in the log.
@@ -679,7 +690,7 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     .and_then(|_| {
         writeln!(
             out,
-            "{} flushed, {}; the database now has {}, {}",
+            "{} flushed, {}; {holder} now has {}, {}",
             count(created, "SSTable"),
             count(compactions, "compaction"),
             count(files, "SSTable"),

@@ -549,6 +549,19 @@ fn usage_errors_are_exit_2() {
     let o = kvctl(&["get", p(&missing), "k"]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(!missing.exists());
+    // A range error names the real limit (a new-user trial was told
+    // `0..=4294967295` for --bits-per-key, whose limit is 64).
+    for cmd in ["import", "compact"] {
+        let mut args = vec![cmd, p(&missing)];
+        if cmd == "import" {
+            args.push("-");
+        }
+        args.extend(["--bits-per-key", "65"]);
+        let o = kvctl(&args);
+        assert_eq!(code(&o), 2, "{}", stderr(&o));
+        assert!(stderr(&o).contains("0..=64"), "{cmd}: {}", stderr(&o));
+    }
+    assert!(!missing.exists());
 }
 
 #[test]

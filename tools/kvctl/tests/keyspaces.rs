@@ -174,6 +174,13 @@ fn writing_commands_honour_keyspace() {
     let o = kvctl_stdin(&["import", d, "-", "--keyspace", "bulk"], b"x\t1\ny\t2\n");
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).starts_with("imported 2 pairs"), "{}", stdout(&o));
+    // Its summary counts that keyspace's tables, and says so (a new-user
+    // trial read them as the whole database's).
+    assert!(
+        stdout(&o).contains("; keyspace \"bulk\" now has 1 SSTable, "),
+        "{}",
+        stdout(&o)
+    );
     assert_eq!(pairs(&dir, "bulk"), kv(&[("x", "1"), ("y", "2")]));
     // import and put into a new database create it with the keyspace.
     let other = tmp.path().join("other");
