@@ -1,7 +1,7 @@
 //! [`DbBuilder`]: opening a database with options set by name, the one
 //! way that compiles outside the crate whatever fields `Options` gains.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::fs::FileSystem;
@@ -112,6 +112,11 @@ impl DbBuilder {
             hot_keys: Option<HotKeyOptions>,
         }
         some {}
+    }
+
+    /// The database directory this builder opens.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// The options set so far over the defaults (the stored options are

@@ -205,7 +205,22 @@ pub fn open_read_only(path: &Path) -> Result<Db, CliError> {
 /// Opens a database with the options `builder` sets over the stored ones,
 /// creating it if missing, waiting for the lock as `wait` says
 /// ([`crate::wait::retry_locked`]; `None`: not at all).
+///
+/// # Errors
+/// Exit 2 if the database directory is missing and so is its parent:
+/// kvctl creates the database's own directory, not a path of them (a
+/// mistyped path would otherwise become a new database, silently).
 pub fn open_or_create_waiting(builder: DbBuilder, wait: Option<Wait>) -> Result<Db, CliError> {
+    let dir = builder.path();
+    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(parent) = parent.filter(|p| !dir.exists() && !p.exists()) {
+        return Err(CliError::usage(format!(
+            "{} does not exist, and kvctl creates only the database's own directory in an \
+             existing one: check the path, or create {} first",
+            parent.display(),
+            parent.display()
+        )));
+    }
     warn_dropped(retry_locked(wait, || builder.clone().open())?)
 }
 

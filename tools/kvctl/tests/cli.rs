@@ -549,6 +549,22 @@ fn usage_errors_are_exit_2() {
     let o = kvctl(&["get", p(&missing), "k"]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(!missing.exists());
+    // Writing commands create the database's directory, not its missing
+    // parents (a new-user trial's typo `put /nonexistent/db` made both).
+    let deep = missing.join("db");
+    for args in [
+        vec!["put", p(&deep), "k", "v"],
+        vec!["import", p(&deep), "-"],
+    ] {
+        let o = kvctl(&args);
+        assert_eq!(code(&o), 2, "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("kvctl creates only the database's own directory"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert!(!missing.exists());
     // A range error names the real limit (a new-user trial was told
     // `0..=4294967295` for --bits-per-key, whose limit is 64).
     for cmd in ["import", "compact"] {
