@@ -1,11 +1,15 @@
 //! [`Table`]: a finished SSTable opened for reading over a memory map, with
 //! point lookups ([`Table::get`]) and double-ended range iteration
-//! ([`Table::iter`]).
+//! ([`Table::iter`], in `iter`).
+
+mod blocks;
+mod iter;
+
+pub use blocks::{checked_data_entries, scan_data_blocks, TableBlocks};
+pub use iter::TableIter;
 
 use std::cmp::Ordering;
-use std::collections::VecDeque;
 use std::fs::File;
-use std::ops::Bound;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
@@ -19,13 +23,12 @@ use crate::util::file::open_regular;
 
 use crate::error::{Error, IoContext, Result};
 use crate::filter::{policy_for_name, FilterPolicy, KeyHash};
-use crate::iter::Entry;
 use crate::key::{
     compare_internal_keys, compare_to_seek, user_key_of, user_key_prefix, ParsedInternalKey,
     SequenceNumber, ValueType,
 };
 use crate::sketch::hyperloglog::HyperLogLog;
-use crate::sstable::block::{touch_lines, Block, BlockLayout, BlockPos};
+use crate::sstable::block::{touch_lines, Block};
 use crate::sstable::block_cache::{BlockCache, BlockKey};
 use crate::sstable::compression::{decode_data_block, BlockContents};
 use crate::sstable::format::{
@@ -33,7 +36,7 @@ use crate::sstable::format::{
     FOOTER_LEN,
 };
 use crate::sstable::properties::TableProperties;
-use crate::sstable::residency::{ColdHint, ScanReadahead};
+use crate::sstable::residency::ColdHint;
 use crate::util::coding::Decoder;
 use crate::Slice;
 
@@ -464,41 +467,6 @@ impl Table {
         })
     }
 
-    /// Iterates every internal entry (all versions and tombstones) whose
-    /// user key lies within `(lo, hi)`, in internal-key order from the
-    /// front and in reverse from the back. See [`TableIter`].
-    pub fn iter(self: &Arc<Self>, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> TableIter {
-        let n = self.index.len();
-        let start = match &lo {
-            Bound::Included(k) | Bound::Excluded(k) => {
-                self.partition_index(k, |e| !above_lo(&lo, user_key_of(&e.last_key)))
-            }
-            Bound::Unbounded => 0,
-        };
-        // Blocks before `p` end within the upper bound; block `p` may still
-        // start with in-range versions, so it is the last candidate.
-        let p = match &hi {
-            Bound::Included(k) | Bound::Excluded(k) => {
-                self.partition_index(k, |e| below_hi(&hi, user_key_of(&e.last_key)))
-            }
-            Bound::Unbounded => n,
-        };
-        let end = (p + 1).min(n).max(start);
-        TableIter {
-            table: Arc::clone(self),
-            lo,
-            hi,
-            next_block: start,
-            end_block: end,
-            cursor: None,
-            front: VecDeque::new(),
-            back: VecDeque::new(),
-            done: false,
-            block_reads: None,
-            readahead: ScanReadahead::default(),
-        }
-    }
-
     /// The handle of data block `i`, or `None` past the last block.
     fn block_handle(&self, i: usize) -> Option<BlockHandle> {
         self.index_prefixes.get(i).map(|p| p.handle)
@@ -601,77 +569,6 @@ impl Table {
         }
     }
 
-    /// Reads data block `i` (checking its checksum) and returns its
-    /// validated layout, the position to decode it from for user keys
-    /// in `lo..` (the restart point before `lo`'s first entry, or the
-    /// block's start) and, for a compressed block, its decompressed
-    /// contents (the cursor keeps them; an uncompressed block is re-read
-    /// from the map).
-    ///
-    /// # Errors
-    /// [`Error::Corruption`] if the block fails its checksum or does not
-    /// decode.
-    fn open_block(&self, i: usize, lo: &Bound<Vec<u8>>) -> Result<OpenedBlock> {
-        let contents = self.read_data_block(i)?;
-        let block = Block::new(&contents, &self.path, self.index[i].handle.offset)?;
-        let at = match lo {
-            Bound::Included(l) | Bound::Excluded(l) => block.seek_pos(l)?,
-            Bound::Unbounded => BlockPos::default(),
-        };
-        let layout = block.layout();
-        Ok((layout, at, contents.into_owned()))
-    }
-
-    /// The next entry of data block `i` from `at` whose user key lies in
-    /// `(lo, hi)`, and the position after it; `None` at the end of the
-    /// block or past `hi`. The block's checksum and restart array were
-    /// checked when it was opened ([`Table::open_block`], which gave
-    /// `layout` and, for a compressed block, `decompressed`); the mapped
-    /// bytes cannot change.
-    fn next_in_block(
-        &self,
-        i: usize,
-        layout: BlockLayout,
-        at: BlockPos,
-        decompressed: Option<&Arc<[u8]>>,
-        lo: &Bound<Vec<u8>>,
-        hi: &Bound<Vec<u8>>,
-    ) -> Result<Option<(Entry, BlockPos)>> {
-        let handle = self.index[i].handle;
-        let start = handle.offset as usize;
-        let mapped;
-        let contents = match decompressed {
-            Some(c) => &c[..],
-            None => {
-                let stored = &self.mmap[start..start + handle.size as usize];
-                mapped = decode_data_block(stored, self.footer.format_version, handle, &self.path)?;
-                &mapped[..]
-            }
-        };
-        let block = Block::with_layout(contents, layout, &self.path, handle.offset);
-        let mut it = block.resume(at);
-        while let Some(entry) = it.next_borrowed() {
-            let (key, value) = entry?;
-            if ParsedInternalKey::parse(key).is_none() {
-                return Err(Error::corruption(
-                    &self.path,
-                    handle.offset,
-                    "data block holds a malformed internal key",
-                ));
-            }
-            let uk = user_key_of(key);
-            if !above_lo(lo, uk) {
-                continue;
-            }
-            if !below_hi(hi, uk) {
-                return Ok(None);
-            }
-            let entry = (key.to_vec(), self.share(decompressed, value));
-            return Ok(Some((entry, it.into_pos())));
-        }
-        Ok(None)
-    }
-
     /// `value`, read from a data block, as a [`Slice`] sharing the buffer
     /// it lies in: `owned` (a cached or decompressed block) or, if `None`,
     /// the table's map.
@@ -680,35 +577,6 @@ impl Table {
             Some(block) => Slice::share_block(block, value),
             None => Slice::share_map(&self.mmap, value),
         }
-    }
-
-    /// Decodes data block `i`, appending the entries within bounds to `out`.
-    fn load_block(
-        &self,
-        i: usize,
-        lo: &Bound<Vec<u8>>,
-        hi: &Bound<Vec<u8>>,
-        out: &mut VecDeque<Entry>,
-    ) -> Result<()> {
-        let handle = self.index[i].handle;
-        let contents = self.read_data_block(i)?;
-        let owned = contents.owned();
-        let block = Block::new(&contents, &self.path, handle.offset)?;
-        for entry in block.iter() {
-            let (key, value) = entry?;
-            if ParsedInternalKey::parse(&key).is_none() {
-                return Err(Error::corruption(
-                    &self.path,
-                    handle.offset,
-                    "data block holds a malformed internal key",
-                ));
-            }
-            let uk = user_key_of(&key);
-            if above_lo(lo, uk) && below_hi(hi, uk) {
-                out.push_back((key, self.share(owned, value)));
-            }
-        }
-        Ok(())
     }
 }
 
@@ -804,304 +672,6 @@ fn data_limit(footer: &Footer) -> u64 {
     }
 }
 
-/// A table opened with only its footer and index checked: enough to read
-/// every data block, for salvaging entries from a table whose filter or
-/// properties block is damaged (which [`Table::open`] refuses). Used by
-/// [`crate::inspect::Salvage`].
-///
-/// The file is memory-mapped as by [`Table::open`], with the same
-/// requirement: it must not be modified or truncated while this is alive.
-pub struct TableBlocks {
-    path: PathBuf,
-    mmap: Mmap,
-    /// `None` when [`TableBlocks::open_by_scan`] could not decode it.
-    footer: Option<Footer>,
-    /// The footer's format version, or without one the version whose data
-    /// blocks the scan found (so whether they end in a codec byte).
-    format_version: u32,
-    index: Vec<IndexEntry>,
-}
-
-impl std::fmt::Debug for TableBlocks {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TableBlocks")
-            .field("path", &self.path)
-            .field("file_size", &self.mmap.len())
-            .field("footer", &self.footer)
-            .field("index_entries", &self.index.len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl TableBlocks {
-    /// Opens the table at `path`: maps it, verifies the footer, and reads,
-    /// checksums and validates the index block, exactly as [`Table::open`]
-    /// does; the filter and properties blocks are not read (see
-    /// [`TableBlocks::properties`] and [`TableBlocks::filter`]).
-    ///
-    /// # Errors
-    /// [`Error::Io`] if the file cannot be opened or mapped;
-    /// [`Error::Corruption`] if it is shorter than a footer, the footer is
-    /// bad, or the index block fails its checksum or does not decode;
-    /// [`Error::UnsupportedVersion`] for a newer format.
-    pub fn open(path: &Path) -> Result<TableBlocks> {
-        let MappedTable { mmap, .. } = MappedTable::open(path)?;
-        let footer = Footer::decode(&mmap, path)?;
-        let index = read_index(&mmap, &footer, path)?;
-        Ok(TableBlocks {
-            path: path.to_path_buf(),
-            mmap,
-            format_version: footer.format_version,
-            footer: Some(footer),
-            index,
-        })
-    }
-
-    /// Opens the table at `path` without trusting its index or footer, for
-    /// a table [`TableBlocks::open`] refuses: the data blocks are found by
-    /// walking the file from offset 0 (see [`scan_data_blocks`]), and the
-    /// index returned lists them. The footer is kept if it decodes: it then
-    /// bounds the walk (data blocks precede the metadata blocks) and finds
-    /// the filter and properties blocks.
-    ///
-    /// The walk stops at the first place where no data block begins: after
-    /// the last one (the filter, properties or index block follows), or at
-    /// a damaged one. Which of the two is for the caller to judge, e.g. by
-    /// comparing the last key found with the table's largest key as the
-    /// manifest records it. Without a footer the format version is not
-    /// known, so the walk is made for both (format 1 blocks, and format 2
-    /// blocks ending in a codec byte) and the one finding more blocks is
-    /// kept.
-    ///
-    /// # Errors
-    /// [`Error::Io`] if the file cannot be opened or mapped;
-    /// [`Error::Corruption`] if it is shorter than a footer.
-    pub fn open_by_scan(path: &Path) -> Result<TableBlocks> {
-        let MappedTable { mmap, .. } = MappedTable::open(path)?;
-        let footer = Footer::decode(&mmap, path).ok();
-        let mut table = TableBlocks {
-            path: path.to_path_buf(),
-            mmap,
-            format_version: footer.map_or(1, |f| f.format_version),
-            footer,
-            index: Vec::new(),
-        };
-        // A footer that decodes bounds the data blocks; without one the
-        // walk must tell the metadata blocks from data by itself.
-        let bytes = &table.mmap[..table.data_end() as usize];
-        if footer.is_some() {
-            table.index = scan_data_blocks(bytes, path, table.format_version);
-        } else {
-            let v1 = scan_data_blocks(bytes, path, 1);
-            let v2 = scan_data_blocks(bytes, path, 2);
-            (table.index, table.format_version) = if v2.len() > v1.len() {
-                (v2, 2)
-            } else {
-                (v1, 1)
-            };
-        }
-        Ok(table)
-    }
-
-    /// The decoded index: one entry per data block, in key order.
-    pub fn index(&self) -> &[IndexEntry] {
-        &self.index
-    }
-
-    /// The decoded footer; `None` for a table opened by scanning whose
-    /// footer does not decode.
-    pub fn footer(&self) -> Option<&Footer> {
-        self.footer.as_ref()
-    }
-
-    /// The path given to [`TableBlocks::open`].
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Size of the file, in bytes.
-    pub fn file_size(&self) -> u64 {
-        self.mmap.len() as u64
-    }
-
-    /// The offset before which every data block lies: the first metadata
-    /// block if the footer decodes, else the end of the file.
-    pub fn data_end(&self) -> u64 {
-        self.footer.as_ref().map_or(self.file_size(), data_limit)
-    }
-
-    /// The contents of data block `handle` as [`Table::data_block`] gives
-    /// them: bounds and CRC checked, codec byte decoded (decompressed if
-    /// need be). Decode them with [`Block::new`].
-    ///
-    /// # Errors
-    /// [`Error::Corruption`] at `handle.offset` if any check fails.
-    pub fn read_block(&self, handle: BlockHandle) -> Result<BlockContents<'_>> {
-        let stored = read_block_contents(&self.mmap, handle, self.data_end(), &self.path, "data")?;
-        decode_data_block(stored, self.format_version, handle, &self.path)
-    }
-
-    /// The table's format version (see `open_by_scan` for a table
-    /// without a footer).
-    pub fn format_version(&self) -> u32 {
-        self.format_version
-    }
-
-    /// Reads, checksums and decodes the properties block.
-    ///
-    /// # Errors
-    /// [`Error::Corruption`] if it is out of bounds, fails its checksum or
-    /// does not decode.
-    pub fn properties(&self) -> Result<TableProperties> {
-        read_properties(&self.mmap, self.require_footer()?.properties, &self.path)
-    }
-
-    /// The filter block's contents after checking its bounds and checksum;
-    /// `None` for a table without a filter. Its policy is named by the
-    /// properties ([`TableProperties::filter_policy`]).
-    ///
-    /// # Errors
-    /// [`Error::Corruption`] at the filter's offset if a check fails.
-    pub fn filter(&self) -> Result<Option<&[u8]>> {
-        let filter = self.require_footer()?.filter;
-        if filter.is_null() {
-            return Ok(None);
-        }
-        let limit = self.file_size() - FOOTER_LEN as u64;
-        read_block_contents(&self.mmap, filter, limit, &self.path, "filter").map(Some)
-    }
-
-    /// The footer, or why there is none.
-    fn require_footer(&self) -> Result<&Footer> {
-        self.footer.as_ref().ok_or_else(|| {
-            Error::corruption(
-                &self.path,
-                self.file_size() - FOOTER_LEN as u64,
-                "the footer does not decode, so the metadata blocks cannot be found",
-            )
-        })
-    }
-}
-
-/// The data blocks of a table file of `format_version`, found without its
-/// index: from offset 0, each block is the shortest run of bytes that is
-/// followed by its own CRC-32 (the 4-byte trailer), ends in a well-formed
-/// restart array (in format 2: in codec byte 0 after one, or in codec
-/// byte 1 or 2 after a payload that decompresses), decodes, and holds internal
-/// keys that continue the strictly increasing order of the blocks before
-/// it. A block's checksum is extended one byte
-/// at a time, so the walk costs one CRC pass over the data plus a check at
-/// each place a restart array could end. It stops where no such block
-/// begins: at the filter, properties or index block (whose keys are not
-/// internal keys, or start below the last data key), or at damage. A false
-/// match needs a random 32-bit checksum to agree on top of the structure
-/// checks.
-pub fn scan_data_blocks(bytes: &[u8], path: &Path, format_version: u32) -> Vec<IndexEntry> {
-    let mut found: Vec<IndexEntry> = Vec::new();
-    let mut start = 0usize;
-    let u32_at =
-        |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
-    // Whether `start..end` could be a block (entries and restart array).
-    let restarts_fit = |start: usize, end: usize| {
-        let len = end - start;
-        if len < 4 {
-            return false;
-        }
-        let restarts = u32_at(end - 4) as usize;
-        restarts != 0 && restarts <= (len - 4) / 4 && u32_at(end - 4 - 4 * restarts) == 0
-    };
-    let codec_byte = format_version >= crate::sstable::compression::COMPRESSED_FORMAT_VERSION;
-    'blocks: while start + 4 + BLOCK_TRAILER_LEN <= bytes.len() {
-        let mut crc = crc32fast::Hasher::new();
-        crc.update(&bytes[start..start + 4]);
-        // `end` is where a candidate block's contents end and its trailer
-        // starts.
-        for end in start + 4..=bytes.len() - BLOCK_TRAILER_LEN {
-            if end > start + 4 {
-                crc.update(&bytes[end - 1..end]);
-            }
-            let len = end - start;
-            let plausible = match (codec_byte, bytes[end - 1]) {
-                (false, _) => restarts_fit(start, end),
-                (true, 0) => restarts_fit(start, end - 1),
-                (true, 1 | 2) => true,
-                _ => false,
-            };
-            if !plausible || crc.clone().finalize() != u32_at(end) {
-                continue;
-            }
-            let handle = BlockHandle::new(start as u64, len as u64);
-            let Ok(contents) = decode_data_block(&bytes[start..end], format_version, handle, path)
-            else {
-                continue;
-            };
-            let Ok(block) = Block::new(&contents, path, start as u64) else {
-                continue;
-            };
-            let prev = found.last().map(|e| e.last_key.as_slice());
-            let entries = checked_data_entries(&block, prev, path, start as u64);
-            let Some((last_key, _)) = entries.ok().and_then(|mut e| e.pop()) else {
-                continue;
-            };
-            found.push(IndexEntry { last_key, handle });
-            start = end + BLOCK_TRAILER_LEN;
-            continue 'blocks;
-        }
-        break;
-    }
-    found
-}
-
-/// The entries of data block `block` (at `offset` in `path`), checked as
-/// the block following one whose last key is `prev`: every entry decodes,
-/// every key is a well-formed internal key, and the keys strictly increase,
-/// the first above `prev`. For readers that cannot trust the index's order
-/// ([`TableBlocks`]: salvage and the walk of [`scan_data_blocks`]).
-///
-/// # Errors
-/// [`Error::Corruption`] at `offset` for an entry that does not decode, a
-/// malformed key, or keys out of order.
-pub fn checked_data_entries(
-    block: &Block<'_>,
-    prev: Option<&[u8]>,
-    path: &Path,
-    offset: u64,
-) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-    let corrupt = |detail: &str| Error::corruption(path, offset, detail);
-    let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-    for entry in block.iter() {
-        let (key, value) = entry?;
-        if ParsedInternalKey::parse(&key).is_none() {
-            return Err(corrupt("data block holds a malformed internal key"));
-        }
-        let last = out.last().map(|e| e.0.as_slice()).or(prev);
-        if last.is_some_and(|l| compare_internal_keys(l, &key) != Ordering::Less) {
-            return Err(corrupt("data block keys out of order"));
-        }
-        out.push((key, value.to_vec()));
-    }
-    Ok(out)
-}
-
-/// True if `uk` is not below the lower bound.
-fn above_lo(lo: &Bound<Vec<u8>>, uk: &[u8]) -> bool {
-    match lo {
-        Bound::Included(l) => uk >= l.as_slice(),
-        Bound::Excluded(l) => uk > l.as_slice(),
-        Bound::Unbounded => true,
-    }
-}
-
-/// The block a [`TableIter`]'s front decodes: its index, layout, the
-/// position of the next entry, and its decompressed contents if it was
-/// stored compressed.
-type Cursor = (usize, BlockLayout, BlockPos, Option<Arc<[u8]>>);
-
-/// A data block opened for the front of a [`TableIter`]: its layout, the
-/// position to resume from, and its decompressed contents if it was
-/// stored compressed.
-type OpenedBlock = (BlockLayout, BlockPos, Option<Arc<[u8]>>);
-
 /// The [`user_key_prefix`] and handle of every index entry, in order.
 fn index_prefixes(index: &[IndexEntry]) -> Vec<PrefixedHandle> {
     index
@@ -1120,15 +690,6 @@ fn index_prefixes(index: &[IndexEntry]) -> Vec<PrefixedHandle> {
 struct PrefixedHandle {
     prefix: u128,
     handle: BlockHandle,
-}
-
-/// True if `uk` is not above the upper bound.
-fn below_hi(hi: &Bound<Vec<u8>>, uk: &[u8]) -> bool {
-    match hi {
-        Bound::Included(h) => uk <= h.as_slice(),
-        Bound::Excluded(h) => uk < h.as_slice(),
-        Bound::Unbounded => true,
-    }
 }
 
 /// Decodes and validates the index block: keys are well-formed, strictly
@@ -1162,263 +723,23 @@ fn decode_index(block: &Block<'_>, data_limit: u64, path: &Path) -> Result<Vec<I
     Ok(index)
 }
 
-/// A double-ended iterator over a table's entries within user-key bounds,
-/// from [`Table::iter`]. Yields `(encoded internal key, value)`; a value
-/// of at least [`Slice::SHARE_MIN`] bytes shares the table's map (or, from
-/// a compressed block, the decompressed block).
-///
-/// Blocks not yet opened form a middle range of block indexes. `next`
-/// takes blocks from the front of that range and decodes them one entry
-/// at a time (checksum checked when a block is opened; the first one
-/// entered at the restart point before the lower bound), copying only the
-/// entries it yields, so a seek followed by a few steps costs a few
-/// copies, not a block's. `next_back` decodes blocks from the back of the
-/// range whole into a back buffer. When the range is empty each side takes
-/// what the other has left (the back decoding the rest of the front's
-/// block first), so interleaved calls meet in the middle and never yield
-/// an entry twice. After an error is yielded, the iterator yields `None`
-/// from both ends.
-#[derive(Debug)]
-pub struct TableIter {
-    table: Arc<Table>,
-    lo: Bound<Vec<u8>>,
-    hi: Bound<Vec<u8>>,
-    /// First undecoded block.
-    next_block: usize,
-    /// One past the last undecoded block.
-    end_block: usize,
-    /// The block the front decodes one entry at a time, and where in it:
-    /// a seek followed by a few `next`s copies only the entries it yields
-    /// (with a compressed block's decompressed contents).
-    cursor: Option<Cursor>,
-    /// Entries of the front, in order, once the back has run out of blocks
-    /// and needed the cursor's rest (see `next_back`).
-    front: VecDeque<Entry>,
-    back: VecDeque<Entry>,
-    done: bool,
-    /// Counts every data block the iterator reads, if set.
-    block_reads: Option<Arc<AtomicU64>>,
-    /// The front's readahead, once it reads block after block.
-    readahead: ScanReadahead,
-}
-
-impl TableIter {
-    /// Adds one to `counter` for every data block the iterator reads.
-    pub fn count_block_reads(mut self, counter: Arc<AtomicU64>) -> TableIter {
-        self.block_reads = Some(counter);
-        self
-    }
-
-    fn counted(&self) {
-        if let Some(c) = &self.block_reads {
-            c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-    }
-
-    fn fail(&mut self, e: Error) -> Option<Result<Entry>> {
-        self.done = true;
-        self.cursor = None;
-        self.front.clear();
-        self.back.clear();
-        Some(Err(e))
-    }
-
-    /// The front's next entry from its cursor block, opening blocks as
-    /// needed; `None` once the front has no block left.
-    fn next_from_blocks(&mut self) -> Result<Option<Entry>> {
-        loop {
-            if let Some((i, layout, at, decompressed)) = self.cursor.take() {
-                let next = self.table.next_in_block(
-                    i,
-                    layout,
-                    at,
-                    decompressed.as_ref(),
-                    &self.lo,
-                    &self.hi,
-                )?;
-                if let Some((entry, at)) = next {
-                    self.cursor = Some((i, layout, at, decompressed));
-                    return Ok(Some(entry));
-                }
-                continue;
-            }
-            if self.next_block >= self.end_block {
-                return Ok(None);
-            }
-            let i = self.next_block;
-            self.next_block += 1;
-            self.counted();
-            let offset = self.table.index[i].handle.offset;
-            let data_end = data_limit(&self.table.footer);
-            if let Some((start, len)) = self.readahead.on_block(offset, data_end) {
-                self.table.will_need(start, len);
-            }
-            let (layout, at, decompressed) = self.table.open_block(i, &self.lo)?;
-            self.cursor = Some((i, layout, at, decompressed));
-        }
-    }
-}
-
-impl Iterator for TableIter {
-    type Item = Result<Entry>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        if let Some(e) = self.front.pop_front() {
-            return Some(Ok(e));
-        }
-        match self.next_from_blocks() {
-            Ok(Some(e)) => Some(Ok(e)),
-            Ok(None) => self.back.pop_front().map(Ok),
-            Err(e) => self.fail(e),
-        }
-    }
-}
-
-impl DoubleEndedIterator for TableIter {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        loop {
-            if let Some(e) = self.back.pop_back() {
-                return Some(Ok(e));
-            }
-            if self.next_block < self.end_block {
-                self.end_block -= 1;
-                let i = self.end_block;
-                self.counted();
-                if let Err(e) = self.table.load_block(i, &self.lo, &self.hi, &mut self.back) {
-                    return self.fail(e);
-                }
-                continue;
-            }
-            // No block left: what remains is the front's, the rest of its
-            // cursor block first.
-            if self.cursor.is_some() {
-                loop {
-                    match self.next_from_blocks() {
-                        Ok(Some(e)) => self.front.push_back(e),
-                        Ok(None) => break,
-                        Err(e) => return self.fail(e),
-                    }
-                }
-            }
-            return self.front.pop_back().map(Ok);
-        }
-    }
-}
-
-impl std::iter::FusedIterator for TableIter {}
-
-impl TableIter {
-    /// Drops every unconsumed entry: the buffers, the cursor and the
-    /// blocks not yet opened.
-    fn drop_all(&mut self) {
-        self.cursor = None;
-        self.front.clear();
-        self.back.clear();
-        self.next_block = self.end_block;
-    }
-}
-
-impl crate::iter::SeekableSource for TableIter {
-    /// Raises the lower bound to `target` and moves the first unopened
-    /// block to the first whose last key is `>= target`, so the blocks in
-    /// between are never read; the cursor's block is left when it ends
-    /// below `target` (else its entries below `target` are passed over
-    /// without a copy), and the buffers lose their entries below it.
-    fn seek_forward(&mut self, target: Option<&[u8]>) {
-        let Some(target) = target else {
-            self.drop_all();
-            return;
-        };
-        let below = |e: &Entry| user_key_of(&e.0) < target;
-        while self.front.front().is_some_and(below) {
-            self.front.pop_front();
-        }
-        if !self.front.is_empty() {
-            return; // the front's next entry is already at or past target
-        }
-        let stronger = match &self.lo {
-            Bound::Included(l) | Bound::Excluded(l) => target > l.as_slice(),
-            Bound::Unbounded => true,
-        };
-        if stronger {
-            self.lo = Bound::Included(target.to_vec());
-        }
-        let ends_below = |i: usize| user_key_of(&self.table.index[i].last_key) < target;
-        if self.cursor.as_ref().is_some_and(|c| ends_below(c.0)) {
-            self.cursor = None;
-        }
-        let first = self
-            .table
-            .partition_index(target, |e| user_key_of(&e.last_key) < target);
-        self.next_block = self.next_block.max(first).min(self.end_block);
-        while self.back.front().is_some_and(below) {
-            self.back.pop_front();
-        }
-    }
-
-    /// Mirror of `seek_forward`: lowers the upper bound below `target`,
-    /// moves the end of the unopened blocks to just past the first whose
-    /// last key is `>= target`, and drops the buffers' entries at or
-    /// above `target` (the cursor stops at the new bound by itself).
-    fn seek_backward(&mut self, target: Option<&[u8]>) {
-        let Some(target) = target else {
-            self.drop_all();
-            return;
-        };
-        let at_or_above = |e: &Entry| user_key_of(&e.0) >= target;
-        while self.back.back().is_some_and(at_or_above) {
-            self.back.pop_back();
-        }
-        if !self.back.is_empty() {
-            return; // the back's next entry is already below target
-        }
-        let stronger = match &self.hi {
-            Bound::Included(h) => target <= h.as_slice(),
-            Bound::Excluded(h) => target < h.as_slice(),
-            Bound::Unbounded => true,
-        };
-        if stronger {
-            self.hi = Bound::Excluded(target.to_vec());
-        }
-        // Blocks after the first whose last key is >= target hold only
-        // keys >= target; so does that block too if it is the first and
-        // the table's smallest key is >= target (the index has no first
-        // keys, but the properties have the table's).
-        let last = self
-            .table
-            .partition_index(target, |e| user_key_of(&e.last_key) < target);
-        let keep = if last == 0 && self.table.properties.smallest_user_key.as_slice() >= target {
-            0
-        } else {
-            last.saturating_add(1)
-        };
-        self.end_block = self.end_block.min(keep).max(self.next_block);
-        while self.front.back().is_some_and(at_or_above) {
-            self.front.pop_back();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::ops::Bound;
+
+    use super::iter::{above_lo, below_hi};
     use super::*;
     use crate::filter::{hash_key, BloomFilterPolicy};
+    use crate::iter::Entry;
     use crate::key::InternalKey;
     use crate::sstable::table_builder::{TableBuilder, TableOptions};
     use proptest::prelude::*;
-    use std::collections::BTreeMap;
 
-    fn ik(k: &[u8], s: u64, vt: ValueType) -> Vec<u8> {
+    pub(super) fn ik(k: &[u8], s: u64, vt: ValueType) -> Vec<u8> {
         InternalKey::new(k, SequenceNumber(s), vt).into_encoded()
     }
 
-    fn opts(block_size: usize, restart_interval: usize, filter: bool) -> TableOptions {
+    pub(super) fn opts(block_size: usize, restart_interval: usize, filter: bool) -> TableOptions {
         TableOptions {
             block_size,
             restart_interval,
@@ -1435,7 +756,12 @@ mod tests {
     }
 
     /// Builds a table at `dir/name` from `(internal key, value)` pairs.
-    fn build(dir: &Path, name: &str, o: TableOptions, entries: &[(Vec<u8>, Vec<u8>)]) -> PathBuf {
+    pub(super) fn build(
+        dir: &Path,
+        name: &str,
+        o: TableOptions,
+        entries: &[(Vec<u8>, Vec<u8>)],
+    ) -> PathBuf {
         let path = dir.join(name);
         let mut b = TableBuilder::new(&path, o).unwrap();
         for (k, v) in entries {
@@ -1445,7 +771,7 @@ mod tests {
         path
     }
 
-    fn owned(r: Result<Entry>) -> (Vec<u8>, Vec<u8>) {
+    pub(super) fn owned(r: Result<Entry>) -> (Vec<u8>, Vec<u8>) {
         let (k, v) = r.unwrap();
         (k, v.into_vec())
     }
@@ -1454,7 +780,7 @@ mod tests {
         t.get(k, SequenceNumber(seq), hash_key(k)).unwrap()
     }
 
-    fn found(t: &Table, k: &[u8], seq: u64) -> Option<(u64, ValueType, Vec<u8>)> {
+    pub(super) fn found(t: &Table, k: &[u8], seq: u64) -> Option<(u64, ValueType, Vec<u8>)> {
         match get(t, k, seq) {
             TableGet::Searched { entry, .. } => entry.map(|(s, vt, v)| (s.0, vt, v.into_vec())),
             _ => None,
@@ -1787,36 +1113,7 @@ mod tests {
         }
     }
 
-    /// Walking a table finds exactly the blocks its index lists, with or
-    /// without the footer to bound the walk, and with or without a filter
-    /// block after the data; a damaged block ends the walk before it.
-    #[test]
-    fn scan_finds_the_blocks_the_index_lists() {
-        let dir = tempfile::tempdir().unwrap();
-        for filter in [true, false] {
-            let name = format!("scan-{filter}.sst");
-            let path = build(dir.path(), &name, opts(256, 4, filter), &two_thousand());
-            let table = Table::open(&path, 1).unwrap();
-            let want = table.index().to_vec();
-            assert!(want.len() > 50, "{}", want.len());
-            let bytes = std::fs::read(&path).unwrap();
-            let bounded = &bytes[..data_limit(table.footer()) as usize];
-            assert_eq!(scan_data_blocks(bounded, &path, 1), want);
-            assert_eq!(
-                scan_data_blocks(&bytes, &path, 1),
-                want,
-                "unbounded, filter {filter}"
-            );
-            let walked = TableBlocks::open_by_scan(&path).unwrap();
-            assert_eq!(walked.index(), &want[..]);
-
-            let mut damaged = bytes.clone();
-            damaged[want[7].handle.offset as usize + 3] ^= 0x10;
-            assert_eq!(scan_data_blocks(&damaged, &path, 1), want[..7].to_vec());
-        }
-    }
-
-    fn two_thousand() -> Vec<(Vec<u8>, Vec<u8>)> {
+    pub(super) fn two_thousand() -> Vec<(Vec<u8>, Vec<u8>)> {
         (0..2000u64)
             .map(|i| {
                 (
@@ -2170,153 +1467,8 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn bounded_iteration() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = build(
-            dir.path(),
-            "000010.sst",
-            opts(256, 4, false),
-            &two_thousand(),
-        );
-        let t = Arc::new(Table::open(&path, 10).unwrap());
-        let keys = |lo: Bound<&str>, hi: Bound<&str>| -> Vec<String> {
-            let conv = |b: Bound<&str>| b.map(|s| s.as_bytes().to_vec());
-            t.iter(conv(lo), conv(hi))
-                .map(|r| String::from_utf8(user_key_of(&r.unwrap().0).to_vec()).unwrap())
-                .collect()
-        };
-        use Bound::*;
-        assert_eq!(
-            keys(Included("k00010"), Excluded("k00013")),
-            ["k00010", "k00011", "k00012"]
-        );
-        assert_eq!(
-            keys(Excluded("k00010"), Included("k00013")),
-            ["k00011", "k00012", "k00013"]
-        );
-        assert_eq!(keys(Included("k01998"), Unbounded), ["k01998", "k01999"]);
-        assert_eq!(keys(Unbounded, Excluded("k00002")), ["k00000", "k00001"]);
-        assert!(keys(Included("k00013"), Excluded("k00010")).is_empty());
-        assert!(keys(Included("z"), Unbounded).is_empty());
-        assert!(keys(Unbounded, Excluded("a")).is_empty());
-        assert_eq!(keys(Included("k00500"), Included("k00999")).len(), 500);
-    }
-
-    /// A model entry: user key from a small alphabet, seq, type.
-    fn arb_entries() -> impl Strategy<Value = BTreeMap<InternalKey, Vec<u8>>> {
-        proptest::collection::vec(
-            (
-                proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), Just(b'c')], 0..4),
-                1u64..50,
-                any::<bool>(),
-                proptest::collection::vec(any::<u8>(), 0..24),
-            ),
-            1..120,
-        )
-        .prop_map(|v| {
-            v.into_iter()
-                .map(|(k, s, del, val)| {
-                    let vt = if del {
-                        ValueType::Deletion
-                    } else {
-                        ValueType::Value
-                    };
-                    let val = if del { vec![] } else { val };
-                    (InternalKey::new(&k, SequenceNumber(s), vt), val)
-                })
-                .collect()
-        })
-    }
-
-    fn arb_bound() -> impl Strategy<Value = Bound<Vec<u8>>> {
-        let key = proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), Just(b'c')], 0..4);
-        prop_oneof![
-            Just(Bound::Unbounded),
-            key.clone().prop_map(Bound::Included),
-            key.prop_map(Bound::Excluded),
-        ]
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(128))]
-
-        /// Seeks from either end, interleaved with next/next_back over
-        /// bounds, drop exactly the entries a model drops, over blocks of
-        /// every size (DESIGN.md 4).
-        #[test]
-        fn seeks_match_model(
-            model in arb_entries(),
-            block_size in 16usize..300,
-            restart_interval in 1usize..5,
-            lo in arb_bound(),
-            hi in arb_bound(),
-            steps in crate::iter::source_model::steps(
-                proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), Just(b'c'), Just(b'd')], 0..4),
-            ),
-        ) {
-            let dir = tempfile::tempdir().unwrap();
-            let entries: Vec<(Vec<u8>, Vec<u8>)> =
-                model.iter().map(|(k, v)| (k.encoded().to_vec(), v.clone())).collect();
-            let path = build(dir.path(), "000012.sst", opts(block_size, restart_interval, false), &entries);
-            let t = Arc::new(Table::open(&path, 12).unwrap());
-            let expected: Vec<(Vec<u8>, Vec<u8>)> = entries
-                .into_iter()
-                .filter(|(k, _)| above_lo(&lo, user_key_of(k)) && below_hi(&hi, user_key_of(k)))
-                .collect();
-            crate::iter::source_model::check(&mut t.iter(lo, hi), expected, &steps);
-        }
-
-        /// Interleaved next/next_back over bounds match a BTreeMap model.
-        #[test]
-        fn double_ended_iteration_matches_model(
-            model in arb_entries(),
-            block_size in 16usize..300,
-            restart_interval in 1usize..5,
-            lo in arb_bound(),
-            hi in arb_bound(),
-            ops in proptest::collection::vec(any::<bool>(), 0..300),
-        ) {
-            let dir = tempfile::tempdir().unwrap();
-            let entries: Vec<(Vec<u8>, Vec<u8>)> =
-                model.iter().map(|(k, v)| (k.encoded().to_vec(), v.clone())).collect();
-            let path = build(dir.path(), "000011.sst", opts(block_size, restart_interval, true), &entries);
-            let t = Arc::new(Table::open(&path, 11).unwrap());
-
-            let mut expected: VecDeque<(Vec<u8>, Vec<u8>)> = entries
-                .iter()
-                .filter(|(k, _)| above_lo(&lo, user_key_of(k)) && below_hi(&hi, user_key_of(k)))
-                .cloned()
-                .collect();
-            let mut it = t.iter(lo.clone(), hi.clone());
-            for &forward in &ops {
-                let (got, want) = if forward {
-                    (it.next(), expected.pop_front())
-                } else {
-                    (it.next_back(), expected.pop_back())
-                };
-                prop_assert_eq!(got.map(owned), want);
-            }
-            // Drain the rest forward.
-            let rest: Vec<_> = it.by_ref().map(owned).collect();
-            prop_assert_eq!(rest, expected.into_iter().collect::<Vec<_>>());
-            prop_assert!(it.next().is_none());
-            prop_assert!(it.next_back().is_none());
-
-            // Point lookups agree with the model at a few sequence numbers.
-            for seq in [0u64, 10, 25, 60] {
-                for uk in [&b""[..], b"a", b"ab", b"c", b"cc", b"ccc", b"d"] {
-                    let want = model
-                        .iter()
-                        .find(|(k, _)| {
-                            let p = k.parsed();
-                            p.user_key == uk && p.seq.0 <= seq
-                        })
-                        .map(|(k, v)| (k.parsed().seq.0, k.parsed().value_type, v.clone()));
-                    prop_assert_eq!(found(&t, uk, seq), want);
-                }
-            }
-        }
 
         /// Arbitrary bytes as a table file: open and use never panic.
         #[test]
