@@ -60,6 +60,21 @@ pub(crate) fn touch_lines(block: &[u8]) {
     std::hint::black_box(acc);
 }
 
+/// As [`touch_lines`], for bytes `range` of `block` only, and its last
+/// byte (the restart count [`Block::new`] reads): for a lookup that knows
+/// which restart interval it will scan ([`super::restart_summary`]).
+pub(crate) fn touch_range(block: &[u8], range: std::ops::Range<usize>) {
+    let Some(part) = block.get(range).filter(|p| p.len() <= TOUCH_LIMIT) else {
+        return;
+    };
+    let mut acc = 0u8;
+    for line in part.chunks(64) {
+        acc ^= line[0];
+    }
+    acc ^= block.last().copied().unwrap_or(0);
+    std::hint::black_box(acc);
+}
+
 /// One decoded entry header plus the slices it points at.
 struct RawEntry<'a> {
     shared: usize,
@@ -258,8 +273,27 @@ impl<'a> Block<'a> {
                 hi = mid - 1;
             }
         }
+        self.seek_from(lo, user_key, seq)
+    }
+
+    /// As [`Block::seek`], scanning from restart point `r`, which the
+    /// caller knows to be the last whose key sorts below the seek key (or
+    /// 0 if none does): the binary search is skipped. A restart point
+    /// past the last is taken as the last.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if an entry visited is malformed.
+    pub fn seek_from(
+        &self,
+        r: usize,
+        user_key: &[u8],
+        seq: SequenceNumber,
+    ) -> Result<Option<(Vec<u8>, &'a [u8])>> {
+        if self.num_restarts == 0 {
+            return Ok(None);
+        }
         let mut key = Vec::new();
-        let mut pos = self.restart(lo);
+        let mut pos = self.restart(r.min(self.num_restarts - 1));
         while pos < self.restarts_start {
             let entry = self.decode_entry(pos, key.len())?;
             key.truncate(entry.shared);
@@ -270,6 +304,19 @@ impl<'a> Block<'a> {
             pos = entry.next;
         }
         Ok(None)
+    }
+
+    /// Restart point `i`'s offset in the block and its key (stored whole:
+    /// a restart entry shares no bytes), or `None` past the last.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if the entry there is malformed.
+    pub fn restart_key(&self, i: usize) -> Result<Option<(usize, &'a [u8])>> {
+        if i >= self.num_restarts {
+            return Ok(None);
+        }
+        let at = self.restart(i);
+        Ok(Some((at, self.decode_entry(at, 0)?.delta)))
     }
 
     /// Offset of restart point `i`. REQUIRES: `i < num_restarts`.

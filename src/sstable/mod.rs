@@ -28,6 +28,7 @@ pub mod compression;
 pub mod format;
 pub mod properties;
 pub mod residency;
+mod restart_summary;
 pub mod table;
 pub mod table_builder;
 

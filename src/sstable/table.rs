@@ -28,7 +28,7 @@ use crate::key::{
     SequenceNumber, ValueType,
 };
 use crate::sketch::hyperloglog::HyperLogLog;
-use crate::sstable::block::{touch_lines, Block};
+use crate::sstable::block::{touch_lines, touch_range, Block};
 use crate::sstable::block_cache::{BlockCache, BlockKey};
 use crate::sstable::compression::{decode_data_block, BlockContents};
 use crate::sstable::format::{
@@ -37,6 +37,7 @@ use crate::sstable::format::{
 };
 use crate::sstable::properties::TableProperties;
 use crate::sstable::residency::ColdHint;
+use crate::sstable::restart_summary::{RestartSummaries, ScanStart};
 use crate::util::coding::Decoder;
 use crate::Slice;
 
@@ -57,7 +58,8 @@ pub struct TableMemory {
     /// (cache-line padding included).
     pub filters: u64,
     /// The decoded index: its entries with their keys' heap bytes, the
-    /// index-key prefixes and the verified-block bitmap.
+    /// index-key prefixes with the blocks' handles, the blocks' restart
+    /// summaries (64 bytes a block) and the verified-block bitmap.
     pub index: u64,
 }
 
@@ -110,6 +112,10 @@ pub struct Table {
     /// every step; and the handle it then needs lies on a line the search
     /// has just read, not in `index` (another miss). DESIGN.md 3.3.
     index_prefixes: Vec<PrefixedHandle>,
+    /// Each data block's restart points, recorded when a lookup first
+    /// reads it, so that later lookups scan the right interval without
+    /// searching the block ([`RestartSummaries`], DESIGN.md 3.3).
+    restarts: RestartSummaries,
     /// One bit per data block, set once its checksum has been verified:
     /// the mapped bytes of a table siftdb never modifies, checked on first
     /// read, are trusted afterwards, as an engine with a block cache
@@ -245,6 +251,7 @@ impl Table {
             mmap: Arc::new(mmap),
             footer,
             index_prefixes,
+            restarts: RestartSummaries::new(index.len()),
             verified,
             index,
             properties,
@@ -288,6 +295,7 @@ impl Table {
                 .map(|e| e.last_key.capacity())
                 .sum::<usize>()
             + self.index_prefixes.capacity() * std::mem::size_of::<PrefixedHandle>()
+            + self.restarts.memory()
             + self.verified.len() * std::mem::size_of::<AtomicU64>();
         TableMemory {
             filters: copies.map(AlignedBytes::allocated).sum::<usize>() as u64,
@@ -446,9 +454,21 @@ impl Table {
         // The buffer a long value is shared from: the cached or
         // decompressed block, or (`None`) the map.
         let owned = contents.owned();
-        touch_lines(&contents);
+        let start = self.restarts.scan_start(i, user_key, contents.len());
+        match &start {
+            ScanStart::At { touch, .. } => touch_range(&contents, touch.clone()),
+            ScanStart::Unknown | ScanStart::Undecided => touch_lines(&contents),
+        }
         let block = Block::new(&contents, &self.path, handle.offset)?;
-        let found = match block.seek(user_key, seq)? {
+        let sought = match start {
+            ScanStart::At { restart, .. } => block.seek_from(restart, user_key, seq)?,
+            ScanStart::Unknown => {
+                self.restarts.record(i, &block);
+                block.seek(user_key, seq)?
+            }
+            ScanStart::Undecided => block.seek(user_key, seq)?,
+        };
+        let found = match sought {
             Some((key, value)) if user_key_of(&key) == user_key => {
                 let parsed = ParsedInternalKey::parse(&key).ok_or_else(|| {
                     Error::corruption(
@@ -1402,6 +1422,56 @@ mod tests {
         }
         let scan: Result<Vec<_>> = t.iter(Bound::Unbounded, Bound::Unbounded).collect();
         assert!(scan.unwrap_err().is_corruption());
+    }
+
+    /// Once a block's restart summary is recorded, lookups scan from the
+    /// interval it picks and answer exactly as the whole-block search did:
+    /// present keys, keys between them, older sequence numbers, and from
+    /// several threads at once (the slots are filled by racing readers).
+    #[test]
+    fn lookups_through_restart_summaries_answer_as_the_search_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let entries = two_thousand();
+        // 512-byte blocks, restart interval 4: 2 to 4 restart points each.
+        let path = build(dir.path(), "000013.sst", opts(512, 4, false), &entries);
+        let t = Arc::new(Table::open(&path, 13).unwrap());
+        let probes: Vec<(Vec<u8>, u64)> = (0..2000u64)
+            .flat_map(|i| {
+                let k = format!("k{i:05}").into_bytes();
+                let mut between = k.clone();
+                between.push(b'!');
+                [(k.clone(), u64::MAX >> 8), (k, i), (between, u64::MAX >> 8)]
+            })
+            .collect();
+        let first: Vec<_> = probes.iter().map(|(k, s)| found(&t, k, *s)).collect();
+        for (i, (k, s)) in probes.iter().enumerate() {
+            let present = i % 3 == 0;
+            let want = present.then(|| {
+                let n: u64 = std::str::from_utf8(&k[1..]).unwrap().parse().unwrap();
+                (n + 1, ValueType::Value, entries[n as usize].1.clone())
+            });
+            assert_eq!(first[i], want, "{:?} at {s}", String::from_utf8_lossy(k));
+        }
+        let decided = (0..t.index.len())
+            .filter(|&b| {
+                let k = user_key_of(&t.index[b].last_key);
+                let len = t.index_prefixes[b].handle.size as usize;
+                matches!(t.restarts.scan_start(b, k, len), ScanStart::At { .. })
+            })
+            .count();
+        assert!(
+            decided > t.index.len() / 2,
+            "{decided} of {}",
+            t.index.len()
+        );
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    let again: Vec<_> = probes.iter().map(|(k, s)| found(&t, k, *s)).collect();
+                    assert!(again == first);
+                });
+            }
+        });
     }
 
     #[test]
