@@ -383,6 +383,16 @@ fn refusals_are_clear_and_change_nothing() {
     let e = db.checkpoint(&inside).unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
     assert!(!inside.exists() && !temp_of(&inside).exists());
+    // Deeper: refused before any directory is made, naming the target (a
+    // new-user trial was told of its parent, and `a/b` was left behind).
+    let deep = path.join("a").join("b").join("cp");
+    let e = db.checkpoint(&deep).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    assert!(
+        e.to_string().contains(&format!("{}", deep.display())),
+        "{e}"
+    );
+    assert!(!path.join("a").exists());
 
     // No name.
     assert!(matches!(db.checkpoint("/"), Err(Error::InvalidArgument(_))));

@@ -192,9 +192,12 @@ impl DbInner {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
+        // Before and after making the parent: first as far as it exists
+        // (so nothing is made inside the database), then resolved whole.
+        self.refuse_inside_source(target, existing_ancestor(parent))?;
         fs.create_dir_all(parent)
             .context(|| format!("create directory {}", parent.display()))?;
-        self.refuse_inside_source(parent)?;
+        self.refuse_inside_source(target, parent)?;
         let claim = claim_temp_dir(fs, &tmp, target)?;
         let made = self.make_checkpoint(fs, &tmp, target, parent);
         if made.is_err() && exists(&tmp).unwrap_or(true) {
@@ -208,17 +211,18 @@ impl DbInner {
         Ok(report)
     }
 
-    /// Refuses a target whose parent is this database's directory or
-    /// lies below it (its open would find a foreign directory).
-    fn refuse_inside_source(&self, parent: &Path) -> Result<()> {
+    /// Refuses `target` if `dir`, an existing directory at or above it,
+    /// is this database's directory or lies below it (the database's open
+    /// would find a foreign directory).
+    fn refuse_inside_source(&self, target: &Path, dir: &Path) -> Result<()> {
         let canonical = |p: &Path| {
             p.canonicalize()
                 .context(|| format!("resolve {}", p.display()))
         };
-        if canonical(parent)?.starts_with(canonical(&self.dir)?) {
+        if canonical(dir)?.starts_with(canonical(&self.dir)?) {
             return Err(Error::InvalidArgument(format!(
-                "checkpoint target in {} lies inside the database directory {}",
-                parent.display(),
+                "checkpoint target {} lies inside the database directory {}",
+                target.display(),
                 self.dir.display()
             )));
         }
@@ -518,6 +522,14 @@ fn claim_temp_dir(fs: &dyn FileSystem, tmp: &Path, target: &Path) -> Result<Clai
             "the directory kept being replaced; try again",
         ),
     ))
+}
+
+/// The nearest directory at or above `dir` that exists (`.` for a
+/// relative path none of whose ancestors exists).
+fn existing_ancestor(dir: &Path) -> &Path {
+    dir.ancestors()
+        .find(|a| !a.as_os_str().is_empty() && a.exists())
+        .unwrap_or(Path::new("."))
 }
 
 #[cfg(test)]

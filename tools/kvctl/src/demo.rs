@@ -503,6 +503,18 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
             d.display()
         )));
     }
+    // The demo's databases go in subdirectories: a database's own
+    // directory would end up holding two foreign ones (a new-user trial
+    // gave `--dir` an existing database).
+    if let Some(d) = args.dir.as_ref() {
+        if siftdb::inspect::filename::current_path(d).exists() {
+            return Err(CliError::usage(format!(
+                "--dir {}: holds a database; the demo builds its own two in DIR/bloom-10 and \
+                 DIR/no-filter, so give it a new or empty directory",
+                d.display()
+            )));
+        }
+    }
     let packages = gunzip(PACKAGES_GZ, "packages")?;
     let words = gunzip(WORDS_GZ, "word list")?;
     let data = load(&packages, &words)?;

@@ -669,6 +669,19 @@ fn demo_or_bench_output_into_a_file_is_a_usage_error() {
     assert_eq!(std::fs::read(&file).unwrap(), b"x");
 }
 
+/// Found by a new-user trial: `demo --dir DB` built its two databases
+/// inside an existing database's directory.
+#[test]
+fn demo_into_a_database_directory_is_a_usage_error() {
+    let (_tmp, db) = small_db();
+    let before = files_with_ext(&db, "sst");
+    let o = kvctl(&["demo", "--dir", p(&db)]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("holds a database"), "{}", stderr(&o));
+    assert!(!db.join("bloom-10").exists());
+    assert_eq!(files_with_ext(&db, "sst"), before);
+}
+
 #[test]
 fn demo_reports_and_passes() {
     let tmp = tempfile::tempdir().unwrap();
