@@ -149,6 +149,27 @@ impl From<siftdb::Error> for CliError {
                         .to_string(),
                 ),
             ),
+            // The same for a read-only file system (a new-user trial got
+            // exit 4 and no hint, where "permission denied" got both).
+            E::Io { source, .. } if source.kind() == std::io::ErrorKind::ReadOnlyFilesystem => (
+                EXIT_USAGE,
+                Some(
+                    "the database is on a read-only file system: the reading commands (get, \
+                     scan, export, info, stats, verify) work there, the writing ones do not"
+                        .to_string(),
+                ),
+            ),
+            // A full disk stays a failure (4), but says what is needed: a
+            // writable open alone preallocates 1 MiB of write-ahead log.
+            E::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull => (
+                EXIT_IO,
+                Some(
+                    "the disk is full: free some space (opening a database for writing \
+                     preallocates 1 MiB of write-ahead log; a compaction writes its output \
+                     before it deletes its inputs)"
+                        .to_string(),
+                ),
+            ),
             E::Io { .. } => (EXIT_IO, None),
             // Not damage: this build lacks the codec the database uses.
             E::InvalidArgument(m) if is_no_zstd(m) => {
@@ -210,6 +231,24 @@ mod tests {
         let eio = CliError::from(siftdb::Error::io("sync db/000007.log", Error::other("EIO")));
         assert_eq!(eio.code, EXIT_IO);
         assert!(eio.hint.is_none());
+    }
+
+    /// Found by a new-user trial: a read-only file system and a full disk
+    /// gave exit 4 with no hint.
+    #[test]
+    fn a_read_only_file_system_is_bad_input_and_a_full_disk_says_so() {
+        let rofs = CliError::from(siftdb::Error::io(
+            "open db/LOCK",
+            Error::from(K::ReadOnlyFilesystem),
+        ));
+        assert_eq!(rofs.code, EXIT_USAGE);
+        assert!(rofs.hint.unwrap().contains("read-only file system"));
+        let full = CliError::from(siftdb::Error::io(
+            "reopen log db/000006.log at 0",
+            Error::from(K::StorageFull),
+        ));
+        assert_eq!(full.code, EXIT_IO);
+        assert!(full.hint.unwrap().starts_with("the disk is full"));
     }
 
     /// The rule in the help: a path that cannot be used as given is bad
