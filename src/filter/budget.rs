@@ -114,7 +114,7 @@ impl FilterBudget {
         } else {
             Err(format!(
                 "filter_budget: bits per key must be above 0 and at most 40, not {}",
-                self.bits_per_key
+                super::shown(self.bits_per_key)
             ))
         }
     }
@@ -632,6 +632,11 @@ mod tests {
         for bad in [0.0, -1.0, 41.0, f64::NAN] {
             assert!(FilterBudget::bits_per_key(bad).validate().is_err(), "{bad}");
         }
+        // A huge value is echoed in scientific notation, not 301 digits.
+        let e = FilterBudget::bits_per_key(1e300).validate().unwrap_err();
+        assert!(e.ends_with("at most 40, not 1e300"), "{e}");
+        let e = FilterBudget::bits_per_key(41.5).validate().unwrap_err();
+        assert!(e.ends_with("not 41.5"), "{e}");
         let b = FilterBudget::bits_per_key(8.0).with_max_bytes(1000);
         assert_eq!(b.total_bits(100), 800.0);
         assert_eq!(b.total_bits(10_000), 8000.0);

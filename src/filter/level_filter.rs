@@ -147,8 +147,9 @@ impl LevelFilter {
             LevelFilter::None => Ok(()),
             LevelFilter::BitsPerKey(_, b) if b > 0.0 && b <= MAX_BITS_PER_KEY => Ok(()),
             LevelFilter::BitsPerKey(k, b) => Err(format!(
-                "{} filter: bits per key must be above 0 and at most 64, not {b}",
-                k.label()
+                "{} filter: bits per key must be above 0 and at most 64, not {}",
+                k.label(),
+                super::shown(b)
             )),
             LevelFilter::FalsePositiveRate(_, p) if p > 0.0 && p < 1.0 => Ok(()),
             LevelFilter::FalsePositiveRate(k, p) => Err(format!(

@@ -71,6 +71,17 @@ impl KeyHash {
     }
 }
 
+/// `x` for an error message: as written for ordinary numbers, in
+/// scientific notation past a million (a new-user trial's
+/// `--filter-budget 1e300` was echoed as 301 digits).
+pub(crate) fn shown(x: f64) -> String {
+    if x.is_finite() && x.abs() >= 1e6 {
+        format!("{x:e}")
+    } else {
+        x.to_string()
+    }
+}
+
 /// Hashes a user key with xxh3-128 (seed 0), the one key hash of siftdb.
 ///
 /// Changing this function changes the meaning of every stored filter: it
