@@ -347,13 +347,21 @@ fn export_salvage(args: &ExportArgs) -> Result<(), CliError> {
     if report.is_complete() {
         return Ok(());
     }
+    // With nothing lost, the damage was the manifest alone: the export
+    // holds every entry the files hold, not "every other" (a new-user
+    // trial read that as a loss).
+    let holds = if outcome.lost_nothing() {
+        "holds every entry found in the directory's files"
+    } else {
+        "holds every other entry"
+    };
     Err(CliError::new(
         EXIT_CORRUPTION,
         format!("export --salvage: {}", outcome.lost_summary()),
     )
     .with_hint(format!(
-        "{} holds every other entry; load it into a fresh database with `kvctl import NEW {}`, \
-         and keep a copy of the damaged directory",
+        "{} {holds}; load it into a fresh database with `kvctl import NEW {}`, and keep a copy \
+         of the damaged directory",
         args.file.display(),
         args.file.display()
     )))
@@ -389,6 +397,13 @@ fn key_json(k: &Option<Vec<u8>>) -> Value {
 }
 
 impl SalvageOutcome<'_> {
+    /// True if no data block, table or WAL record was lost (the salvage
+    /// may still be incomplete: the manifest unusable).
+    fn lost_nothing(&self) -> bool {
+        let r = self.report;
+        r.lost_blocks() == 0 && r.unread_tables() == 0 && r.damaged_wals() == 0
+    }
+
     /// What was lost, in one phrase: `1 data block and 1 WAL tail lost`.
     fn lost_summary(&self) -> String {
         let r = self.report;
@@ -405,7 +420,7 @@ impl SalvageOutcome<'_> {
                 count(r.damaged_wals(), "damaged WAL")
             ));
         }
-        let mut s = if parts.is_empty() {
+        let mut s = if self.lost_nothing() {
             "nothing lost".to_string()
         } else {
             format!("{} lost", parts.join(", "))

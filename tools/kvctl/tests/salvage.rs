@@ -251,6 +251,13 @@ fn salvage_of_a_sound_database_is_the_export_and_exits_0() {
         "{}",
         stderr(&o)
     );
+    // Nothing lost: the hint says the export holds every entry found,
+    // not "every other entry" (a new-user trial read that as a loss).
+    assert!(
+        stderr(&o).contains("holds every entry found in the directory's files"),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(lines(&std::fs::read_to_string(&out).unwrap()), model);
 }
 
