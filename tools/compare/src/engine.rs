@@ -78,6 +78,11 @@ pub struct EngineConfig {
     /// (`TableReads::Cached`) of the same size as fjall's, instead of
     /// through its memory maps.
     pub siftdb_block_cache: bool,
+    /// siftdb's per-level filters as a spec (`siftdb::filter::spec`, e.g.
+    /// `blocked-bloom:10`) instead of classic Bloom at [`BITS_PER_KEY`]
+    /// on every level; `None`: the shared setting.
+    #[serde(default)]
+    pub siftdb_filters: Option<String>,
     /// fjall's background worker threads (`None`: fjall's default,
     /// min(cores, 4)).
     pub fjall_worker_threads: Option<usize>,

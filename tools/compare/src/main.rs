@@ -80,10 +80,21 @@ struct Args {
     /// memory maps.
     #[arg(long)]
     siftdb_block_cache: bool,
+    /// siftdb's filters per level as a spec (kvctl's --filters grammar,
+    /// e.g. blocked-bloom:10) instead of classic Bloom at 10 bits per key;
+    /// an experiment beside the shared settings, said in the report
+    #[arg(long, value_name = "SPEC", value_parser = parse_siftdb_filters)]
+    siftdb_filters: Option<String>,
     /// Internal: run one capped sample as a child process (job as JSON on
     /// stdin, results as JSON on stdout).
     #[arg(long, hide = true)]
     child: bool,
+}
+
+/// Checks `--siftdb-filters` by siftdb's own grammar.
+fn parse_siftdb_filters(spec: &str) -> Result<String, String> {
+    siftdb::filter::spec::parse_filters(spec)?;
+    Ok(spec.to_string())
 }
 
 fn parse_workloads(names: &Option<Vec<String>>) -> Result<Vec<Workload>, String> {
@@ -161,6 +172,7 @@ fn run(args: Args) -> engine::Result<()> {
             fjall_worker_threads: args.fjall_worker_threads,
             cache_bytes: None,
             siftdb_block_cache: args.siftdb_block_cache,
+            siftdb_filters: args.siftdb_filters.clone(),
         },
         reads: args
             .reads
@@ -194,6 +206,7 @@ fn run(args: Args) -> engine::Result<()> {
         cap_mib: args.cap_mib,
         cache_fraction: args.cache_fraction,
         siftdb_block_cache: args.siftdb_block_cache,
+        siftdb_filters: args.siftdb_filters.clone(),
         reads: cfg.reads,
     };
     let date = report::utc_now();

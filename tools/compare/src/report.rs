@@ -96,6 +96,9 @@ pub struct Settings {
     pub cache_fraction: f64,
     /// siftdb read point lookups through a block cache of fjall's size.
     pub siftdb_block_cache: bool,
+    /// siftdb's filter spec, when it replaces the shared Bloom setting.
+    #[serde(default)]
+    pub siftdb_filters: Option<String>,
     /// Lookups per read workload.
     pub reads: u64,
 }
@@ -301,7 +304,14 @@ pub fn summarise(order: &[Workload], samples: &[SampleResult]) -> Vec<WorkloadSu
 /// each engine was set to.
 pub fn notes(settings: &Settings) -> Vec<String> {
     let mib = |b: usize| b >> 20;
-    vec![
+    let mut notes = Vec::new();
+    if let Some(spec) = &settings.siftdb_filters {
+        notes.push(format!(
+            "EXPERIMENT: siftdb's filters are `{spec}` (per level, level 0 first; \
+             --siftdb-filters), not the {BITS_PER_KEY} bits/key classic Bloom filters fjall has"
+        ));
+    }
+    notes.extend([
         format!(
             "keys: {KEY_LEN} ASCII decimal digits (key order = index order); present key i is number 2i, \
              absent key i is 2i+1 (between present keys, so readmissing reaches the Bloom filters); \
@@ -387,7 +397,8 @@ pub fn notes(settings: &Settings) -> Vec<String> {
          faster). Engines interleave in each round (siftdb, fjall), and sync(1) runs before every \
          timed phase so that neither pays for the other's write-back."
             .to_string(),
-    ]
+    ]);
+    notes
 }
 
 fn fmt_ops(x: f64) -> String {

@@ -25,6 +25,10 @@ pub fn options(mode: OpenMode, sync: bool, cfg: &EngineConfig) -> Options {
     o.block_size = BLOCK_SIZE;
     o.block_restart_interval = RESTART_INTERVAL;
     o.sync = sync;
+    if let Some(spec) = &cfg.siftdb_filters {
+        // Checked when the flag was parsed.
+        o.filters = siftdb::filter::spec::parse_filters(spec).unwrap_or_default();
+    }
     if cfg.siftdb_block_cache {
         let bytes = cfg.cache_bytes.unwrap_or(cfg.fjall_cache_mib << 20);
         o.table_reads = TableReads::Cached {

@@ -822,6 +822,7 @@ mod tests {
                 fjall_worker_threads: None,
                 cache_bytes: None,
                 siftdb_block_cache: false,
+                siftdb_filters: None,
             },
             reads: num,
         }
@@ -842,6 +843,7 @@ mod tests {
             fjall_worker_threads: None,
             cache_bytes: None,
             siftdb_block_cache: false,
+            siftdb_filters: None,
         };
         let values = Values::new(9);
         for kind in EngineKind::ALL {
