@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::background::remove_obsolete_wals;
+use super::flush::remove_obsolete_wals;
 use super::keyspace::KeyspaceState;
 use super::{Db, DbInner, SuperVersion};
 use crate::key::SequenceNumber;

@@ -1177,6 +1177,7 @@ mod background;
 mod builder;
 mod checkpoint;
 mod filter_budget;
+mod flush;
 mod keyspace;
 mod keyspace_drop;
 mod read;

@@ -25,15 +25,16 @@ use crate::version::set::{ReplayedState, Version};
 use crate::write_batch::decode_batch;
 use crate::{Error, Options, Result};
 
-use super::background::{background_main, flushed_range_tombstones, write_table};
+use super::background::background_main;
 use super::filter_budget::{self, NewTable};
+use super::flush::{flushed_range_tombstones, write_table};
 use super::keyspace::{KeyspaceMap, KeyspaceState};
 use super::stored_options;
 use super::{BgState, Db, DbInner, KeyspaceVersion, SuperVersion, VersionState, WriteState};
 use crate::stats::KeyPrediction;
 use crate::version::edit::DEFAULT_KEYSPACE_NAME;
 
-/// The siftdb files in a directory, classified (background.rs uses it from
+/// The siftdb files in a directory, classified (flush.rs uses it from
 /// here).
 pub(super) use crate::filename::list_dir;
 
