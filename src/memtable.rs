@@ -7,9 +7,10 @@
 //! writes and *immutable* once frozen for flushing; both are read the same
 //! way.
 //!
-//! Each entry is one `MemEntry`: the internal key and the value in a
-//! single allocation, with the first 8 bytes of the user key and the
-//! trailer held in the skiplist node itself. Most comparisons of a search
+//! Each entry is one `MemEntry`: the internal key and the value side by
+//! side in the memtable's [`arena`] (no allocation of their own, and
+//! freed with the memtable in a few calls), with the first 16 bytes of
+//! the user key and the trailer held in the skiplist node itself. Most comparisons of a search
 //! are then decided by the inline prefix, without following a pointer to
 //! the key bytes (a cache miss per step otherwise: DESIGN.md 2).
 
@@ -17,6 +18,8 @@ use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+
+use std::ptr::NonNull;
 
 use crossbeam_skiplist::SkipMap;
 
@@ -27,6 +30,10 @@ use crate::Slice;
 use crate::key::{
     pack_trailer, user_key_prefix, InternalKey, SequenceNumber, ValueType, TRAILER_LEN,
 };
+
+mod arena;
+
+use arena::Arena;
 
 /// An encoded internal key's user key and trailer (the memtable's own
 /// encodings, always at least a trailer long).
@@ -42,8 +49,8 @@ fn split_internal(encoded: &[u8]) -> (&[u8], u64) {
 /// allocator's rounding.
 const ENTRY_OVERHEAD: usize = 64;
 
-/// One version in a memtable: `[user key][trailer, 8 bytes LE][value]` in
-/// one allocation, ordered as internal keys are (user key ascending, then
+/// One version in a memtable: `[user key][trailer, 8 bytes LE][value]`,
+/// contiguous (in the memtable's arena, or owned), ordered as internal keys are (user key ascending, then
 /// trailer descending), with the first 16 user-key bytes (big-endian, zero
 /// padded) and the trailer inline so that most comparisons read no heap
 /// memory. A prefix that differs orders the keys as their bytes would: a
@@ -53,22 +60,61 @@ struct MemEntry {
     prefix: u128,
     trailer: u64,
     key_len: u32,
-    data: Box<[u8]>,
+    /// Length of the bytes at `data`.
+    len: u32,
+    /// `[user key][trailer][value]`: in the memtable's [`Arena`] for an
+    /// entry of the skiplist, in `owned` for a seek key or a bound.
+    data: NonNull<u8>,
+    /// Holds an owned entry's bytes (never read: `data` points in it).
+    _owned: Option<Box<[u8]>>,
 }
 
+// SAFETY: the bytes at `data` are never written after the entry is made,
+// and they outlive it: `owned` moves with the entry (a `Box`'s contents
+// do not move), and an arena entry lives only in its memtable's skiplist,
+// which the memtable drops before the arena (field order). So an entry
+// may be sent to or shared with any thread, as a `Box<[u8]>` could.
+unsafe impl Send for MemEntry {}
+// SAFETY: as above.
+unsafe impl Sync for MemEntry {}
+
 impl MemEntry {
+    /// An entry owning its bytes (seek keys, iterator bounds, tests).
     fn new(user_key: &[u8], trailer: u64, value: &[u8]) -> MemEntry {
         let mut data = Vec::with_capacity(user_key.len() + TRAILER_LEN + value.len());
         data.extend_from_slice(user_key);
         data.extend_from_slice(&trailer.to_le_bytes());
         data.extend_from_slice(value);
+        let owned = data.into_boxed_slice();
         MemEntry {
             prefix: user_key_prefix(user_key),
             trailer,
             // Keys are at most 65,535 bytes (checked before any insert).
             key_len: user_key.len() as u32,
-            data: data.into_boxed_slice(),
+            // Entries are under 4 GiB (MAX_VALUE_LEN plus a key).
+            len: owned.len() as u32,
+            data: NonNull::from(&*owned).cast(),
+            _owned: Some(owned),
         }
+    }
+
+    /// An entry whose bytes are copied into `arena` (the memtable's own).
+    fn in_arena(arena: &Arena, user_key: &[u8], trailer: u64, value: &[u8]) -> MemEntry {
+        let (data, len) = arena.copy(&[user_key, &trailer.to_le_bytes(), value]);
+        MemEntry {
+            prefix: user_key_prefix(user_key),
+            trailer,
+            key_len: user_key.len() as u32,
+            len: len as u32,
+            data,
+            _owned: None,
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `data` points at `len` initialized bytes that no one
+        // writes and that outlive `self` (see the `Send` impl).
+        unsafe { std::slice::from_raw_parts(self.data.as_ptr(), self.len as usize) }
     }
 
     /// The entry a seek for `(user_key, seq, vt)` compares with.
@@ -77,16 +123,16 @@ impl MemEntry {
     }
 
     fn user_key(&self) -> &[u8] {
-        &self.data[..self.key_len as usize]
+        &self.bytes()[..self.key_len as usize]
     }
 
     /// The encoded internal key (user key and trailer).
     fn encoded(&self) -> &[u8] {
-        &self.data[..self.key_len as usize + TRAILER_LEN]
+        &self.bytes()[..self.key_len as usize + TRAILER_LEN]
     }
 
     fn value(&self) -> &[u8] {
-        &self.data[self.key_len as usize + TRAILER_LEN..]
+        &self.bytes()[self.key_len as usize + TRAILER_LEN..]
     }
 }
 
@@ -135,7 +181,10 @@ impl std::fmt::Debug for MemEntry {
 /// holding the same writes.
 #[derive(Debug)]
 pub struct MemTable {
+    /// Declared before `arena`, so dropped first: its entries point there.
     map: SkipMap<MemEntry, ()>,
+    /// The bytes of `map`'s entries.
+    arena: Arena,
     approximate_size: AtomicUsize,
     user_bytes: AtomicU64,
     wal_number: u64,
@@ -166,6 +215,7 @@ impl MemTable {
     pub fn new(wal_number: u64) -> Self {
         MemTable {
             map: SkipMap::new(),
+            arena: Arena::new(),
             approximate_size: AtomicUsize::new(0),
             user_bytes: AtomicU64::new(0),
             wal_number,
@@ -220,8 +270,10 @@ impl MemTable {
         self.largest_point_seq.fetch_max(seq.0, Ordering::Relaxed);
         self.user_bytes
             .fetch_add((user_key.len() + value.len()) as u64, Ordering::Relaxed);
-        self.map
-            .insert(MemEntry::new(user_key, pack_trailer(seq, vt), value), ());
+        self.map.insert(
+            MemEntry::in_arena(&self.arena, user_key, pack_trailer(seq, vt), value),
+            (),
+        );
     }
 
     /// The newest version of `user_key` with sequence `<= seq`: its sequence,
@@ -567,6 +619,54 @@ impl DoubleEndedIterator for MemTableIter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Readers racing the writer across arena chunks (and past large
+    /// entries with chunks of their own) find every published entry
+    /// whole: its bytes were copied before the skiplist published it.
+    #[test]
+    fn readers_see_whole_entries_while_the_arena_grows() {
+        let mem = Arc::new(MemTable::new(1));
+        let value = |i: u64| -> Vec<u8> {
+            let len = if i.is_multiple_of(997) {
+                300 << 10
+            } else {
+                (i % 200) as usize
+            };
+            vec![(i % 251) as u8; len]
+        };
+        let key = |i: u64| format!("key{i:08}").into_bytes();
+        let published = Arc::new(AtomicU64::new(0));
+        const N: u64 = 30_000;
+        std::thread::scope(|s| {
+            for r in 0..2u64 {
+                let (mem, published) = (Arc::clone(&mem), Arc::clone(&published));
+                s.spawn(move || {
+                    let mut x = r + 1;
+                    loop {
+                        let upto = published.load(Ordering::Acquire);
+                        if upto > 0 {
+                            x = x
+                                .wrapping_mul(6364136223846793005)
+                                .wrapping_add(1442695040888963407);
+                            let i = (x >> 33) % upto;
+                            let got = mem.get(&key(i), SequenceNumber(u64::MAX >> 8));
+                            let (seq, vt, v) = got.expect("a published key is found");
+                            assert_eq!((seq.0, vt), (i + 1, ValueType::Value));
+                            assert!(v.as_ref() == value(i).as_slice(), "value of key {i}");
+                        }
+                        if upto == N {
+                            break;
+                        }
+                    }
+                });
+            }
+            for i in 0..N {
+                mem.insert(&key(i), SequenceNumber(i + 1), ValueType::Value, &value(i));
+                published.store(i + 1, Ordering::Release);
+            }
+        });
+        assert!(mem.arena.allocated() > 2 * arena::CHUNK);
+    }
 
     fn keys(it: impl Iterator<Item = crate::Result<Entry>>) -> Vec<String> {
         it.map(|r| format!("{:?}", InternalKey::from_encoded(r.unwrap().0).unwrap()))
