@@ -48,21 +48,13 @@ pub(crate) const TOUCH_LIMIT: usize = 16 << 10;
 /// pairs of runs (DESIGN.md 3), 1% to 7% in a bare loop of gets; the
 /// ratio to fjall moved within its run-to-run spread.
 pub(crate) fn touch_lines(block: &[u8]) {
-    if block.len() > TOUCH_LIMIT {
-        return;
-    }
-    let mut acc = 0u8;
-    for line in block.chunks(64) {
-        acc ^= line[0];
-    }
-    // The block's last line holds the restart count the search reads first.
-    acc ^= block.last().copied().unwrap_or(0);
-    std::hint::black_box(acc);
+    touch_range(block, 0..block.len());
 }
 
-/// As [`touch_lines`], for bytes `range` of `block` only, and its last
-/// byte (the restart count [`Block::new`] reads): for a lookup that knows
-/// which restart interval it will scan ([`super::restart_summary`]).
+/// As [`touch_lines`], for bytes `range` of `block` only (if at most
+/// [`TOUCH_LIMIT`]), and its last byte, whose line holds the restart
+/// count [`Block::new`] reads first: for a lookup that knows which
+/// restart interval it will scan ([`super::restart_summary`]).
 pub(crate) fn touch_range(block: &[u8], range: std::ops::Range<usize>) {
     let Some(part) = block.get(range).filter(|p| p.len() <= TOUCH_LIMIT) else {
         return;
