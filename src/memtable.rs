@@ -63,20 +63,32 @@ struct MemEntry {
     /// Length of the bytes at `data`.
     len: u32,
     /// `[user key][trailer][value]`: in the memtable's [`Arena`] for an
-    /// entry of the skiplist, in `owned` for a seek key or a bound.
+    /// entry of the skiplist, or (`owned`) a boxed slice of the entry's
+    /// own for a seek key or a bound, freed by `Drop`.
     data: NonNull<u8>,
-    /// Holds an owned entry's bytes (never read: `data` points in it).
-    _owned: Option<Box<[u8]>>,
+    owned: bool,
 }
 
 // SAFETY: the bytes at `data` are never written after the entry is made,
-// and they outlive it: `owned` moves with the entry (a `Box`'s contents
-// do not move), and an arena entry lives only in its memtable's skiplist,
-// which the memtable drops before the arena (field order). So an entry
-// may be sent to or shared with any thread, as a `Box<[u8]>` could.
+// and they outlive it: an owned entry frees them only in its `Drop`, and
+// an arena entry lives only in its memtable's skiplist, which the
+// memtable drops before the arena (field order). So an entry may be sent
+// to or shared with any thread, as a `Box<[u8]>` could.
 unsafe impl Send for MemEntry {}
 // SAFETY: as above.
 unsafe impl Sync for MemEntry {}
+
+impl Drop for MemEntry {
+    fn drop(&mut self) {
+        if self.owned {
+            let slice = std::ptr::slice_from_raw_parts_mut(self.data.as_ptr(), self.len as usize);
+            // SAFETY: an owned entry's `data` and `len` are those of a
+            // boxed slice `MemEntry::new` leaked, and this is the one
+            // place that frees it.
+            drop(unsafe { Box::from_raw(slice) });
+        }
+    }
+}
 
 impl MemEntry {
     /// An entry owning its bytes (seek keys, iterator bounds, tests).
@@ -85,16 +97,19 @@ impl MemEntry {
         data.extend_from_slice(user_key);
         data.extend_from_slice(&trailer.to_le_bytes());
         data.extend_from_slice(value);
-        let owned = data.into_boxed_slice();
+        // Entries are under 4 GiB (MAX_VALUE_LEN plus a key).
+        let len = data.len() as u32;
+        // Held as a raw pointer, not a `Box`, so that moving the entry
+        // leaves `data` valid; `Drop` frees it.
+        let raw: NonNull<[u8]> = NonNull::from(Box::leak(data.into_boxed_slice()));
         MemEntry {
             prefix: user_key_prefix(user_key),
             trailer,
             // Keys are at most 65,535 bytes (checked before any insert).
             key_len: user_key.len() as u32,
-            // Entries are under 4 GiB (MAX_VALUE_LEN plus a key).
-            len: owned.len() as u32,
-            data: NonNull::from(&*owned).cast(),
-            _owned: Some(owned),
+            len,
+            data: raw.cast::<u8>(),
+            owned: true,
         }
     }
 
@@ -107,7 +122,7 @@ impl MemEntry {
             key_len: user_key.len() as u32,
             len: len as u32,
             data,
-            _owned: None,
+            owned: false,
         }
     }
 
