@@ -138,39 +138,7 @@ impl From<siftdb::Error> for CliError {
                 EXIT_IO,
                 Some("another process has the database open; close it and retry".to_string()),
             ),
-            // The help's rule: a path that cannot be used as given (here
-            // the database directory or a file in it) is bad input, with
-            // what to check (a new-user trial got exit 4 and no hint).
-            E::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => (
-                EXIT_USAGE,
-                Some(
-                    "check the database directory's permissions: kvctl needs to read it and \
-                     its files, and to write them to change anything"
-                        .to_string(),
-                ),
-            ),
-            // The same for a read-only file system (a new-user trial got
-            // exit 4 and no hint, where "permission denied" got both).
-            E::Io { source, .. } if source.kind() == std::io::ErrorKind::ReadOnlyFilesystem => (
-                EXIT_USAGE,
-                Some(
-                    "the database is on a read-only file system: the reading commands (get, \
-                     scan, export, info, stats, verify) work there, the writing ones do not"
-                        .to_string(),
-                ),
-            ),
-            // A full disk stays a failure (4), but says what is needed: a
-            // writable open alone preallocates 1 MiB of write-ahead log.
-            E::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull => (
-                EXIT_IO,
-                Some(
-                    "the disk is full: free some space (opening a database for writing \
-                     preallocates 1 MiB of write-ahead log; a compaction writes its output \
-                     before it deletes its inputs)"
-                        .to_string(),
-                ),
-            ),
-            E::Io { .. } => (EXIT_IO, None),
+            E::Io { source, .. } => database_io(source.kind()),
             // Not damage: this build lacks the codec the database uses.
             E::InvalidArgument(m) if is_no_zstd(m) => {
                 (EXIT_USAGE, Some(NO_ZSTD_ADVICE.to_string()))
@@ -199,6 +167,35 @@ impl From<siftdb::Error> for CliError {
             hint,
         }
     }
+}
+
+/// Exit code and hint for an I/O error on the database directory or a
+/// file in it. By the help's rule a path that cannot be used as given is
+/// bad input (2), with what to check: no permission, or a read-only file
+/// system (new-user trials got exit 4 and no hint for both). A full disk
+/// stays a failure (4), but says what is needed.
+fn database_io(kind: std::io::ErrorKind) -> (u8, Option<String>) {
+    use std::io::ErrorKind as K;
+    let (code, hint) = match kind {
+        K::PermissionDenied => (
+            EXIT_USAGE,
+            "check the database directory's permissions: kvctl needs to read it and its files, \
+             and to write them to change anything",
+        ),
+        K::ReadOnlyFilesystem => (
+            EXIT_USAGE,
+            "the database is on a read-only file system: the reading commands (get, scan, \
+             export, info, stats, verify) work there, the writing ones do not",
+        ),
+        K::StorageFull => (
+            EXIT_IO,
+            "the disk is full: free some space (opening a database for writing preallocates \
+             1 MiB of write-ahead log; a compaction writes its output before it deletes its \
+             inputs)",
+        ),
+        _ => return (EXIT_IO, None),
+    };
+    (code, Some(hint.to_string()))
 }
 
 /// Output for stdout: a closed pipe (`kvctl scan db | head`) ends the
