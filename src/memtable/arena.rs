@@ -32,8 +32,9 @@ pub(super) struct Arena {
 struct Bump {
     /// Every chunk allocated, to free at drop.
     chunks: Vec<(NonNull<u8>, Layout)>,
-    /// The next free byte of the current chunk and how many follow it.
-    next: Option<NonNull<u8>>,
+    /// The next free byte of the current chunk and how many follow it
+    /// (dangling and 0 before the first chunk).
+    next: NonNull<u8>,
     left: usize,
     /// Bytes of all chunks.
     allocated: usize,
@@ -53,7 +54,7 @@ impl Arena {
         Arena {
             state: Mutex::new(Bump {
                 chunks: Vec::new(),
-                next: None,
+                next: NonNull::dangling(),
                 left: 0,
                 allocated: 0,
             }),
@@ -75,27 +76,26 @@ impl Arena {
             .expect("entry length overflows usize");
         let mut b = self.state.lock();
         let start = if len > CHUNK / 4 {
-            b.chunk(len.max(1))
+            b.chunk(len)
         } else {
-            if b.left < len || b.next.is_none() {
-                let fresh = b.chunk(CHUNK);
-                b.next = Some(fresh);
+            if b.left < len {
+                b.next = b.chunk(CHUNK);
                 b.left = CHUNK;
             }
-            let start = b.next.unwrap_or(NonNull::dangling());
-            // SAFETY: `start + len` stays within the current chunk, since
-            // `left >= len` bytes follow `start` in it.
-            b.next = Some(unsafe { start.add(len) });
+            let start = b.next;
+            // SAFETY: `left >= len` bytes follow `start` in the current
+            // chunk (for `len == 0` before any chunk, the offset is 0).
+            b.next = unsafe { start.add(len) };
             b.left -= len;
             start
         };
         let mut at = start.as_ptr();
         for p in parts {
-            // SAFETY: `[start, start + len)` lies in one live chunk, was
-            // reserved for this call alone under the lock, and no reader
-            // can see it before the caller publishes the entry; each part
-            // is copied into its own subrange of it, from memory outside
-            // the arena (so the ranges do not overlap).
+            // SAFETY: `[start, start + len)` lies in one live chunk (or is
+            // empty), was reserved for this call alone under the lock, and
+            // no reader can see it before the caller publishes the entry;
+            // each part is copied into its own subrange of it, from memory
+            // outside the arena (so the ranges do not overlap).
             unsafe {
                 std::ptr::copy_nonoverlapping(p.as_ptr(), at, p.len());
                 at = at.add(p.len());
