@@ -79,8 +79,9 @@ impl RestartSummaries {
     }
 
     /// Where to scan block `i` (of `block_len` bytes, restart array
-    /// included) for `user_key`, as far as its summary tells.
-    pub(crate) fn scan_start(&self, i: usize, user_key: &[u8], block_len: usize) -> ScanStart {
+    /// included) for a key whose [`user_key_prefix`] is `target`, as far
+    /// as its summary tells.
+    pub(crate) fn scan_start(&self, i: usize, target: u128, block_len: usize) -> ScanStart {
         let Some(slot) = self.slots.get(i) else {
             return ScanStart::Undecided;
         };
@@ -92,7 +93,6 @@ impl RestartSummaries {
             return ScanStart::Undecided;
         }
         let n = ((head >> 48) & 0b11) as usize;
-        let target = user_key_prefix(user_key);
         // Restart keys increase, so their prefixes do not decrease: the
         // scan starts at the last restart point whose prefix is below the
         // key's, whose key is then below it too (`user_key_prefix`). A
@@ -196,12 +196,15 @@ mod tests {
         let block = Block::new(&bytes, Path::new("t"), 0).unwrap();
         assert_eq!(block.num_restarts(), 3);
         let s = RestartSummaries::new(2);
-        assert_eq!(s.scan_start(0, b"key05", bytes.len()), ScanStart::Unknown);
+        assert_eq!(
+            s.scan_start(0, user_key_prefix(b"key05"), bytes.len()),
+            ScanStart::Unknown
+        );
         s.record(0, &block);
         for probe in 0..26 {
             let k = format!("key{probe:02}");
             let want = block.seek(k.as_bytes(), SequenceNumber(9)).unwrap();
-            match s.scan_start(0, k.as_bytes(), bytes.len()) {
+            match s.scan_start(0, user_key_prefix(k.as_bytes()), bytes.len()) {
                 ScanStart::At { restart, touch } => {
                     // Keys of 5 bytes: every prefix is the whole key, so a
                     // restart key (after the first) equal to the probe is
@@ -243,8 +246,14 @@ mod tests {
         let block = Block::new(&bytes, Path::new("t"), 0).unwrap();
         let s = RestartSummaries::new(1);
         s.record(0, &block);
-        assert_eq!(s.scan_start(0, b"k5", bytes.len()), ScanStart::Undecided);
-        assert_eq!(s.scan_start(1, b"k5", bytes.len()), ScanStart::Undecided);
+        assert_eq!(
+            s.scan_start(0, user_key_prefix(b"k5"), bytes.len()),
+            ScanStart::Undecided
+        );
+        assert_eq!(
+            s.scan_start(1, user_key_prefix(b"k5"), bytes.len()),
+            ScanStart::Undecided
+        );
         s.record(1, &block);
         assert_eq!(s.memory(), 64);
     }

@@ -438,7 +438,9 @@ impl Table {
                 return Ok(TableGet::FilterNegative);
             }
         }
-        let i = self.partition_index(user_key, |e| {
+        // The key's prefix, for the index search and the restart summary.
+        let target = user_key_prefix(user_key);
+        let i = self.partition_index(target, |e| {
             compare_to_seek(&e.last_key, user_key, seq) == Ordering::Less
         });
         let Some(handle) = self.block_handle(i) else {
@@ -454,7 +456,7 @@ impl Table {
         // The buffer a long value is shared from: the cached or
         // decompressed block, or (`None`) the map.
         let owned = contents.owned();
-        let start = self.restarts.scan_start(i, user_key, contents.len());
+        let start = self.restarts.scan_start(i, target, contents.len());
         match &start {
             ScanStart::At { touch, .. } => touch_range(&contents, touch.clone()),
             ScanStart::Unknown | ScanStart::Undecided => touch_lines(&contents),
@@ -493,15 +495,14 @@ impl Table {
     }
 
     /// The index's partition point for `before`, a predicate on an entry's
-    /// last key that holds for every entry whose user key sorts below `key`
-    /// and fails for every one above it (what it says for `key` itself is
-    /// its own business). Entries whose prefix sorts below `key`'s have a
-    /// smaller user key, and those above a larger one
-    /// ([`user_key_prefix`]), so two bisections of the compact prefix
-    /// array leave only the entries whose prefix ties, usually none or
-    /// one, for `before` to decide.
-    fn partition_index(&self, key: &[u8], before: impl Fn(&IndexEntry) -> bool) -> usize {
-        let target = user_key_prefix(key);
+    /// last key that holds for every entry whose user key sorts below a
+    /// key and fails for every one above it (what it says for the key
+    /// itself is its own business); `target` is that key's
+    /// [`user_key_prefix`]. Entries whose prefix sorts below `target` have
+    /// a smaller user key, and those above a larger one, so two bisections
+    /// of the compact prefix array leave only the entries whose prefix
+    /// ties, usually none or one, for `before` to decide.
+    fn partition_index(&self, target: u128, before: impl Fn(&IndexEntry) -> bool) -> usize {
         let lo = self.index_prefixes.partition_point(|p| p.prefix < target);
         let tie = self.index_prefixes[lo..].partition_point(|p| p.prefix == target);
         lo + self.index[lo..lo + tie].partition_point(before)
@@ -1456,7 +1457,8 @@ mod tests {
             .filter(|&b| {
                 let k = user_key_of(&t.index[b].last_key);
                 let len = t.index_prefixes[b].handle.size as usize;
-                matches!(t.restarts.scan_start(b, k, len), ScanStart::At { .. })
+                let target = user_key_prefix(k);
+                matches!(t.restarts.scan_start(b, target, len), ScanStart::At { .. })
             })
             .count();
         assert!(

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::{data_limit, Table};
 use crate::error::{Error, Result};
 use crate::iter::Entry;
-use crate::key::{user_key_of, ParsedInternalKey};
+use crate::key::{user_key_of, user_key_prefix, ParsedInternalKey};
 use crate::sstable::block::{Block, BlockLayout, BlockPos};
 use crate::sstable::compression::decode_data_block;
 use crate::sstable::residency::ScanReadahead;
@@ -23,17 +23,19 @@ impl Table {
     pub fn iter(self: &Arc<Self>, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> TableIter {
         let n = self.index.len();
         let start = match &lo {
-            Bound::Included(k) | Bound::Excluded(k) => {
-                self.partition_index(k, |e| !above_lo(&lo, user_key_of(&e.last_key)))
-            }
+            Bound::Included(k) | Bound::Excluded(k) => self
+                .partition_index(user_key_prefix(k), |e| {
+                    !above_lo(&lo, user_key_of(&e.last_key))
+                }),
             Bound::Unbounded => 0,
         };
         // Blocks before `p` end within the upper bound; block `p` may still
         // start with in-range versions, so it is the last candidate.
         let p = match &hi {
-            Bound::Included(k) | Bound::Excluded(k) => {
-                self.partition_index(k, |e| below_hi(&hi, user_key_of(&e.last_key)))
-            }
+            Bound::Included(k) | Bound::Excluded(k) => self
+                .partition_index(user_key_prefix(k), |e| {
+                    below_hi(&hi, user_key_of(&e.last_key))
+                }),
             Bound::Unbounded => n,
         };
         let end = (p + 1).min(n).max(start);
@@ -372,9 +374,9 @@ impl crate::iter::SeekableSource for TableIter {
         if self.cursor.as_ref().is_some_and(|c| ends_below(c.0)) {
             self.cursor = None;
         }
-        let first = self
-            .table
-            .partition_index(target, |e| user_key_of(&e.last_key) < target);
+        let first = self.table.partition_index(user_key_prefix(target), |e| {
+            user_key_of(&e.last_key) < target
+        });
         self.next_block = self.next_block.max(first).min(self.end_block);
         while self.back.front().is_some_and(below) {
             self.back.pop_front();
@@ -409,9 +411,9 @@ impl crate::iter::SeekableSource for TableIter {
         // keys >= target; so does that block too if it is the first and
         // the table's smallest key is >= target (the index has no first
         // keys, but the properties have the table's).
-        let last = self
-            .table
-            .partition_index(target, |e| user_key_of(&e.last_key) < target);
+        let last = self.table.partition_index(user_key_prefix(target), |e| {
+            user_key_of(&e.last_key) < target
+        });
         let keep = if last == 0 && self.table.properties.smallest_user_key.as_slice() >= target {
             0
         } else {
