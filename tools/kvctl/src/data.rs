@@ -212,8 +212,10 @@ pub fn open_read_only(path: &Path) -> Result<Db, CliError> {
 /// mistyped path would otherwise become a new database, silently).
 pub fn open_or_create_waiting(builder: DbBuilder, wait: Option<Wait>) -> Result<Db, CliError> {
     let dir = builder.path();
-    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
-    if let Some(parent) = parent.filter(|p| !dir.exists() && !p.exists()) {
+    let missing_parent = dir
+        .parent()
+        .filter(|p| !dir.exists() && !p.as_os_str().is_empty() && !p.exists());
+    if let Some(parent) = missing_parent {
         return Err(CliError::usage(format!(
             "{} does not exist, and kvctl creates only the database's own directory in an \
              existing one: check the path, or create {} first",
