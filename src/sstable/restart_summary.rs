@@ -129,34 +129,29 @@ impl RestartSummaries {
         let Some(slot) = self.slots.get(i) else {
             return;
         };
-        let head = match summarize(block) {
-            Ok(Some((head, prefixes))) => {
-                for (j, p) in prefixes.iter().enumerate() {
-                    slot.0[2 * j + 1].store((p >> 64) as u64, Ordering::Relaxed);
-                    slot.0[2 * j + 2].store(*p as u64, Ordering::Relaxed);
-                }
-                head
-            }
-            Ok(None) | Err(_) => UNSUMMARIZED,
-        };
+        let head = summarize(block, slot)
+            .ok()
+            .flatten()
+            .unwrap_or(UNSUMMARIZED);
         slot.0[0].store(head | RECORDED, Ordering::Release);
     }
 }
 
-/// The first word and the key prefixes of `block`'s summary, or `None`
-/// if it has more restart points than a slot holds or is too large for
-/// 16-bit offsets.
+/// Stores the key prefixes of `block`'s restart points after the first in
+/// `slot` and returns the slot's first word, or `None` if the block has
+/// more restart points than a slot holds, is too large for 16-bit offsets,
+/// or has a restart key too short to be an internal key (the words stored
+/// then mean nothing: the first word will say so).
 ///
 /// # Errors
 /// [`crate::Error::Corruption`] if a restart entry is malformed.
-fn summarize(block: &Block<'_>) -> Result<Option<(u64, Vec<u128>)>> {
+fn summarize(block: &Block<'_>, slot: &Slot) -> Result<Option<u64>> {
     let restarts = block.num_restarts();
     if restarts == 0 || restarts > MAX_SUMMARIZED + 1 || block.contents().len() > 0xffff {
         return Ok(None);
     }
     let n = restarts - 1;
     let mut head = (n as u64) << 48;
-    let mut prefixes = Vec::with_capacity(n);
     for j in 1..=n {
         let Some((at, key)) = block.restart_key(j)? else {
             return Ok(None);
@@ -165,9 +160,11 @@ fn summarize(block: &Block<'_>) -> Result<Option<(u64, Vec<u128>)>> {
             return Ok(None);
         }
         head |= (at as u64) << (16 * (j - 1));
-        prefixes.push(user_key_prefix(user_key_of(key)));
+        let prefix = user_key_prefix(user_key_of(key));
+        slot.0[2 * j - 1].store((prefix >> 64) as u64, Ordering::Relaxed);
+        slot.0[2 * j].store(prefix as u64, Ordering::Relaxed);
     }
-    Ok(Some((head, prefixes)))
+    Ok(Some(head))
 }
 
 #[cfg(test)]
