@@ -162,9 +162,10 @@ fn a_snapshot_between_a_put_and_a_covering_range_deletion_keeps_the_value() {
 #[test]
 fn a_tombstone_over_deeper_data_wins_where_the_newer_table_filter_says_absent() {
     // The value sits in the bottom level; the range deletion is newer, and
-    // a newer level-0 table holds other keys of the range, so its point
-    // filter says "absent" for the deleted key: the read must not fall
-    // through the filter to the old value.
+    // a newer level-0 table holds other keys of the range on both sides of
+    // the deleted keys ("b" and "y"), so they fall inside its key range
+    // and its point filter is what answers "absent" for them: the read
+    // must not fall through the filter to the old value.
     let dir = tempfile::tempdir().unwrap();
     let db = common::open(dir.path(), &leveled());
     db.put("m", "old").unwrap();
@@ -173,16 +174,36 @@ fn a_tombstone_over_deeper_data_wins_where_the_newer_table_filter_says_absent() 
     db.compact().unwrap();
     assert!(db.stats().levels.iter().skip(1).any(|l| l.files > 0));
     db.delete_range("a".."z").unwrap();
-    db.put("b", "new").unwrap(); // a key in the range, in a newer table
+    db.put("b", "new").unwrap(); // keys in the range, in a newer table
+    db.put("y", "new").unwrap();
     db.flush().unwrap();
-    assert_eq!(db.get("m").unwrap(), None);
-    assert_eq!(db.get(key(3)).unwrap(), None);
-    assert_eq!(db.get("b").unwrap().unwrap(), "new");
-    assert_eq!(keys(db.iter()), ["b"]);
+    let check = |db: &Db| {
+        let s = db.stats();
+        assert_eq!(s.levels[0].files, 1, "the newer table is on level 0");
+        for deleted in ["m".to_string(), key(3), key(499)] {
+            let before = db.stats();
+            assert_eq!(db.get(&deleted).unwrap(), None, "{deleted}");
+            let after = db.stats();
+            // The level-0 table covers the key and its filter says absent
+            // (not a range skip); the bottom level's table holds the old
+            // version, which the read finds and the tombstone hides.
+            assert_eq!(
+                (
+                    after.filter_negatives - before.filter_negatives,
+                    after.range_skips - before.range_skips,
+                    after.data_block_reads - before.data_block_reads,
+                ),
+                (1, 0, 1),
+                "{deleted}: filter negatives, range skips, block reads"
+            );
+        }
+        assert_eq!(db.get("b").unwrap().unwrap(), "new");
+        assert_eq!(keys(db.iter()), ["b", "y"]);
+    };
+    check(&db);
     drop(db);
     let db = common::open(dir.path(), &leveled());
-    assert_eq!(db.get("m").unwrap(), None);
-    assert_eq!(keys(db.iter()), ["b"]);
+    check(&db);
 }
 
 #[test]
