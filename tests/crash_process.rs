@@ -26,6 +26,12 @@
 //! the live SSTables (no `.tmp`, no orphan). The next child goes on in the
 //! same directory from each writer's first batch not applied.
 //!
+//! Odd cycles' children (and their checks) run with LZ4 on every level,
+//! even ones without compression (`SIFTDB_CRASH_LZ4=1` tells the child),
+//! so the database holds tables of both codecs and compactions read one
+//! and write the other while kills land; the final manual compaction runs
+//! with LZ4 and must leave only LZ4 tables.
+//!
 //! `SIFTDB_CRASH_CYCLES` (default 30) sets the number of kills;
 //! `SIFTDB_CRASH_SEED` the seed (printed, so a failure can be replayed).
 
@@ -43,6 +49,8 @@ use siftdb::{CompactionStyle, Db, Options};
 const CHILD_ENV: &str = "SIFTDB_CRASH_CHILD";
 const SEED_ENV: &str = "SIFTDB_CRASH_SEED";
 const START_ENV: &str = "SIFTDB_CRASH_START";
+/// Set to `1` for a child that runs with LZ4 on every level.
+const LZ4_ENV: &str = "SIFTDB_CRASH_LZ4";
 const MARK: &str = "SIFTDB-CRASH";
 /// Distinct user keys each writer's batches touch.
 const KEYS: u64 = 400;
@@ -53,9 +61,13 @@ const RANGE_DELETE_ONE_IN: u64 = 20;
 
 /// Default durability (`sync = false`) with small buffers and level
 /// budgets, so that flushes and compactions (down to level 3 or 4) happen
-/// many times a second, and a filter budget.
-fn crash_options() -> Options {
+/// many times a second, and a filter budget; with `lz4`, LZ4 data blocks
+/// on every level.
+fn crash_options(lz4: bool) -> Options {
     let mut o = Options::default();
+    if lz4 {
+        o.compression = campaign::lz4_everywhere();
+    }
     o.write_buffer_size = 64 << 10;
     o.block_size = 1024;
     o.max_bytes_for_level_base = 16 << 10;
@@ -129,7 +141,8 @@ fn crash_child() {
         .map(|s| s.parse().expect("child: start id"))
         .collect();
     assert_eq!(starts.len() as u64, WRITERS);
-    let db = Db::open_with(&dir, crash_options()).expect("child: open");
+    let lz4 = env_u64(LZ4_ENV, 0) != 0;
+    let db = Db::open_with(&dir, crash_options(lz4)).expect("child: open");
     let out = std::sync::Mutex::new(std::io::stdout());
     let say = |line: String| {
         let mut out = out.lock().unwrap();
@@ -219,6 +232,10 @@ struct Totals {
     range_gc: u64,
     /// Versions compactions dropped because a range deletion hid them.
     range_dropped: u64,
+    /// Kills of children running with LZ4, and the most LZ4 tables below
+    /// level 0 (compactions' outputs) seen after one.
+    lz4_kills: u64,
+    max_lz4_deeper: usize,
 }
 
 #[test]
@@ -236,12 +253,15 @@ fn crash_process_campaign() {
     let started = Instant::now();
 
     for cycle in 0..cycles {
+        let lz4 = cycle % 2 == 1;
+        t.lz4_kills += u64::from(lz4);
         let start = applied.clone();
         let starts = start.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let mut child = child_test_command("crash_child")
             .env(CHILD_ENV, &dir)
             .env(SEED_ENV, seed.to_string())
             .env(START_ENV, starts.join(","))
+            .env(LZ4_ENV, u64::from(lz4).to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -364,7 +384,7 @@ fn crash_process_campaign() {
 
         // Reopen without background compaction, so the directory listing
         // cannot change under the check.
-        let mut opts = crash_options();
+        let mut opts = crash_options(lz4);
         opts.compaction_style = CompactionStyle::None;
         let db = Db::open_with(&dir, opts).unwrap_or_else(|e| {
             panic!("cycle {cycle}: open after kill failed: {e}; {SEED_ENV}={seed}")
@@ -373,6 +393,10 @@ fn crash_process_campaign() {
             .unwrap_or_else(|e| panic!("cycle {cycle}: {e}; {SEED_ENV}={seed}"));
         t.max_range_tombstones = t.max_range_tombstones.max(db.stats().range_tombstones);
         let files = db.live_files();
+        if lz4 {
+            let lz4_deeper = campaign::codecs(&db).deeper.get("lz4").copied();
+            t.max_lz4_deeper = t.max_lz4_deeper.max(lz4_deeper.unwrap_or(0));
+        }
         t.max_ssts = t.max_ssts.max(files.len());
         t.deepest_level = t
             .deepest_level
@@ -408,7 +432,8 @@ fn crash_process_campaign() {
          and kill); {} kills before the child's \
          open returned, {} right after a flush/compaction; up to {} SSTables, down to level {}; \
          {} acknowledged batches held a range deletion, up to {} range tombstones live, \
-         {} times fewer after a compaction (garbage-collected), {} versions dropped by them",
+         {} times fewer after a compaction (garbage-collected), {} versions dropped by them; \
+         {} kills with LZ4 on, up to {} LZ4 tables below level 0 after one",
         started.elapsed().as_secs_f64(),
         t.acked,
         t.in_flight_applied,
@@ -420,15 +445,27 @@ fn crash_process_campaign() {
         t.range_batches,
         t.max_range_tombstones,
         t.range_gc,
-        t.range_dropped
+        t.range_dropped,
+        t.lz4_kills,
+        t.max_lz4_deeper
     );
     assert!(t.acked > 0, "no batch was ever acknowledged");
+    assert!(
+        t.lz4_kills == 0 || t.max_lz4_deeper > 0,
+        "no LZ4 table below level 0 after any kill of a child running with LZ4"
+    );
 
     // A manual compaction rewrites every table a range tombstone waits on,
     // so afterwards none is live (DESIGN.md 3.7) and the contents are
-    // unchanged: every version the tombstones hid is gone with them.
-    let db = Db::open_with(&dir, crash_options()).expect("final open");
+    // unchanged: every version the tombstones hid is gone with them. With
+    // LZ4 on, it rewrites the uncompressed tables too (a table's format
+    // version differs), so every table below level 0 is then one a
+    // compaction wrote with LZ4.
+    let db = Db::open_with(&dir, crash_options(true)).expect("final open");
     db.compact().expect("final compaction");
+    let codecs = campaign::check_lz4_compactions(&db)
+        .unwrap_or_else(|e| panic!("after the final compaction: {e}; {SEED_ENV}={seed}"));
+    println!("crash campaign: after the final compaction with LZ4: {codecs:?}");
     let left = db.stats().range_tombstones;
     let state = campaign::read_state(&db, key_space()).expect("final read");
     for (w, model) in model.iter().enumerate() {

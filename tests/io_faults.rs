@@ -15,7 +15,11 @@
 //! with `Error::Background` naming the cause, keep answering reads, and,
 //! reopened on a healthy file system, hold every acknowledged write and at
 //! most the one batch whose WAL append failed. `open_sweep` does the same
-//! for the operations of `Db::open` recovering a database.
+//! for the operations of `Db::open` recovering a database. The
+//! `sync = true` workload sweep runs with LZ4 on every level (flushes and
+//! compactions write compressed tables, the reads and the reopens read
+//! them); its healthy run must end with LZ4 tables below level 0, written
+//! by compactions.
 //!
 //! `SIFTDB_IO_FAULT_DENSE=1` runs every fault mode with both error codes
 //! at every operation (three times the CI size).
@@ -36,9 +40,15 @@ const KEYS: u64 = 40;
 /// A run that takes longer than this is a hang.
 const RUN_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The campaigns' tiny options over `fs`.
-fn options(fs: &FaultFs, sync: bool) -> Options {
+/// The campaigns' tiny options over `fs`; with `lz4`, LZ4 data blocks on
+/// every level and half the level-1 budget (compressed tables are
+/// smaller: the tree still reaches level 2).
+fn options(fs: &FaultFs, sync: bool, lz4: bool) -> Options {
     let mut o = campaign::tiny_options(sync);
+    if lz4 {
+        o.compression = campaign::lz4_everywhere();
+        o.max_bytes_for_level_base /= 2;
+    }
     o.file_system = fs.arc();
     o
 }
@@ -137,6 +147,8 @@ struct Run {
     /// Most range tombstones live after a write, and versions compactions
     /// dropped as range-deleted.
     range: (u64, u64),
+    /// How the live tables were compressed, at the end.
+    codecs: Option<campaign::Codecs>,
 }
 
 fn record(run: &mut Run, fs: &FaultFs, call: Call, f: impl FnOnce() -> siftdb::Result<()>) -> bool {
@@ -154,11 +166,11 @@ fn record(run: &mut Run, fs: &FaultFs, call: Call, f: impl FnOnce() -> siftdb::R
 /// each, so that the order of file operations repeats from run to run),
 /// compact by hand halfway and at the end, read everything back, close.
 /// Carries on after errors, recording every call.
-fn workload(dir: &Path, fs: &FaultFs, sync: bool) -> Run {
+fn workload(dir: &Path, fs: &FaultFs, sync: bool, lz4: bool) -> Run {
     let mut run = Run::default();
     let mut db = None;
     record(&mut run, fs, Call::Open, || {
-        db = Some(Db::open_with(dir, options(fs, sync))?);
+        db = Some(Db::open_with(dir, options(fs, sync, lz4))?);
         Ok(())
     });
     let Some(db) = db else { return run };
@@ -176,16 +188,18 @@ fn workload(dir: &Path, fs: &FaultFs, sync: bool) -> Run {
     record(&mut run, fs, Call::Wait, || db.wait_for_compactions());
     run.scan = Some(read_state(&db));
     run.shape = campaign::shape(&db);
+    run.codecs = Some(campaign::codecs(&db));
     run.range.1 = db.stats().range_deleted_dropped;
     record(&mut run, fs, Call::Close, || db.close());
     run
 }
 
-/// Reopens `dir` on a healthy file system and checks the result against
-/// `allowed` (any one of them), then that the database still works.
-fn reopen_and_check(dir: &Path, allowed: &[State], what: &str) -> Result<(), String> {
+/// Reopens `dir` on a healthy file system (with LZ4 if `lz4`, as the run
+/// had) and checks the result against `allowed` (any one of them), then
+/// that the database still works.
+fn reopen_and_check(dir: &Path, allowed: &[State], what: &str, lz4: bool) -> Result<(), String> {
     let healthy = FaultFs::new();
-    let db = Db::open_with(dir, options(&healthy, false))
+    let db = Db::open_with(dir, options(&healthy, false, lz4))
         .map_err(|e| format!("healthy reopen failed: {e}"))?;
     db.wait_for_compactions()
         .map_err(|e| format!("compaction after reopen: {e}"))?;
@@ -203,8 +217,8 @@ fn reopen_and_check(dir: &Path, allowed: &[State], what: &str) -> Result<(), Str
     db.compact()
         .map_err(|e| format!("compact after reopen: {e}"))?;
     drop(db);
-    let db =
-        Db::open_with(dir, options(&healthy, false)).map_err(|e| format!("second reopen: {e}"))?;
+    let db = Db::open_with(dir, options(&healthy, false, lz4))
+        .map_err(|e| format!("second reopen: {e}"))?;
     match db.get("zz-after") {
         Ok(Some(v)) if v == b"fine" => Ok(()),
         other => Err(format!("write after reopen lost: {other:?}")),
@@ -212,7 +226,7 @@ fn reopen_and_check(dir: &Path, allowed: &[State], what: &str) -> Result<(), Str
 }
 
 /// Checks one faulty run of the workload; returns the violations.
-fn check_run(run: &Run, fs: &FaultFs, dir: &Path, sync: bool) -> Vec<String> {
+fn check_run(run: &Run, fs: &FaultFs, dir: &Path, sync: bool, lz4: bool) -> Vec<String> {
     let mut v = Vec::new();
     let failed = fs.failed();
     let first_failed = failed.first().map(|(_, op)| op.clone());
@@ -323,7 +337,7 @@ fn check_run(run: &Run, fs: &FaultFs, dir: &Path, sync: bool) -> Vec<String> {
         }
         allowed.push(m);
     }
-    if let Err(e) = reopen_and_check(dir, &allowed, "workload") {
+    if let Err(e) = reopen_and_check(dir, &allowed, "workload", lz4) {
         v.push(e);
     }
     v
@@ -420,10 +434,11 @@ fn workload_sweep() {
     let started = Instant::now();
     let scratch = scratch_dir();
     for sync in [false, true] {
+        let lz4 = sync;
         // Learn the operations of a healthy run.
         let dir = scratch.path().join(format!("count-{sync}"));
         let fs = FaultFs::new();
-        let run = workload(&dir, &fs, sync);
+        let run = workload(&dir, &fs, sync, lz4);
         assert!(
             run.calls.iter().all(|c| c.outcome.is_ok()),
             "healthy run failed: {:?}",
@@ -434,7 +449,7 @@ fn workload_sweep() {
         let (flushes, compactions, deepest) = run.shape;
         let (most_live, range_dropped) = run.range;
         println!(
-            "sync={sync}: healthy run: {} operations, {} distinct (kind, file); \
+            "sync={sync}, lz4={lz4}: healthy run: {} operations, {} distinct (kind, file); \
              {flushes} flushes, {compactions} compactions, data down to level {deepest}; \
              {} batches with a range deletion, up to {most_live} range tombstones live, \
              {range_dropped} versions dropped by them",
@@ -446,6 +461,13 @@ fn workload_sweep() {
         );
         assert!(flushes >= 2 && compactions >= 2 && deepest >= 2);
         assert!(most_live > 0, "no range tombstone was ever live");
+        let codecs = run.codecs.clone().expect("healthy run read its tables");
+        if lz4 {
+            campaign::check_lz4_compactions_of(&codecs).unwrap();
+        } else {
+            assert_eq!(codecs.compressed_blocks, 0, "{codecs:?}");
+        }
+        println!("sync={sync}, lz4={lz4}: healthy run's tables at the end: {codecs:?}");
 
         let mut tally = Tally::default();
         let t0 = Instant::now();
@@ -456,10 +478,10 @@ fn workload_sweep() {
                     fault.persist, fault.errno
                 ));
                 let fs = FaultFs::with_fault(fault);
-                let what = format!("sync={sync}, {}", describe(&ops, &fault));
+                let what = format!("sync={sync}, lz4={lz4}, {}", describe(&ops, &fault));
                 tally.runs += 1;
                 let (fs2, dir2) = (fs.clone(), dir.clone());
-                let run = match bounded(RUN_TIMEOUT, move || workload(&dir2, &fs2, sync)) {
+                let run = match bounded(RUN_TIMEOUT, move || workload(&dir2, &fs2, sync, lz4)) {
                     Ok(run) => run,
                     Err(e) => {
                         tally.failures.push(format!("{what}: workload {e}"));
@@ -482,11 +504,14 @@ fn workload_sweep() {
                     *tally.surfaced.entry(format!("{call} ({how})")).or_default() += 1;
                 }
                 fs.heal();
-                tally.record(&what, check_run(&run, &fs, &dir, sync));
+                tally.record(&what, check_run(&run, &fs, &dir, sync, lz4));
                 let _ = std::fs::remove_dir_all(&dir);
             }
         }
-        tally.report(&format!("workload sweep, sync={sync}"), t0.elapsed());
+        tally.report(
+            &format!("workload sweep, sync={sync}, lz4={lz4}"),
+            t0.elapsed(),
+        );
     }
     println!("workload sweep total {:.1?}", started.elapsed());
 }
@@ -495,7 +520,7 @@ fn workload_sweep() {
 /// unflushed batches, and the acknowledged state.
 fn build_recovery_base(dir: &Path) -> State {
     let fs = FaultFs::new();
-    let db = Db::open_with(dir, options(&fs, false)).unwrap();
+    let db = Db::open_with(dir, options(&fs, false, false)).unwrap();
     let mut model = State::new();
     for id in 0..BATCHES {
         db.write(write_batch(&batch(id))).unwrap();
@@ -527,7 +552,7 @@ fn open_sweep() {
     let count_dir = scratch.path().join("count");
     common::copy_dir(&base, &count_dir);
     let fs = FaultFs::new();
-    let db = Db::open_with(&count_dir, options(&fs, false)).unwrap();
+    let db = Db::open_with(&count_dir, options(&fs, false, false)).unwrap();
     // Only the operations of `open` itself (closing syncs the WAL).
     let ops = fs.ops();
     drop(db);
@@ -550,7 +575,7 @@ fn open_sweep() {
             let fs = FaultFs::with_fault(fault);
             let (fs2, dir2) = (fs.clone(), dir.clone());
             let opened = match bounded(RUN_TIMEOUT, move || {
-                Db::open_with(&dir2, options(&fs2, false)).map(drop)
+                Db::open_with(&dir2, options(&fs2, false, false)).map(drop)
             }) {
                 Ok(r) => r,
                 Err(e) => {
@@ -581,7 +606,7 @@ fn open_sweep() {
                 )
                 .or_default() += 1;
             fs.heal();
-            if let Err(e) = reopen_and_check(&dir, std::slice::from_ref(&model), "open") {
+            if let Err(e) = reopen_and_check(&dir, std::slice::from_ref(&model), "open", false) {
                 violations.push(e);
             }
             tally.record(&what, violations);
@@ -595,7 +620,7 @@ fn open_sweep() {
 /// background compaction, holding batches `0..batches` with a flush after
 /// every `flush_every`, and the model of its contents.
 fn without_compaction(dir: &Path, fs: &FaultFs, batches: u64, flush_every: u64) -> (Db, State) {
-    let mut o = options(fs, false);
+    let mut o = options(fs, false, false);
     o.compaction_style = siftdb::CompactionStyle::None;
     let db = Db::open_with(dir, o).unwrap();
     let mut model = State::new();
@@ -624,7 +649,7 @@ fn assert_recovers(db: Db, fs: &FaultFs, dir: &Path, model: State, what: &str) {
     assert_eq!(read_state(&db).unwrap(), model);
     drop(db);
     fs.heal();
-    reopen_and_check(dir, &[model], what).unwrap();
+    reopen_and_check(dir, &[model], what, false).unwrap();
 }
 
 /// Found by `workload_sweep` (a failed manifest sync during a compaction):
@@ -678,7 +703,7 @@ fn compact_reports_a_background_compaction_that_failed_meanwhile() {
     let scratch = scratch_dir();
     let dir = scratch.path().join("db");
     let fs = FaultFs::new();
-    let db = Db::open_with(&dir, options(&fs, false)).unwrap();
+    let db = Db::open_with(&dir, options(&fs, false, false)).unwrap();
     db.put("a", "1").unwrap();
     db.flush().unwrap();
     db.put("b", "2").unwrap();
@@ -713,7 +738,7 @@ fn a_failed_cut_of_a_torn_wal_tail_fails_the_open_and_loses_nothing() {
         let dir = scratch.path().join("db");
         let fs = FaultFs::new();
         {
-            let db = Db::open_with(&dir, options(&fs, true)).unwrap();
+            let db = Db::open_with(&dir, options(&fs, true, false)).unwrap();
             db.put("a", "1").unwrap();
             db.put("b", "2").unwrap();
         }
@@ -725,7 +750,7 @@ fn a_failed_cut_of_a_torn_wal_tail_fails_the_open_and_loses_nothing() {
         drop(f);
         let before = fs.ops().len();
         fs.fail_next(kind, "log", EIO);
-        match Db::open_with(&dir, options(&fs, true)) {
+        match Db::open_with(&dir, options(&fs, true, false)) {
             Err(Error::Io { context, .. }) => assert!(context.contains("log"), "{what}: {context}"),
             Err(e) => panic!("{what}: expected Io, got {e}"),
             Ok(_) => panic!("{what}: the open ignored the failure"),
@@ -737,13 +762,13 @@ fn a_failed_cut_of_a_torn_wal_tail_fails_the_open_and_loses_nothing() {
             "{what}: the open never cut the tail"
         );
         fs.heal();
-        let db = Db::open_with(&dir, options(&fs, true)).unwrap();
+        let db = Db::open_with(&dir, options(&fs, true, false)).unwrap();
         assert_eq!(db.get("a").unwrap().as_deref(), Some(&b"1"[..]), "{what}");
         assert_eq!(db.get("b").unwrap().as_deref(), Some(&b"2"[..]), "{what}");
         db.put("c", "3").unwrap();
         drop(db);
         // The same WAL: its tail cut at the last complete record, then `c`.
-        let db = Db::open_with(&dir, options(&fs, true)).unwrap();
+        let db = Db::open_with(&dir, options(&fs, true, false)).unwrap();
         assert_eq!(db.recovery().wals.len(), 1);
         assert_eq!(db.recovery().wals[0].path, wal, "{what}");
         assert_eq!(db.recovery().dropped_bytes(), 0, "{what}");

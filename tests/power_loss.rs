@@ -27,7 +27,12 @@
 //! through a second `PowerFs` whose power is cut inside that recovering
 //! open: the image of that must hold the same `k` batches.
 //! `power_cut_sweep_racing` does the same without waiting after each
-//! write, so that writes race with flushes and compactions.
+//! write, so that writes race with flushes and compactions. Of each test's
+//! two sweeps, one runs with LZ4 on every level (settled with
+//! `sync = true`, racing with `sync = false`), so cuts land in the writes
+//! of compressed tables and images are recovered through them; its
+//! healthy run must end with LZ4 tables below level 0, written by
+//! compactions.
 //!
 //! `SIFTDB_POWER_LOSS_LONG=1` checks 8 random images per cut instead of 1;
 //! `SIFTDB_POWER_LOSS_SEED` sets the seed of the random images;
@@ -53,9 +58,15 @@ const KEYS: u64 = 40;
 /// A run that takes longer than this is a hang.
 const RUN_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The campaigns' tiny options over `fs` (`None`: the plain `StdFs`).
-fn options(fs: Option<&PowerFs>, sync: bool) -> Options {
+/// The campaigns' tiny options over `fs` (`None`: the plain `StdFs`); with
+/// `lz4`, LZ4 data blocks on every level and half the level-1 budget
+/// (compressed tables are smaller: the tree still reaches level 2).
+fn options(fs: Option<&PowerFs>, sync: bool, lz4: bool) -> Options {
     let mut o = campaign::tiny_options(sync);
+    if lz4 {
+        o.compression = campaign::lz4_everywhere();
+        o.max_bytes_for_level_base /= 2;
+    }
     if let Some(fs) = fs {
         o.file_system = fs.arc();
     }
@@ -163,16 +174,18 @@ struct Run {
     /// `close`, and versions compactions dropped as range-deleted since
     /// the last open.
     range: (u64, u64, u64),
+    /// How the live tables were compressed before the final `close`.
+    codecs: Option<campaign::Codecs>,
 }
 
 /// Runs the plan until a step fails (the power cut), then drops the
 /// database.
-fn workload(dir: &Path, fs: &PowerFs, sync: bool, settle: bool) -> Run {
+fn workload(dir: &Path, fs: &PowerFs, sync: bool, settle: bool, lz4: bool) -> Run {
     let mut run = Run::default();
     let mut db: Option<Db> = None;
     for step in plan(settle) {
         let r = match step {
-            Step::Open => Db::open_with(dir, options(Some(fs), sync)).map(|d| db = Some(d)),
+            Step::Open => Db::open_with(dir, options(Some(fs), sync, lz4)).map(|d| db = Some(d)),
             Step::Write(id) => {
                 let db = db.as_ref().unwrap();
                 let r = db.write(write_batch(&batch(id)));
@@ -185,6 +198,7 @@ fn workload(dir: &Path, fs: &PowerFs, sync: bool, settle: bool) -> Run {
             Step::Close => {
                 let db = db.take().unwrap();
                 run.shape = campaign::shape(&db);
+                run.codecs = Some(campaign::codecs(&db));
                 let st = db.stats();
                 run.range.1 = st.range_tombstones;
                 run.range.2 = st.range_deleted_dropped;
@@ -195,7 +209,7 @@ fn workload(dir: &Path, fs: &PowerFs, sync: bool, settle: bool) -> Run {
                 .unwrap()
                 .close()
                 .map(|()| run.floor = run.acked)
-                .and_then(|()| Db::open_with(dir, options(Some(fs), sync)))
+                .and_then(|()| Db::open_with(dir, options(Some(fs), sync, lz4)))
                 .map(|d| db = Some(d)),
         };
         match r {
@@ -257,17 +271,19 @@ fn allowed(run: &Run, sync: bool) -> std::ops::RangeInclusive<u64> {
     (if sync { run.acked } else { run.floor })..=run.acked + 1
 }
 
-/// Reopens the image in `dir` with the plain `StdFs` and checks it: opens
-/// without error, holds the model after `k` batches for a `k` in `ok`
-/// (`acked` only names the reference for the error message), is clean,
-/// and stays usable (a write, a flush, another reopen). Returns `k`.
+/// Reopens the image in `dir` with the plain `StdFs` (and LZ4 if `lz4`,
+/// as the workload ran) and checks it: opens without error, holds the
+/// model after `k` batches for a `k` in `ok` (`acked` only names the
+/// reference for the error message), is clean, and stays usable (a write,
+/// a flush, another reopen). Returns `k`.
 fn check_image(
     dir: &Path,
     models: &[State],
     ok: std::ops::RangeInclusive<u64>,
     acked: u64,
+    lz4: bool,
 ) -> Result<u64, String> {
-    let db = Db::open_with(dir, options(None, false)).map_err(|e| {
+    let db = Db::open_with(dir, options(None, false, lz4)).map_err(|e| {
         let kind = match e {
             Error::Corruption { .. } => "Corruption",
             Error::Io { .. } => "Io",
@@ -297,7 +313,8 @@ fn check_image(
         .map_err(|e| format!("put after reopen: {e}"))?;
     db.flush().map_err(|e| format!("flush after reopen: {e}"))?;
     db.close().map_err(|e| format!("close after reopen: {e}"))?;
-    let db = Db::open_with(dir, options(None, false)).map_err(|e| format!("second reopen: {e}"))?;
+    let db =
+        Db::open_with(dir, options(None, false, lz4)).map_err(|e| format!("second reopen: {e}"))?;
     match db.get("zz-after") {
         Ok(Some(v)) if v == b"fine" => {}
         other => return Err(format!("write after reopen lost: {other:?}")),
@@ -388,6 +405,8 @@ struct Sweep {
     second_cut: bool,
     /// Seed of the random images (mixed with the cut point).
     seed: u64,
+    /// LZ4 data blocks on every level (the workload and the reopens).
+    lz4: bool,
 }
 
 /// Cuts the power inside the open that recovers the image in `src` (at a
@@ -401,11 +420,12 @@ fn second_cut(
     models: &[State],
     k: u64,
     rng: &mut Rng,
+    lz4: bool,
 ) -> Result<bool, String> {
     common::copy_dir(src, work);
     let fs = PowerFs::new();
     fs.cut_power_at(rng.below(20));
-    let opened = Db::open_with(work, options(Some(&fs), false));
+    let opened = Db::open_with(work, options(Some(&fs), false, lz4));
     let landed = opened.is_err();
     match opened {
         Ok(db) => drop(db),
@@ -413,19 +433,21 @@ fn second_cut(
         Err(e) => return Err(format!("recovering open cut: unexpected error {e}")),
     }
     fs.crash_image(rng);
-    check_image(work, models, k..=k, k)
+    check_image(work, models, k..=k, k, lz4)
         .map(|_| landed)
         .map_err(|e| format!("after a second cut inside the recovering open: {e}"))
 }
 
 /// Runs one sweep; the tally holds its failures.
 fn sweep(models: &[State], scratch: &Path, s: Sweep) -> Tally {
-    let Sweep { sync, settle, .. } = s;
-    let name = format!("power-cut sweep, sync={sync}, settle={settle}");
+    let Sweep {
+        sync, settle, lz4, ..
+    } = s;
+    let name = format!("power-cut sweep, sync={sync}, settle={settle}, lz4={lz4}");
     // Learn the operations of a run without a cut.
     let dir = scratch.join(format!("count-{sync}-{settle}"));
     let fs = PowerFs::new();
-    let run = workload(&dir, &fs, sync, settle);
+    let run = workload(&dir, &fs, sync, settle, lz4);
     assert!(
         run.stopped.is_none(),
         "healthy run failed: {:?}",
@@ -453,6 +475,13 @@ fn sweep(models: &[State], scratch: &Path, s: Sweep) -> Tally {
         assert!(flushes >= 2 && compactions >= 1 && deepest >= 1);
     }
     assert!(most_live > 0, "no range tombstone was ever live");
+    let codecs = run.codecs.clone().expect("healthy run closed");
+    if lz4 {
+        campaign::check_lz4_compactions_of(&codecs).unwrap_or_else(|e| panic!("{name}: {e}"));
+    } else {
+        assert_eq!(codecs.compressed_blocks, 0, "{name}: {codecs:?}");
+    }
+    println!("{name}: healthy run's tables at close: {codecs:?}");
     let _ = std::fs::remove_dir_all(&dir);
 
     let only = std::env::var("SIFTDB_POWER_LOSS_POINT")
@@ -472,10 +501,12 @@ fn sweep(models: &[State], scratch: &Path, s: Sweep) -> Tally {
         fs.cut_power_at(n);
         let (fs2, dir2) = (fs.clone(), dir.clone());
         let what = match ops.get(n as usize) {
-            Some(op) if settle => format!("sync={sync}, settle, cut at op {n} ({op})"),
-            _ => format!("sync={sync}, racing, cut at op {n}"),
+            Some(op) if settle => format!("sync={sync}, lz4={lz4}, settle, cut at op {n} ({op})"),
+            _ => format!("sync={sync}, lz4={lz4}, racing, cut at op {n}"),
         };
-        let run = match bounded(RUN_TIMEOUT, move || workload(&dir2, &fs2, sync, settle)) {
+        let run = match bounded(RUN_TIMEOUT, move || {
+            workload(&dir2, &fs2, sync, settle, lz4)
+        }) {
             Ok(run) => run,
             Err(e) => {
                 tally.failures.push(format!("{what}: workload {e}"));
@@ -527,7 +558,9 @@ fn sweep(models: &[State], scratch: &Path, s: Sweep) -> Tally {
                     run.acked, run.floor, run.stopped
                 )
             };
-            let k = match bounded(RUN_TIMEOUT, move || check_image(&d2, &models2, ok, acked)) {
+            let k = match bounded(RUN_TIMEOUT, move || {
+                check_image(&d2, &models2, ok, acked, lz4)
+            }) {
                 Ok(Ok(k)) => k,
                 Ok(Err(e)) | Err(e) => {
                     tally.failures.push(fail(e));
@@ -541,7 +574,7 @@ fn sweep(models: &[State], scratch: &Path, s: Sweep) -> Tally {
                 let (models2, work) = (models.to_vec(), base.join("second"));
                 let mut rng2 = Rng(rng.next_u64());
                 match bounded(RUN_TIMEOUT, move || {
-                    second_cut(&copy, &work, &models2, k, &mut rng2)
+                    second_cut(&copy, &work, &models2, k, &mut rng2, lz4)
                 }) {
                     Ok(Ok(landed)) => {
                         tally.second_cuts += 1;
@@ -567,9 +600,10 @@ fn run_sweeps(sweeps: &[Sweep]) {
         let t = sweep(&models, scratch.path(), s);
         if let Some(first) = t.failures.first() {
             failed.push(format!(
-                "sync={}, settle={}: {} of {} images failed (first: {first})",
+                "sync={}, settle={}, lz4={}: {} of {} images failed (first: {first})",
                 s.sync,
                 s.settle,
+                s.lz4,
                 t.failures.len(),
                 t.images
             ));
@@ -589,8 +623,9 @@ fn settings() -> (bool, u64) {
 }
 
 /// Every operation of the settled workload (the same operations in every
-/// run), for both durability settings, with a second cut inside the open
-/// that recovers the first random image.
+/// run), for both durability settings (`sync = true` with LZ4 on every
+/// level), with a second cut inside the open that recovers the first
+/// random image.
 #[test]
 fn power_cut_sweep() {
     let (long, seed) = settings();
@@ -602,6 +637,7 @@ fn power_cut_sweep() {
             random_images: if long { 8 } else { 1 },
             second_cut: true,
             seed,
+            lz4: sync,
         })
         .collect();
     run_sweeps(&sweeps);
@@ -611,7 +647,7 @@ fn power_cut_sweep() {
 /// compactions, so the operation at a given number differs from run to
 /// run; the checks do not depend on it. A cut numbered past the end of a
 /// run (it performed fewer operations than the counting run) is checked
-/// as a run without a cut.
+/// as a run without a cut. `sync = false` runs with LZ4 on every level.
 #[test]
 fn power_cut_sweep_racing() {
     let (long, seed) = settings();
@@ -623,6 +659,7 @@ fn power_cut_sweep_racing() {
             random_images: if long { 8 } else { 1 },
             second_cut: false,
             seed: seed ^ 0x7ace,
+            lz4: !sync,
         })
         .collect();
     run_sweeps(&sweeps);
@@ -774,7 +811,7 @@ fn the_old_wal_is_synced_before_its_memtable_is_flushed() {
     let scratch = scratch_dir();
     let dir = scratch.path().join("db");
     let fs = PowerFs::new();
-    let db = Db::open_with(&dir, options(Some(&fs), false)).unwrap();
+    let db = Db::open_with(&dir, options(Some(&fs), false, false)).unwrap();
     // The flush of the first frozen memtable stops before creating its table.
     fs.hold_next(OpKind::Create, "sst");
     let acked = write_until_rotation(&db, &fs, 0);
@@ -786,7 +823,7 @@ fn the_old_wal_is_synced_before_its_memtable_is_flushed() {
     let loss = crash_image_keeping_the_newest_wal(&fs);
     assert_eq!(loss.names_dropped, 1);
     assert_eq!(
-        check_image(&dir, &models(), 0..=acked, acked),
+        check_image(&dir, &models(), 0..=acked, acked, false),
         Ok(acked - 1),
         "{acked} batches acknowledged"
     );
@@ -806,7 +843,7 @@ fn a_cut_before_the_old_wal_is_synced_keeps_a_prefix() {
     let scratch = scratch_dir();
     let dir = scratch.path().join("db");
     let fs = PowerFs::new();
-    let db = Db::open_with(&dir, options(Some(&fs), false)).unwrap();
+    let db = Db::open_with(&dir, options(Some(&fs), false, false)).unwrap();
     // A first rotation, flushed: the WAL it started was created by the
     // rotation, so its first sync will sync the directory first.
     let flushed = write_until_rotation(&db, &fs, 0) - 1;
@@ -820,7 +857,7 @@ fn a_cut_before_the_old_wal_is_synced_keeps_a_prefix() {
     let loss = crash_image_keeping_the_newest_wal(&fs);
     assert_eq!(loss.names_dropped, 0, "{loss:?}");
     // A read-only open (which changes nothing) reports the gap.
-    let ro = Db::open_read_only(&dir, options(None, false)).unwrap();
+    let ro = Db::open_read_only(&dir, options(None, false, false)).unwrap();
     let report = ro.recovery().clone();
     drop(ro);
     let gap = report.wals.iter().find_map(|w| w.torn_tail.as_ref());
@@ -829,7 +866,7 @@ fn a_cut_before_the_old_wal_is_synced_keeps_a_prefix() {
         "{report:?}"
     );
     assert_eq!(
-        check_image(&dir, &models(), 0..=acked, acked),
+        check_image(&dir, &models(), 0..=acked, acked, false),
         Ok(flushed),
         "{acked} batches acknowledged, the first {flushed} flushed"
     );

@@ -162,9 +162,10 @@ fn a_snapshot_between_a_put_and_a_covering_range_deletion_keeps_the_value() {
 #[test]
 fn a_tombstone_over_deeper_data_wins_where_the_newer_table_filter_says_absent() {
     // The value sits in the bottom level; the range deletion is newer, and
-    // a newer level-0 table holds other keys of the range, so its point
-    // filter says "absent" for the deleted key: the read must not fall
-    // through the filter to the old value.
+    // a newer level-0 table holds other keys of the range on both sides of
+    // the deleted keys ("b" and "y"), so they fall inside its key range
+    // and its point filter is what answers "absent" for them: the read
+    // must not fall through the filter to the old value.
     let dir = tempfile::tempdir().unwrap();
     let db = common::open(dir.path(), &leveled());
     db.put("m", "old").unwrap();
@@ -173,16 +174,36 @@ fn a_tombstone_over_deeper_data_wins_where_the_newer_table_filter_says_absent() 
     db.compact().unwrap();
     assert!(db.stats().levels.iter().skip(1).any(|l| l.files > 0));
     db.delete_range("a".."z").unwrap();
-    db.put("b", "new").unwrap(); // a key in the range, in a newer table
+    db.put("b", "new").unwrap(); // keys in the range, in a newer table
+    db.put("y", "new").unwrap();
     db.flush().unwrap();
-    assert_eq!(db.get("m").unwrap(), None);
-    assert_eq!(db.get(key(3)).unwrap(), None);
-    assert_eq!(db.get("b").unwrap().unwrap(), "new");
-    assert_eq!(keys(db.iter()), ["b"]);
+    let check = |db: &Db| {
+        let s = db.stats();
+        assert_eq!(s.levels[0].files, 1, "the newer table is on level 0");
+        for deleted in ["m".to_string(), key(3), key(499)] {
+            let before = db.stats();
+            assert_eq!(db.get(&deleted).unwrap(), None, "{deleted}");
+            let after = db.stats();
+            // The level-0 table covers the key and its filter says absent
+            // (not a range skip); the bottom level's table holds the old
+            // version, which the read finds and the tombstone hides.
+            assert_eq!(
+                (
+                    after.filter_negatives - before.filter_negatives,
+                    after.range_skips - before.range_skips,
+                    after.data_block_reads - before.data_block_reads,
+                ),
+                (1, 0, 1),
+                "{deleted}: filter negatives, range skips, block reads"
+            );
+        }
+        assert_eq!(db.get("b").unwrap().unwrap(), "new");
+        assert_eq!(keys(db.iter()), ["b", "y"]);
+    };
+    check(&db);
     drop(db);
     let db = common::open(dir.path(), &leveled());
-    assert_eq!(db.get("m").unwrap(), None);
-    assert_eq!(keys(db.iter()), ["b"]);
+    check(&db);
 }
 
 #[test]
@@ -218,6 +239,116 @@ fn a_range_split_across_compaction_outputs_stays_deleted() {
     }
     assert_eq!(db.stats().range_tombstones, 0);
     assert!(db.live_files().len() < files_before);
+}
+
+/// The user keys of `db`'s live tables' entries (every version, read
+/// from the files) that lie in `[lo, hi)`.
+fn stored_versions_in(db: &Db, lo: &str, hi: &str) -> usize {
+    db.live_files()
+        .iter()
+        .map(|f| {
+            let t = siftdb::inspect::open_table(&f.path).unwrap();
+            siftdb::inspect::table_entries(&t, Some(lo.as_bytes()))
+                .map(|e| e.unwrap())
+                .take_while(|e| e.user_key.as_slice() < hi.as_bytes())
+                .count()
+        })
+        .sum()
+}
+
+#[test]
+fn a_range_split_across_compaction_outputs_keeps_what_a_snapshot_needs() {
+    // A snapshot older than the deletion pins the versions it covers, so
+    // the one compaction that rewrites the tables the tombstone waits on
+    // keeps them, and with 4 KiB outputs it cuts several inside the
+    // range. Each output holding covered versions must join the
+    // tombstone's list, or the tombstone would be garbage-collected with
+    // the first of them rewritten and the others' versions would come back.
+    let (lo, hi) = (1000, 2000);
+    let mut o = leveled();
+    o.target_file_size = 4 << 10;
+    // One level holds it all: no background compaction moves a table.
+    o.max_bytes_for_level_base = 1 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let db = common::open(dir.path(), &o);
+    fill(&db, 3000, "v");
+    db.flush().unwrap();
+    db.compact().unwrap();
+    let snap = db.snapshot();
+    db.delete_range(key(lo)..key(hi)).unwrap();
+    // A memtable of range deletions only: no table, the tombstone goes
+    // into the version, waiting on the tables overlapping its range.
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let before: std::collections::BTreeSet<u64> =
+        db.live_files().iter().map(|f| f.number).collect();
+    let compactions = db.stats().compactions;
+    db.compact().unwrap();
+    assert_eq!(db.stats().compactions - compactions, 1, "one compaction");
+    let mut outputs: Vec<_> = db
+        .live_files()
+        .into_iter()
+        .filter(|f| !before.contains(&f.number))
+        .collect();
+    outputs.sort_by(|a, b| {
+        a.properties
+            .smallest_user_key
+            .cmp(&b.properties.smallest_user_key)
+    });
+    assert!(outputs.len() >= 3, "{} outputs", outputs.len());
+    let inside = |k: &[u8]| key(lo).as_bytes() <= k && k < key(hi).as_bytes();
+    let cuts_inside = outputs
+        .windows(2)
+        .filter(|w| {
+            inside(&w[0].properties.largest_user_key) && inside(&w[1].properties.smallest_user_key)
+        })
+        .count();
+    assert!(cuts_inside >= 1, "no output boundary inside the range");
+    assert_eq!(stored_versions_in(&db, &key(lo), &key(hi)), 1000);
+    assert_eq!(db.stats().range_tombstones, 1);
+
+    let check_current = |db: &Db| {
+        for i in 0..3000 {
+            let expected = (!(lo..hi).contains(&i)).then(|| format!("v{i}"));
+            let got = db.get(key(i)).unwrap();
+            assert_eq!(
+                got.map(|v| v.to_string_lossy().into_owned()),
+                expected,
+                "key {i}"
+            );
+        }
+        assert_eq!(db.iter().count(), 2000);
+        assert_eq!(db.range(key(lo)..key(hi)).count(), 0);
+    };
+    check_current(&db);
+    for i in 0..3000 {
+        assert_eq!(
+            snap.get(key(i)).unwrap().unwrap(),
+            format!("v{i}"),
+            "snapshot, key {i}"
+        );
+    }
+    assert_eq!(snap.iter().count(), 3000);
+    assert_eq!(snap.range(key(lo)..key(hi)).count(), 1000);
+    drop(snap);
+    drop(db);
+
+    // After a reopen no snapshot can be held over from before it, but the
+    // versions it read are still in the outputs, the tombstone still waits
+    // on them (the manifest lists them, tag 11), and current reads see none.
+    let db = common::open(dir.path(), &o);
+    assert_eq!(db.stats().range_tombstones, 1);
+    assert_eq!(stored_versions_in(&db, &key(lo), &key(hi)), 1000);
+    check_current(&db);
+    // Now nothing needs them: a compaction rewrites every output on the
+    // tombstone's list, drops them all, and the tombstone goes.
+    db.compact().unwrap();
+    check_current(&db);
+    assert_eq!(db.stats().range_tombstones, 0);
+    assert_eq!(stored_versions_in(&db, &key(lo), &key(hi)), 0);
+    drop(db);
+    let db = common::open(dir.path(), &o);
+    check_current(&db);
 }
 
 #[test]

@@ -636,6 +636,28 @@ fn a_database_open_for_writing_is_not_salvaged() {
     assert_eq!(Db::held_by_a_writer(tmp.path()), None);
 }
 
+/// A lock let go within moments is no writer: a child process forked
+/// just before a handle closed holds a copy of its `LOCK` descriptor until
+/// it calls `exec`, so the lock looks held for a moment after `close`.
+/// `held_by_a_writer` (and so salvage) retries it, as `Db::open` does;
+/// it refused at once before (kvctl's tests, which spawn processes from
+/// many threads, saw `export --salvage` fail with `Locked` now and then).
+#[test]
+fn a_lock_let_go_within_moments_is_not_a_writer() {
+    let b = build();
+    let held = std::fs::File::open(b.dir.join("LOCK")).unwrap();
+    held.lock().unwrap();
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        drop(held);
+    });
+    assert_eq!(Db::held_by_a_writer(&b.dir), Some(false));
+    releaser.join().unwrap();
+    let (entries, r) = salvage(&b.dir);
+    assert!(r.is_complete(), "{r:?}");
+    assert_eq!(as_map(&entries), b.model());
+}
+
 #[test]
 fn range_deletions_from_the_manifest_and_the_wal_stay_deleted() {
     let tmp = scratch_dir();

@@ -584,7 +584,10 @@ impl Db {
     /// (holds its `LOCK`): `Some(true)` or `Some(false)`, or `None` if that
     /// cannot be told (no `LOCK` file, or it cannot be opened). Takes no
     /// lock that outlives the call and changes nothing on disk. A handle
-    /// of this process holding the lock also counts.
+    /// of this process holding the lock also counts. A held lock is tried
+    /// again for up to 200 ms before the answer is `Some(true)`, as
+    /// [`Db::open`] retries it (a child process forked just before a
+    /// handle closed holds a copy of its descriptor until `exec`).
     pub fn held_by_a_writer(path: impl AsRef<Path>) -> Option<bool> {
         recovery::held_by_a_writer(path.as_ref())
     }

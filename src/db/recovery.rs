@@ -164,14 +164,23 @@ pub(super) fn acquire_lock(dir: &Path) -> Result<File> {
 }
 
 /// Whether a process holds `dir/LOCK`, that is, has the database open for
-/// writing: the lock is tried in shared mode and let go at once. `None`
-/// if that cannot be told (no `LOCK` file, or it cannot be opened).
+/// writing: the lock is tried in shared mode and let go at once, a held
+/// one retried for [`LOCK_RETRY`] as [`acquire_lock`] retries it (the
+/// same race with `fork`: a child spawned right before a handle closed
+/// holds its descriptor until `exec`). `None` if that cannot be told (no
+/// `LOCK` file, or it cannot be opened).
 pub(crate) fn held_by_a_writer(dir: &Path) -> Option<bool> {
     let lock = open_regular(&filename::lock_path(dir)).ok()?;
-    match lock.try_lock_shared() {
-        Ok(()) => Some(false),
-        Err(std::fs::TryLockError::WouldBlock) => Some(true),
-        Err(std::fs::TryLockError::Error(_)) => None,
+    let deadline = std::time::Instant::now() + LOCK_RETRY;
+    loop {
+        match lock.try_lock_shared() {
+            Ok(()) => return Some(false),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => return Some(true),
+            Err(std::fs::TryLockError::Error(_)) => return None,
+        }
     }
 }
 

@@ -50,7 +50,10 @@
 //! Worked example (the `golden_bytes_of_stored_blocks` test): the
 //! 12-byte block `00 00 00 00 01 00 00 00 00 00 00 00` stored with
 //! codec 0 is those 12 bytes, then `00`, then the trailer
-//! `crc32(…00) = c1 52 0f 18`.
+//! `crc32(…00) = c1 52 0f 18`. 256 bytes of `a` then a one-restart
+//! array stored with LZ4 are the 17 bytes `88 02 1f 61 01 00 ec 80 00 00
+//! 00 00 01 00 00 00 01` (raw_len 264, two LZ4 sequences, codec `01`),
+//! then the trailer `e7 9a 30 4f`.
 
 use std::fmt;
 use std::path::Path;
@@ -553,7 +556,7 @@ mod tests {
         );
         assert_eq!(out, [0, 0, 0, 0, 1, 0, 0, 0, 0x00]);
         // 256 bytes of 'a' then a restart array compress to a short LZ4
-        // payload: varint 264 (`88 02`), then the LZ4 sequences, codec 1.
+        // payload, pinned byte for byte ([`LZ4_GOLDEN`]), with its trailer.
         let mut raw = vec![b'a'; 256];
         raw.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0]);
         let mut out = Vec::new();
@@ -561,11 +564,13 @@ mod tests {
             encode_data_block(&raw, Compression::Lz4, &mut out),
             Compression::Lz4
         );
-        assert_eq!(&out[..2], [0x88, 0x02]);
-        assert_eq!(*out.last().unwrap(), 1);
-        assert!(out.len() < 40, "{}", out.len());
-        let h = BlockHandle::new(0, out.len() as u64);
-        assert_eq!(&*decode_data_block(&out, 2, h, p()).unwrap(), &raw[..]);
+        assert_eq!(out, LZ4_GOLDEN);
+        assert_eq!(block_trailer(&out), [0xe7, 0x9a, 0x30, 0x4f]);
+        let h = BlockHandle::new(0, LZ4_GOLDEN.len() as u64);
+        assert_eq!(
+            &*decode_data_block(&LZ4_GOLDEN, 2, h, p()).unwrap(),
+            &raw[..]
+        );
         // The worked example of the module docs.
         let raw = [0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0];
         let mut out = Vec::new();
@@ -625,6 +630,19 @@ mod tests {
         );
         assert_eq!(out.len(), 301);
     }
+
+    /// The stored form of 256 bytes of `a` then a one-restart array (264
+    /// bytes) with codec 1, as lz4_flex 0.14 writes it
+    /// (`golden_bytes_of_stored_blocks`). `88 02`: raw_len 264; then two
+    /// LZ4 sequences: token `1f` (1 literal; match length 15 + 4, extended)
+    /// with literal `61`, match offset `01 00` (1) and length extension
+    /// `ec` (236: 255 bytes matched, so 256 `a`); token `80` (8 literals,
+    /// the last sequence: no match) with the restart array `00 00 00 00 01
+    /// 00 00 00`; then codec byte `01`. Its block trailer is `e7 9a 30 4f`.
+    const LZ4_GOLDEN: [u8; 17] = [
+        0x88, 0x02, 0x1f, 0x61, 0x01, 0x00, 0xec, 0x80, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00,
+        0x00, 0x01,
+    ];
 
     /// The stored form of [`zstd_golden_raw`] with codec 2, as written by
     /// zstd 1.5.7 at level 3 (`golden_bytes_of_a_zstd_block`).

@@ -433,6 +433,67 @@ pub fn shape(db: &Db) -> (u64, u64, usize) {
     (stats.flushes, stats.compactions, deepest.unwrap_or(0))
 }
 
+/// The compression the campaigns run half their cases with: LZ4 on every
+/// level, so flushes, compactions and recovery write compressed data
+/// blocks (format-2 tables) and kills, power cuts and failed operations
+/// land in those writes and their reads.
+pub fn lz4_everywhere() -> siftdb::CompressionPolicy {
+    "lz4".parse().unwrap()
+}
+
+/// How the live tables of `db`'s default keyspace were compressed: per
+/// level (0, or 1 and deeper), the tables of each codec (`"none"` for a
+/// format-1 table), and the data blocks stored compressed.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Codecs {
+    pub level0: BTreeMap<String, usize>,
+    pub deeper: BTreeMap<String, usize>,
+    pub compressed_blocks: u64,
+}
+
+/// The [`Codecs`] of `db`'s live tables.
+pub fn codecs(db: &Db) -> Codecs {
+    let mut c = Codecs::default();
+    for f in db.live_files() {
+        let codec = match &f.properties.compression {
+            Some(p) => {
+                c.compressed_blocks += p.compressed_blocks;
+                p.codec.clone()
+            }
+            None => "none".to_string(),
+        };
+        let at = if f.level == 0 {
+            &mut c.level0
+        } else {
+            &mut c.deeper
+        };
+        *at.entry(codec).or_default() += 1;
+    }
+    c
+}
+
+/// Checks that compactions wrote LZ4 tables in a database run with
+/// [`lz4_everywhere`]: some table lies below level 0 (where only
+/// compactions put tables), every such table is LZ4, and some data blocks
+/// are stored compressed. Returns the codecs.
+pub fn check_lz4_compactions(db: &Db) -> Result<Codecs, String> {
+    let c = codecs(db);
+    check_lz4_compactions_of(&c)?;
+    Ok(c)
+}
+
+/// [`check_lz4_compactions`] of codecs read before.
+pub fn check_lz4_compactions_of(c: &Codecs) -> Result<(), String> {
+    let lz4 = c.deeper.get("lz4").copied().unwrap_or(0);
+    if lz4 == 0 || lz4 != c.deeper.values().sum::<usize>() || c.compressed_blocks == 0 {
+        return Err(format!(
+            "compactions should have written LZ4 tables (every table below level 0 LZ4, \
+             some blocks compressed): {c:?}"
+        ));
+    }
+    Ok(())
+}
+
 /// Tiny buffers and budgets shared by the I/O-fault and power-loss
 /// campaigns: a memtable rotation every few batches, leveled compactions
 /// down to level 2 or 3; `sync` as given, the default file system.

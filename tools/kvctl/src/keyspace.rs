@@ -2,9 +2,11 @@
 //! database (DESIGN.md 2).
 //!
 //! Also the global `--keyspace NAME` every command that reads or writes
-//! keys honours: [`select`] records it once the command line is parsed,
-//! and the commands reach the keyspace through [`existing`], [`creating`]
-//! (`import`, `put`) or, reading the files, [`tree`].
+//! keys honours (and `options`, which shows the keyspace's settings):
+//! [`select`] records it once the command line is parsed, and the
+//! commands reach the keyspace through [`existing`], [`creating`]
+//! (`import`, `put`) or, reading the files, [`tree`]. The commands that
+//! cover the whole database refuse it (`main::whole_database`).
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -25,9 +27,10 @@ pub const DEFAULT: &str = siftdb::inspect::version::edit::DEFAULT_KEYSPACE_NAME;
 /// The keyspace `--keyspace` names, set once by [`select`].
 static SELECTED: OnceLock<String> = OnceLock::new();
 
-/// Records the keyspace `--keyspace` names (called once, by `main`).
-pub fn select(name: &str) {
-    let _ = SELECTED.set(name.to_string());
+/// Records the keyspace `--keyspace` names, `default` if not given
+/// (called once, by `main`).
+pub fn select(name: Option<&str>) {
+    let _ = SELECTED.set(name.unwrap_or(DEFAULT).to_string());
 }
 
 /// The keyspace `--keyspace` names (`default` if not given).

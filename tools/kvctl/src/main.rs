@@ -51,10 +51,12 @@ Examples:\n  kvctl demo\n  kvctl import ./db data.tsv\n  kvctl get ./db mykey\n 
 kvctl scan ./db --prefix user: --limit 10"
 )]
 struct Cli {
-    /// The keyspace (column family) to read or write: `import` and `put`
-    /// create it if missing, other commands need it (`kvctl keyspace list DB`)
-    #[arg(long, global = true, value_name = "NAME", default_value = keyspace::DEFAULT)]
-    keyspace: String,
+    /// The keyspace (column family) to read or write (default: `default`):
+    /// `import` and `put` create it if missing, other commands need it
+    /// (`kvctl keyspace list DB`); `options` shows its stored settings;
+    /// commands that cover the whole database refuse it
+    #[arg(long, global = true, value_name = "NAME")]
+    keyspace: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -128,8 +130,41 @@ fn completions(a: &CompletionsArgs) -> Result<(), CliError> {
     inspect::emit(&String::from_utf8_lossy(&script))
 }
 
+/// Why `--keyspace` cannot apply to `command` (`None` where it picks the
+/// keyspace the command reads or writes): the command covers the whole
+/// database, one file whatever its keyspace, or no database at all. Such
+/// a command refuses the flag (exit 2) rather than ignore it.
+fn whole_database(command: &Command) -> Option<&'static str> {
+    use inspect::sst::SstCommand;
+    Some(match command {
+        Command::Verify(_) => "verify checks the whole database (every keyspace) or one file",
+        Command::Manifest(_) => "manifest dump shows the whole manifest (every keyspace)",
+        Command::Wal(_) => {
+            "wal dump shows whole WAL records, each op naming its keyspace (every keyspace)"
+        }
+        Command::Checkpoint(_) => "checkpoint copies the whole database (every keyspace)",
+        Command::Keyspace(_) => "keyspace list, create and drop cover the whole database",
+        Command::Sst(a) if matches!(a.command, SstCommand::Dump(_)) => {
+            "sst dump decodes one file, whatever its keyspace (its siftdb.keyspace property)"
+        }
+        Command::Hot(_) => {
+            "hot: the read sketch counts the lookups of every keyspace together, without \
+             their keyspace"
+        }
+        Command::Bench(_) => "bench builds and reads databases of its own",
+        Command::Demo(_) => "demo builds databases of its own",
+        Command::Completions(_) => "completions reads no database",
+        _ => return None,
+    })
+}
+
 fn run(cli: Cli) -> Result<(), CliError> {
-    keyspace::select(&cli.keyspace);
+    if let (Some(name), Some(why)) = (&cli.keyspace, whole_database(&cli.command)) {
+        return Err(CliError::usage(format!(
+            "{why}: --keyspace {name} does not apply; leave it out"
+        )));
+    }
+    keyspace::select(cli.keyspace.as_deref());
     match &cli.command {
         Command::Import(a) => data::import(a),
         Command::Export(a) => export::export(a),

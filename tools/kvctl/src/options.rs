@@ -1,7 +1,9 @@
 //! `kvctl options`: the settings a database stored in its `OPTIONS` file
 //! (DESIGN.md 12.13), and `--reset`, which replaces that file with the
 //! defaults: the way out when it is damaged, since it holds settings
-//! only, never keys or values.
+//! only, never keys or values. With `--keyspace NAME` (not the default),
+//! the settings keyspace NAME stores in the manifest instead (tags 13
+//! and 15, DESIGN.md 12.8), which its opens use whatever `OPTIONS` says.
 
 use std::path::{Path, PathBuf};
 
@@ -21,7 +23,9 @@ use crate::wait::{retry_locked, WaitArg};
 file sizes, compaction); later opens keep them. It holds no keys or values, so a damaged one \
 costs no data: --reset replaces it with the defaults (import, put and compact then store any \
 flag they are given, such as --bits-per-key). Tables already written keep their own filters \
-and block sizes.\n\nExamples:\n  kvctl options ./db --json\n  kvctl options ./db --reset"
+and block sizes. With --keyspace NAME: the settings keyspace NAME keeps in the manifest (every \
+keyspace but the default has its own; --reset does not change them).\n\nExamples:\n  \
+kvctl options ./db --json\n  kvctl options ./db --keyspace logs\n  kvctl options ./db --reset"
 )]
 pub struct OptionsArgs {
     /// Database directory
@@ -30,8 +34,8 @@ pub struct OptionsArgs {
     /// database for writing)
     #[arg(long)]
     pub reset: bool,
-    /// Print JSON: `stored` [[name, value]] or null, and with --reset
-    /// `changes` [str]
+    /// Print JSON: `keyspace`, `stored` [[name, value]] or null, and with
+    /// --reset `changes` [str]
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -91,6 +95,10 @@ pub fn run(args: &OptionsArgs) -> Result<(), CliError> {
         }
         .into());
     }
+    let keyspace = crate::keyspace::selected();
+    if keyspace != crate::keyspace::DEFAULT {
+        return keyspace_settings(args, keyspace);
+    }
     let mut changes = None;
     if args.reset && !Compression::Zstd.is_available() {
         refuse_reset_over_zstd(&args.db)?;
@@ -106,7 +114,11 @@ pub fn run(args: &OptionsArgs) -> Result<(), CliError> {
     }
     let stored = Db::stored_options(&args.db)?;
     if args.json {
-        return emit_json(&json!({ "stored": stored, "changes": changes }));
+        return emit_json(&json!({
+            "keyspace": keyspace,
+            "stored": stored,
+            "changes": changes,
+        }));
     }
     let mut s = String::new();
     if let Some(changes) = &changes {
@@ -130,6 +142,48 @@ pub fn run(args: &OptionsArgs) -> Result<(), CliError> {
             "no OPTIONS file (a database from before siftdb stored its settings, or never \
              opened for writing): opens use the defaults and the settings they are given\n",
         ),
+    }
+    emit(&s)
+}
+
+/// `kvctl options DB --keyspace NAME` for a keyspace other than the
+/// default: the settings the manifest stores for it (tag 13, replaced by
+/// tag 15), one `NAME VALUE` line each, as `OPTIONS` lists the database's.
+///
+/// # Errors
+/// Exit 2 with `--reset` (it rewrites the database's `OPTIONS` only) or
+/// when the database has no keyspace `name`.
+fn keyspace_settings(args: &OptionsArgs, name: &str) -> Result<(), CliError> {
+    if args.reset {
+        return Err(CliError::usage(format!(
+            "options --reset replaces the database's OPTIONS file (the default keyspace's \
+             settings); keyspace {name} keeps its own in the manifest, which --reset does not \
+             change: leave out --keyspace"
+        )));
+    }
+    let snap = DbSnapshot::open(&args.db)?;
+    let id = crate::keyspace::tree(&snap)?.id;
+    let text = snap
+        .state
+        .keyspaces
+        .get(&id)
+        .map_or("", |k| k.options_text.as_str());
+    let stored: Vec<(&str, &str)> = text
+        .lines()
+        .map(|line| line.split_once(' ').unwrap_or((line, "")))
+        .collect();
+    if args.json {
+        return emit_json(&json!({
+            "keyspace": name,
+            "stored": stored,
+            "changes": null,
+        }));
+    }
+    let mut s = format!(
+        "keyspace {name}: stored in the manifest (its opens use these, whatever OPTIONS says):\n"
+    );
+    for (setting, value) in stored {
+        s.push_str(&format!("  {setting} {value}\n"));
     }
     emit(&s)
 }

@@ -1,5 +1,7 @@
 //! kvctl and keyspaces (DESIGN.md 2): the global `--keyspace NAME` of every
-//! command that reads or writes keys, a missing keyspace (exit 2),
+//! command that reads or writes keys, `options --keyspace NAME` (the
+//! keyspace's stored settings), the commands that cover the whole database
+//! refusing it, a missing keyspace (exit 2),
 //! `keyspace list|create|drop`, the JSON `keyspaces` of `stats` and `info`,
 //! keyspace names in `wal dump`, and export from one keyspace into
 //! another.
@@ -247,6 +249,7 @@ fn a_missing_keyspace_exits_2() {
         vec!["explain", d, "--prefix", "k"],
         vec!["filters", d],
         vec!["sst", "list", d],
+        vec!["options", d],
     ];
     let want = format!("kvctl: no keyspace nope (kvctl keyspace list {d})\n");
     for mut args in commands {
@@ -571,4 +574,196 @@ fn verify_and_checkpoint_take_every_keyspace() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(pairs(&copy, "logs"), pairs(&dir, "logs"));
     assert_eq!(pairs(&copy, "default"), kv(&[("k", "in default")]));
+}
+
+/// The settings a keyspace stores in the manifest, as `options --json`
+/// lists them: `(name, value)` pairs.
+fn stored(v: &Value) -> Vec<(String, String)> {
+    v["stored"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|pair| {
+            (
+                pair[0].as_str().unwrap().to_string(),
+                pair[1].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The value of `setting` in `stored`.
+fn setting<'a>(stored: &'a [(String, String)], setting: &str) -> &'a str {
+    &stored.iter().find(|(n, _)| n == setting).unwrap().1
+}
+
+/// `options --keyspace NAME` prints the settings keyspace NAME stores in
+/// the manifest (tag 13, then tag 15 after a change), not the database's
+/// `OPTIONS`; `--keyspace default` (or none) prints `OPTIONS`; a missing
+/// keyspace is exit 2, and so is `--reset` with a keyspace (it rewrites
+/// `OPTIONS` only), which then changes nothing.
+#[test]
+fn options_shows_the_keyspace_s_own_settings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    {
+        let db = siftdb::Db::open(&dir).unwrap();
+        let o = siftdb::KeyspaceOptions::default()
+            .block_size(16 << 10)
+            .compression("lz4".parse().unwrap());
+        db.keyspace_with("logs", o).unwrap();
+        db.close().unwrap();
+    }
+    let d = p(&dir);
+    let database = json(kvctl(&["options", d, "--json"]));
+    assert_eq!(database["keyspace"], "default");
+    let database = stored(&database);
+    assert_eq!(setting(&database, "block_size"), "4096");
+    assert_eq!(setting(&database, "compression"), "none");
+    let explicit = json(kvctl(&["options", d, "--json", "--keyspace", "default"]));
+    assert_eq!(stored(&explicit), database);
+
+    let logs = json(kvctl(&["options", d, "--json", "--keyspace", "logs"]));
+    assert_eq!(logs["keyspace"], "logs");
+    assert_eq!(logs["changes"], Value::Null);
+    let logs = stored(&logs);
+    assert_eq!(setting(&logs, "block_size"), "16384");
+    assert_eq!(setting(&logs, "compression"), "lz4");
+    // Every per-keyspace setting, in OPTIONS' order, without the
+    // database-wide max_manifest_file_size.
+    let names = |s: &[(String, String)]| s.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    let mut per_keyspace = names(&database);
+    per_keyspace.retain(|n| n != "max_manifest_file_size");
+    assert_eq!(names(&logs), per_keyspace);
+    let text = stdout(&ok(kvctl(&["options", d, "--keyspace", "logs"])));
+    assert!(
+        text.starts_with("keyspace logs: stored in the manifest"),
+        "{text}"
+    );
+    assert!(text.contains("\n  block_size 16384\n"), "{text}");
+
+    // A change of the keyspace's settings (tag 15) shows.
+    {
+        let db = siftdb::Db::open(&dir).unwrap();
+        let o = siftdb::KeyspaceOptions::default().block_size(8 << 10);
+        let (_, changes) = db.keyspace_with("logs", o).unwrap();
+        assert!(!changes.is_empty());
+        db.close().unwrap();
+    }
+    let logs = stored(&json(kvctl(&[
+        "options",
+        d,
+        "--json",
+        "--keyspace",
+        "logs",
+    ])));
+    assert_eq!(setting(&logs, "block_size"), "8192");
+    assert_eq!(setting(&logs, "compression"), "none");
+
+    let o = kvctl(&["options", d, "--keyspace", "nope"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        format!("kvctl: no keyspace nope (kvctl keyspace list {d})\n")
+    );
+    let before = std::fs::read(dir.join("OPTIONS")).unwrap();
+    let o = kvctl(&["options", d, "--reset", "--keyspace", "logs"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("leave out --keyspace"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert_eq!(std::fs::read(dir.join("OPTIONS")).unwrap(), before);
+}
+
+/// The commands that cover the whole database (or one file whatever its
+/// keyspace, or no database) refuse `--keyspace`, an existing keyspace's
+/// or a missing one's, even `default`: exit 2, one line saying so, and
+/// nothing done.
+#[test]
+fn whole_database_commands_refuse_keyspace() {
+    let (tmp, dir) = two_keyspaces();
+    let d = p(&dir);
+    let copy = tmp.path().join("copy");
+    let demo = tmp.path().join("demo");
+    let table = files_with_ext(&dir, "sst").pop().unwrap();
+    let wal = files_with_ext(&dir, "log").pop().unwrap();
+    let commands: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["verify", d], "verify checks the whole database"),
+        (
+            vec!["verify", p(&table)],
+            "verify checks the whole database",
+        ),
+        (vec!["wal", "dump", d], "wal dump shows whole WAL records"),
+        (
+            vec!["wal", "dump", p(&wal)],
+            "wal dump shows whole WAL records",
+        ),
+        (
+            vec!["manifest", "dump", d],
+            "manifest dump shows the whole manifest",
+        ),
+        (
+            vec!["checkpoint", d, p(&copy)],
+            "checkpoint copies the whole database",
+        ),
+        (
+            vec!["keyspace", "list", d],
+            "keyspace list, create and drop",
+        ),
+        (
+            vec!["keyspace", "create", d, "x"],
+            "keyspace list, create and drop",
+        ),
+        (
+            vec!["keyspace", "drop", d, "logs", "--yes"],
+            "keyspace list, create and drop",
+        ),
+        (vec!["sst", "dump", p(&table)], "sst dump decodes one file"),
+        (vec!["hot", d], "every keyspace together"),
+        (
+            vec!["bench", "readamp"],
+            "bench builds and reads databases of its own",
+        ),
+        (
+            vec!["bench", "filters"],
+            "bench builds and reads databases of its own",
+        ),
+        (
+            vec!["demo", "--dir", p(&demo)],
+            "demo builds databases of its own",
+        ),
+        (vec!["completions", "bash"], "completions reads no database"),
+    ];
+    for (args, why) in commands {
+        for name in ["logs", "nosuch", "default"] {
+            let mut args = args.clone();
+            args.extend(["--keyspace", name]);
+            let o = kvctl(&args);
+            assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+            let err = stderr(&o);
+            assert!(
+                err.starts_with("kvctl: ") && err.contains(why),
+                "{args:?}: {err}"
+            );
+            assert!(
+                err.ends_with(&format!(
+                    ": --keyspace {name} does not apply; leave it out\n"
+                )),
+                "{args:?}: {err}"
+            );
+            assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+            assert!(stdout(&o).is_empty(), "{args:?}: {}", stdout(&o));
+        }
+    }
+    assert!(!copy.exists() && !demo.exists());
+    let db = siftdb::Db::open_read_only(&dir, siftdb::Options::default()).unwrap();
+    assert_eq!(db.keyspaces(), ["default", "logs"]);
+    drop(db);
+    // Without the flag they run as ever.
+    ok(kvctl(&["verify", d]));
+    ok(kvctl(&["keyspace", "list", d]));
+    ok(kvctl(&["sst", "dump", p(&table)]));
 }
