@@ -1,194 +1,64 @@
 //! [`MemTable`]: the sorted in-memory buffer that takes every write before
 //! it reaches an SSTable.
 //!
-//! A lock-free skiplist (crossbeam-skiplist) in internal-key order, so
-//! several versions of one user key sit side by side, newest first, and
-//! readers never block the writer. A memtable is *active* while it takes
-//! writes and *immutable* once frozen for flushing; both are read the same
-//! way.
+//! A skiplist in internal-key order ([`skiplist`]), so several versions of
+//! one user key sit side by side, newest first, and readers never block
+//! the writer. A memtable is *active* while it takes writes and
+//! *immutable* once frozen for flushing; both are read the same way.
 //!
-//! Each entry is one `MemEntry`: the internal key and the value side by
-//! side in the memtable's [`arena`] (no allocation of their own, and
-//! freed with the memtable in a few calls), with the first 16 bytes of
-//! the user key and the trailer held in the skiplist node itself. Most comparisons of a search
-//! are then decided by the inline prefix, without following a pointer to
-//! the key bytes (a cache miss per step otherwise: DESIGN.md 2).
+//! Each version is one skiplist node in the memtable's [`arena`]: a
+//! header holding the first 16 bytes of the user key and the trailer
+//! (most comparisons of a search are decided there, without reading the
+//! key bytes: DESIGN.md 2), the node's links, then the internal key and
+//! the value. No allocation of its own, and freed with the memtable in a
+//! few calls.
 
 use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use std::ptr::NonNull;
-
-use crossbeam_skiplist::SkipMap;
-
 use crate::iter::Entry;
 use crate::range_tombstone::{FragmentedRangeTombstones, RangeTombstone};
 use crate::Slice;
 
-use crate::key::{
-    pack_trailer, user_key_prefix, InternalKey, SequenceNumber, ValueType, TRAILER_LEN,
-};
+use crate::key::{pack_trailer, SequenceNumber, ValueType, TRAILER_LEN};
 
 mod arena;
+mod skiplist;
 
-use arena::Arena;
-
-/// An encoded internal key's user key and trailer (the memtable's own
-/// encodings, always at least a trailer long).
-fn split_internal(encoded: &[u8]) -> (&[u8], u64) {
-    let cut = encoded.len() - TRAILER_LEN;
-    let mut t = [0u8; 8];
-    t.copy_from_slice(&encoded[cut..]);
-    (&encoded[..cut], u64::from_le_bytes(t))
-}
+use skiplist::{Key, Node, SkipList};
 
 /// Bytes charged per entry beyond its key and value, approximating the
-/// skiplist node (tower, inline prefix, trailer, lengths, pointer) and the
-/// allocator's rounding.
+/// skiplist node (a 40-byte header, 1.33 links of 8 bytes on average, the
+/// 8-byte trailer) and the arena's rounding to 8 bytes.
 const ENTRY_OVERHEAD: usize = 64;
 
-/// One version in a memtable: `[user key][trailer, 8 bytes LE][value]`,
-/// contiguous (in the memtable's arena, or owned), ordered as internal keys are (user key ascending, then
-/// trailer descending), with the first 16 user-key bytes (big-endian, zero
-/// padded) and the trailer inline so that most comparisons read no heap
-/// memory. A prefix that differs orders the keys as their bytes would: a
-/// byte of padding only ever meets a real byte where the shorter key has
-/// ended, and the shorter key sorts first then too.
-struct MemEntry {
-    prefix: u128,
+/// An internal key owning its user key: a bound of a [`MemTableIter`]'s
+/// window.
+#[derive(Debug)]
+struct BoundKey {
+    user_key: Box<[u8]>,
     trailer: u64,
-    key_len: u32,
-    /// Length of the bytes at `data`.
-    len: u32,
-    /// `[user key][trailer][value]`: in the memtable's [`Arena`] for an
-    /// entry of the skiplist, or (`owned`) a boxed slice of the entry's
-    /// own for a seek key or a bound, freed by `Drop`.
-    data: NonNull<u8>,
-    owned: bool,
 }
 
-// SAFETY: the bytes at `data` are never written after the entry is made,
-// and they outlive it: an owned entry frees them only in its `Drop`, and
-// an arena entry lives only in its memtable's skiplist, which the
-// memtable drops before the arena (field order). So an entry may be sent
-// to or shared with any thread, as a `Box<[u8]>` could.
-unsafe impl Send for MemEntry {}
-// SAFETY: as above.
-unsafe impl Sync for MemEntry {}
-
-impl Drop for MemEntry {
-    fn drop(&mut self) {
-        if self.owned {
-            let slice = std::ptr::slice_from_raw_parts_mut(self.data.as_ptr(), self.len as usize);
-            // SAFETY: an owned entry's `data` and `len` are those of a
-            // boxed slice `MemEntry::new` leaked, and this is the one
-            // place that frees it.
-            drop(unsafe { Box::from_raw(slice) });
-        }
-    }
-}
-
-impl MemEntry {
-    /// An entry owning its bytes (seek keys, iterator bounds, tests).
-    fn new(user_key: &[u8], trailer: u64, value: &[u8]) -> MemEntry {
-        let mut data = Vec::with_capacity(user_key.len() + TRAILER_LEN + value.len());
-        data.extend_from_slice(user_key);
-        data.extend_from_slice(&trailer.to_le_bytes());
-        data.extend_from_slice(value);
-        // Entries are under 4 GiB (MAX_VALUE_LEN plus a key).
-        let len = data.len() as u32;
-        // Held as a raw pointer, not a `Box`, so that moving the entry
-        // leaves `data` valid; `Drop` frees it.
-        let raw: NonNull<[u8]> = NonNull::from(Box::leak(data.into_boxed_slice()));
-        MemEntry {
-            prefix: user_key_prefix(user_key),
-            trailer,
-            // Keys are at most 65,535 bytes (checked before any insert).
-            key_len: user_key.len() as u32,
-            len,
-            data: raw.cast::<u8>(),
-            owned: true,
+impl BoundKey {
+    fn new(user_key: &[u8], seq: SequenceNumber, vt: ValueType) -> BoundKey {
+        BoundKey {
+            user_key: user_key.into(),
+            trailer: pack_trailer(seq, vt),
         }
     }
 
-    /// An entry whose bytes are copied into `arena` (the memtable's own).
-    fn in_arena(arena: &Arena, user_key: &[u8], trailer: u64, value: &[u8]) -> MemEntry {
-        let (data, len) = arena.copy(&[user_key, &trailer.to_le_bytes(), value]);
-        MemEntry {
-            prefix: user_key_prefix(user_key),
-            trailer,
-            key_len: user_key.len() as u32,
-            len: len as u32,
-            data,
-            owned: false,
+    fn of(node: Node<'_>) -> BoundKey {
+        BoundKey {
+            user_key: node.user_key().into(),
+            trailer: node.trailer(),
         }
     }
 
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: `data` points at `len` initialized bytes that no one
-        // writes and that outlive `self` (see the `Send` impl).
-        unsafe { std::slice::from_raw_parts(self.data.as_ptr(), self.len as usize) }
-    }
-
-    /// The entry a seek for `(user_key, seq, vt)` compares with.
-    fn seek(user_key: &[u8], seq: SequenceNumber, vt: ValueType) -> MemEntry {
-        MemEntry::new(user_key, pack_trailer(seq, vt), &[])
-    }
-
-    fn user_key(&self) -> &[u8] {
-        &self.bytes()[..self.key_len as usize]
-    }
-
-    /// The encoded internal key (user key and trailer).
-    fn encoded(&self) -> &[u8] {
-        &self.bytes()[..self.key_len as usize + TRAILER_LEN]
-    }
-
-    fn value(&self) -> &[u8] {
-        &self.bytes()[self.key_len as usize + TRAILER_LEN..]
-    }
-}
-
-impl Ord for MemEntry {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.prefix
-            .cmp(&other.prefix)
-            .then_with(|| {
-                // Equal prefixes: keys of at most 16 bytes are equal if
-                // their lengths are, and the shorter sorts first; longer
-                // keys compare their bytes.
-                if self.key_len <= 16 && other.key_len <= 16 {
-                    self.key_len.cmp(&other.key_len)
-                } else {
-                    self.user_key().cmp(other.user_key())
-                }
-            })
-            .then_with(|| other.trailer.cmp(&self.trailer))
-    }
-}
-
-impl PartialOrd for MemEntry {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for MemEntry {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other).is_eq()
-    }
-}
-
-impl Eq for MemEntry {}
-
-impl std::fmt::Debug for MemEntry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match InternalKey::from_encoded(self.encoded().to_vec()) {
-            Some(k) => write!(f, "{k:?}"),
-            None => write!(f, "{:?}", self.encoded()),
-        }
+    fn key(&self) -> Key<'_> {
+        Key::new(&self.user_key, self.trailer)
     }
 }
 
@@ -196,10 +66,8 @@ impl std::fmt::Debug for MemEntry {
 /// holding the same writes.
 #[derive(Debug)]
 pub struct MemTable {
-    /// Declared before `arena`, so dropped first: its entries point there.
-    map: SkipMap<MemEntry, ()>,
-    /// The bytes of `map`'s entries.
-    arena: Arena,
+    /// The versions, each a node in the list's own arena.
+    list: SkipList,
     approximate_size: AtomicUsize,
     user_bytes: AtomicU64,
     wal_number: u64,
@@ -229,8 +97,7 @@ impl MemTable {
     /// An empty memtable whose writes are logged in WAL `wal_number`.
     pub fn new(wal_number: u64) -> Self {
         MemTable {
-            map: SkipMap::new(),
-            arena: Arena::new(),
+            list: SkipList::new(),
             approximate_size: AtomicUsize::new(0),
             user_bytes: AtomicU64::new(0),
             wal_number,
@@ -285,10 +152,7 @@ impl MemTable {
         self.largest_point_seq.fetch_max(seq.0, Ordering::Relaxed);
         self.user_bytes
             .fetch_add((user_key.len() + value.len()) as u64, Ordering::Relaxed);
-        self.map.insert(
-            MemEntry::in_arena(&self.arena, user_key, pack_trailer(seq, vt), value),
-            (),
-        );
+        self.list.insert(user_key, pack_trailer(seq, vt), value);
     }
 
     /// The newest version of `user_key` with sequence `<= seq`: its sequence,
@@ -298,22 +162,20 @@ impl MemTable {
         user_key: &[u8],
         seq: SequenceNumber,
     ) -> Option<(SequenceNumber, ValueType, Slice)> {
-        if self.map.is_empty() {
-            // A fresh memtable (the usual case after a flush): no seek
-            // key to build.
+        if self.list.is_empty() {
+            // A fresh memtable (the usual case after a flush).
             return None;
         }
-        let seek = MemEntry::seek(user_key, seq, ValueType::FOR_SEEK);
-        let entry = self.map.lower_bound(Bound::Included(&seek))?;
-        let e = entry.key();
-        let vt = if e.trailer & 0xff == 0 {
+        let seek = Key::new(user_key, pack_trailer(seq, ValueType::FOR_SEEK));
+        let e = self.list.seek(&seek, true)?;
+        let vt = if e.trailer() & 0xff == 0 {
             ValueType::Deletion
         } else {
             ValueType::Value
         };
         (e.user_key() == user_key).then(|| {
             (
-                SequenceNumber(e.trailer >> 8),
+                SequenceNumber(e.trailer() >> 8),
                 vt,
                 Slice::copy_from_slice(e.value()),
             )
@@ -334,18 +196,18 @@ impl MemTable {
     /// Number of entries (versions), tombstones included; range
     /// deletions are not entries ([`MemTable::range_tombstones`]).
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.list.len()
     }
 
     /// True if it holds an entry (a put or a point deletion); a memtable
     /// holding only range deletions flushes to no table.
     pub fn has_entries(&self) -> bool {
-        !self.map.is_empty()
+        !self.list.is_empty()
     }
 
     /// True if nothing was inserted: no entry and no range deletion.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty() && !self.has_range_tombstones.load(Ordering::Acquire)
+        self.list.is_empty() && !self.has_range_tombstones.load(Ordering::Acquire)
     }
 
     /// The largest sequence number `<= read_seq` of a range deletion in
@@ -416,8 +278,8 @@ impl MemTable {
         &self,
         mut f: impl FnMut(&[u8], &[u8]) -> crate::Result<()>,
     ) -> crate::Result<()> {
-        for e in self.map.iter() {
-            f(e.key().encoded(), e.key().value())?;
+        for n in self.list.iter() {
+            f(n.encoded(), n.value())?;
         }
         Ok(())
     }
@@ -437,27 +299,27 @@ impl MemTable {
 }
 
 /// The internal-key bound equivalent to a lower user-key bound.
-fn lower_internal(b: Bound<&[u8]>) -> Bound<MemEntry> {
+fn lower_internal(b: Bound<&[u8]>) -> Bound<BoundKey> {
     match b {
         // The first version of k is (k, MAX); the last is (k, 0, Deletion).
         Bound::Included(k) => {
-            Bound::Included(MemEntry::seek(k, SequenceNumber::MAX, ValueType::FOR_SEEK))
+            Bound::Included(BoundKey::new(k, SequenceNumber::MAX, ValueType::FOR_SEEK))
         }
         Bound::Excluded(k) => {
-            Bound::Excluded(MemEntry::seek(k, SequenceNumber::ZERO, ValueType::Deletion))
+            Bound::Excluded(BoundKey::new(k, SequenceNumber::ZERO, ValueType::Deletion))
         }
         Bound::Unbounded => Bound::Unbounded,
     }
 }
 
 /// The internal-key bound equivalent to an upper user-key bound.
-fn upper_internal(b: Bound<&[u8]>) -> Bound<MemEntry> {
+fn upper_internal(b: Bound<&[u8]>) -> Bound<BoundKey> {
     match b {
         Bound::Included(k) => {
-            Bound::Included(MemEntry::seek(k, SequenceNumber::ZERO, ValueType::Deletion))
+            Bound::Included(BoundKey::new(k, SequenceNumber::ZERO, ValueType::Deletion))
         }
         Bound::Excluded(k) => {
-            Bound::Excluded(MemEntry::seek(k, SequenceNumber::MAX, ValueType::FOR_SEEK))
+            Bound::Excluded(BoundKey::new(k, SequenceNumber::MAX, ValueType::FOR_SEEK))
         }
         Bound::Unbounded => Bound::Unbounded,
     }
@@ -476,8 +338,8 @@ const CHUNK: usize = 64;
 /// may appear; readers filter them out by sequence number.
 pub struct MemTableIter {
     mem: Arc<MemTable>,
-    lo: Bound<MemEntry>,
-    hi: Bound<MemEntry>,
+    lo: Bound<BoundKey>,
+    hi: Bound<BoundKey>,
     front: VecDeque<Entry>,
     back: VecDeque<Entry>,
     exhausted: bool,
@@ -486,10 +348,10 @@ pub struct MemTableIter {
 impl MemTableIter {
     fn window_is_empty(&self) -> bool {
         match (&self.lo, &self.hi) {
-            (Bound::Included(a), Bound::Included(b)) => a > b,
+            (Bound::Included(a), Bound::Included(b)) => a.key() > b.key(),
             (Bound::Included(a), Bound::Excluded(b))
             | (Bound::Excluded(a), Bound::Included(b))
-            | (Bound::Excluded(a), Bound::Excluded(b)) => a >= b,
+            | (Bound::Excluded(a), Bound::Excluded(b)) => a.key() >= b.key(),
             _ => false,
         }
     }
@@ -501,27 +363,47 @@ impl MemTableIter {
             self.exhausted = true;
             return false;
         }
-        let range = self
-            .mem
-            .map
-            .range::<MemEntry, _>((self.lo.as_ref(), self.hi.as_ref()));
-        let copy = |e: crossbeam_skiplist::map::Entry<'_, MemEntry, ()>| {
-            (
-                e.key().encoded().to_vec(),
-                Slice::copy_from_slice(e.key().value()),
-            )
+        let list = &self.mem.list;
+        let below_hi = |n: &Node<'_>| match &self.hi {
+            Bound::Included(k) => n.key() <= k.key(),
+            Bound::Excluded(k) => n.key() < k.key(),
+            Bound::Unbounded => true,
         };
-        let taken: Vec<Entry> = if from_front {
-            range.take(CHUNK).map(copy).collect()
+        let above_lo = |n: &Node<'_>| match &self.lo {
+            Bound::Included(k) => n.key() >= k.key(),
+            Bound::Excluded(k) => n.key() > k.key(),
+            Bound::Unbounded => true,
+        };
+        let mut taken: Vec<Entry> = Vec::new();
+        let mut edge = None;
+        if from_front {
+            let mut at = match &self.lo {
+                Bound::Included(k) => list.seek(&k.key(), true),
+                Bound::Excluded(k) => list.seek(&k.key(), false),
+                Bound::Unbounded => list.first(),
+            };
+            while let Some(n) = at.filter(|n| taken.len() < CHUNK && below_hi(n)) {
+                taken.push((n.encoded().to_vec(), Slice::copy_from_slice(n.value())));
+                edge = Some(n);
+                at = n.next();
+            }
         } else {
-            range.rev().take(CHUNK).map(copy).collect()
-        };
-        let Some(last) = taken.last() else {
+            // No back links: each step is a search for the node before.
+            let mut at = match &self.hi {
+                Bound::Included(k) => list.seek_back(&k.key(), true),
+                Bound::Excluded(k) => list.seek_back(&k.key(), false),
+                Bound::Unbounded => list.last(),
+            };
+            while let Some(n) = at.filter(|n| taken.len() < CHUNK && above_lo(n)) {
+                taken.push((n.encoded().to_vec(), Slice::copy_from_slice(n.value())));
+                edge = Some(n);
+                at = list.seek_back(&n.key(), false);
+            }
+        }
+        let Some(edge) = edge.map(BoundKey::of) else {
             self.exhausted = true;
             return false;
         };
-        let (user_key, trailer) = split_internal(&last.0);
-        let edge = MemEntry::new(user_key, trailer, &[]);
         if from_front {
             self.lo = Bound::Excluded(edge);
             self.front.extend(taken);
@@ -543,14 +425,14 @@ impl crate::iter::SeekableSource for MemTableIter {
             self.drop_all();
             return;
         };
-        let below = |e: &Entry| split_internal(&e.0).0 < target;
+        let below = |e: &Entry| crate::key::user_key_of(&e.0) < target;
         while self.front.front().is_some_and(below) {
             self.front.pop_front();
         }
         if self.front.is_empty() {
-            let edge = MemEntry::seek(target, SequenceNumber::MAX, ValueType::FOR_SEEK);
+            let edge = BoundKey::new(target, SequenceNumber::MAX, ValueType::FOR_SEEK);
             let raise = match &self.lo {
-                Bound::Included(a) | Bound::Excluded(a) => *a < edge,
+                Bound::Included(a) | Bound::Excluded(a) => a.key() < edge.key(),
                 Bound::Unbounded => true,
             };
             if raise {
@@ -571,15 +453,15 @@ impl crate::iter::SeekableSource for MemTableIter {
             self.drop_all();
             return;
         };
-        let at_or_above = |e: &Entry| split_internal(&e.0).0 >= target;
+        let at_or_above = |e: &Entry| crate::key::user_key_of(&e.0) >= target;
         while self.back.front().is_some_and(at_or_above) {
             self.back.pop_front();
         }
         if self.back.is_empty() {
-            let edge = MemEntry::seek(target, SequenceNumber::MAX, ValueType::FOR_SEEK);
+            let edge = BoundKey::new(target, SequenceNumber::MAX, ValueType::FOR_SEEK);
             let lower = match &self.hi {
-                Bound::Included(a) => *a >= edge,
-                Bound::Excluded(a) => *a > edge,
+                Bound::Included(a) => a.key() >= edge.key(),
+                Bound::Excluded(a) => a.key() > edge.key(),
                 Bound::Unbounded => true,
             };
             if lower {
@@ -634,6 +516,7 @@ impl DoubleEndedIterator for MemTableIter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::InternalKey;
 
     /// Readers racing the writer across arena chunks (and past large
     /// entries with chunks of their own) find every published entry
@@ -680,7 +563,7 @@ mod tests {
                 published.store(i + 1, Ordering::Release);
             }
         });
-        assert!(mem.arena.allocated() > 2 * arena::CHUNK);
+        assert!(mem.list.arena_bytes() > 2 * arena::CHUNK);
     }
 
     fn keys(it: impl Iterator<Item = crate::Result<Entry>>) -> Vec<String> {
@@ -715,22 +598,18 @@ mod tests {
                 (7, ValueType::Deletion),
                 (7, ValueType::Value),
             ] {
-                entries.push(MemEntry::new(
-                    u,
-                    pack_trailer(SequenceNumber(seq), vt),
-                    b"v",
-                ));
+                let k = InternalKey::new(u, SequenceNumber(seq), vt).into_encoded();
+                entries.push((k, pack_trailer(SequenceNumber(seq), vt), u));
             }
         }
-        for a in &entries {
-            for b in &entries {
+        for (ea, ta, ua) in &entries {
+            for (eb, tb, ub) in &entries {
                 assert_eq!(
-                    a.cmp(b),
-                    crate::key::compare_internal_keys(a.encoded(), b.encoded()),
-                    "{a:?} vs {b:?}"
+                    Key::new(ua, *ta).cmp(&Key::new(ub, *tb)),
+                    crate::key::compare_internal_keys(ea, eb),
+                    "{ea:?} vs {eb:?}"
                 );
             }
-            assert_eq!(a.value(), b"v");
         }
     }
 

@@ -102,7 +102,7 @@ unstable_modules! {
     key: "Internal keys: user key, sequence number and value type (DESIGN.md 12.1).",
     key_range: "Key ranges: `KeyRange`, overlap with a table's keys, inverted bounds.",
     log: "The log format the WAL and the manifest share (DESIGN.md 12.2).",
-    memtable: "The memtable: a crossbeam skiplist of internal keys (DESIGN.md 2).",
+    memtable: "The memtable: a skiplist of internal keys in an arena (DESIGN.md 2).",
     range_tombstone: "Range tombstones and their fragmented index (DESIGN.md 3.7).",
     sketch: "HyperLogLog, Count-Min and top-K sketches (DESIGN.md 3.4, 6.8).",
     sstable: "SSTables: blocks, footer, properties, tables and their builder (DESIGN.md 12.4–12.7).",
