@@ -38,6 +38,14 @@ pub trait WritableFile: Send + Debug {
     fn sync_data(&mut self) -> io::Result<()>;
     /// Makes the contents and all metadata durable (`fsync`).
     fn sync_all(&mut self) -> io::Result<()>;
+    /// Says that nothing more will be written to the file (it may still be
+    /// synced): the engine calls it on a write-ahead log closed by a
+    /// memtable rotation, before that log's last sync. The default does
+    /// nothing. A [`mapped_log::MappedLogFile`] drops its mappings, so
+    /// that the sync's writeback has no mapped page to write-protect:
+    /// each such page costs a TLB-flush interrupt on every other CPU
+    /// running the process (DESIGN.md 13).
+    fn close_for_writes(&mut self) {}
 }
 
 /// The file operations the engine performs on its write path. Paths are

@@ -467,6 +467,9 @@ impl DbInner {
     pub(super) fn sync_closed_wals(&self) -> Result<()> {
         let mut closed = self.closed_wals.lock();
         while let Some(wal) = closed.first_mut() {
+            // Unmapped first: writeback of a mapped page write-protects it,
+            // a TLB-flush interrupt to the writer's CPU per page.
+            wal.close_for_writes();
             if let Err(e) = wal.sync() {
                 // The background thread takes this lock while it holds
                 // `bg`: release it before `record_bg_error` takes `bg`.

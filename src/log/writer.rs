@@ -176,6 +176,13 @@ impl LogWriter {
         Ok(())
     }
 
+    /// Tells the file nothing more will be appended
+    /// ([`WritableFile::close_for_writes`](crate::fs::WritableFile::close_for_writes)):
+    /// called on a WAL closed by a rotation, before its last sync.
+    pub fn close_for_writes(&mut self) {
+        self.file.close_for_writes();
+    }
+
     /// Makes every appended record durable (`fdatasync`, which also persists
     /// the file length), after syncing the directory if the log was made by
     /// [`LogWriter::create_deferring_dir_sync`] and this is its first sync.
