@@ -148,17 +148,27 @@ pub(super) fn acquire_lock(dir: &Path) -> Result<File> {
         .open(&path)
         .and_then(|f| check_regular(&f.metadata()?).map(|()| f))
         .context(|| format!("open {}", path.display()))?;
+    match retry_lock(|| file.try_lock()) {
+        Ok(true) => Ok(file),
+        Ok(false) => Err(Error::Locked(dir.to_path_buf())),
+        Err(e) => Err(Error::io(format!("lock {}", path.display()), e)),
+    }
+}
+
+/// Calls `try_lock` until it takes the lock or [`LOCK_RETRY`] has passed:
+/// `Ok(true)` once taken, `Ok(false)` if still held at the deadline.
+fn retry_lock(
+    mut try_lock: impl FnMut() -> Result<(), std::fs::TryLockError>,
+) -> std::io::Result<bool> {
     let deadline = std::time::Instant::now() + LOCK_RETRY;
     loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(file),
+        match try_lock() {
+            Ok(()) => return Ok(true),
             Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
-            Err(std::fs::TryLockError::WouldBlock) => return Err(Error::Locked(dir.to_path_buf())),
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(Error::io(format!("lock {}", path.display()), e))
-            }
+            Err(std::fs::TryLockError::WouldBlock) => return Ok(false),
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
         }
     }
 }
@@ -171,17 +181,8 @@ pub(super) fn acquire_lock(dir: &Path) -> Result<File> {
 /// `LOCK` file, or it cannot be opened).
 pub(crate) fn held_by_a_writer(dir: &Path) -> Option<bool> {
     let lock = open_regular(&filename::lock_path(dir)).ok()?;
-    let deadline = std::time::Instant::now() + LOCK_RETRY;
-    loop {
-        match lock.try_lock_shared() {
-            Ok(()) => return Some(false),
-            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            Err(std::fs::TryLockError::WouldBlock) => return Some(true),
-            Err(std::fs::TryLockError::Error(_)) => return None,
-        }
-    }
+    let taken = retry_lock(|| lock.try_lock_shared()).ok()?;
+    Some(!taken)
 }
 
 /// Replays manifest `number` in `dir` and checks that the files it lists
