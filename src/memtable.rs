@@ -29,9 +29,9 @@ mod skiplist;
 
 use skiplist::{Key, Node, SkipList};
 
-/// Bytes charged per entry beyond its key and value, approximating the
-/// skiplist node (a 40-byte header, 1.33 links of 8 bytes on average, the
-/// 8-byte trailer) and the arena's rounding to 8 bytes.
+/// Bytes charged per entry beyond its key, trailer and value,
+/// approximating the skiplist node (a 40-byte header and 2 links of 8
+/// bytes on average) and the arena's rounding to 8 bytes (4 on average).
 const ENTRY_OVERHEAD: usize = 64;
 
 /// An internal key owning its user key: a bound of a [`MemTableIter`]'s
