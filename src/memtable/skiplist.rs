@@ -223,6 +223,12 @@ struct Writer {
 }
 
 /// A sorted set of internal keys, each with its value, for one memtable.
+///
+/// `Send` and `Sync` follow from the fields (atomic links and a mutex);
+/// what makes sharing it sound is that every node reachable through a
+/// link was complete before the release store that linked it, is never
+/// changed after (but for its atomic links), and lives in the arena until
+/// the list is dropped.
 pub(super) struct SkipList {
     /// The head's tower: the first node of each level (null: none).
     head: [AtomicPtr<Header>; MAX_HEIGHT],
@@ -232,15 +238,6 @@ pub(super) struct SkipList {
     len: AtomicUsize,
     writer: Mutex<Writer>,
 }
-
-// SAFETY: the nodes live in the arena, owned by `writer`, which frees them
-// only when the list is dropped. Every node is fully written before the
-// release store that publishes it, and never written afterwards except its
-// links, which are atomics; inserts are serialised by `writer`'s mutex.
-// So the list may move to, and be shared with, any thread.
-unsafe impl Send for SkipList {}
-// SAFETY: as above.
-unsafe impl Sync for SkipList {}
 
 impl std::fmt::Debug for SkipList {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
