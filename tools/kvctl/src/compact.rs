@@ -153,17 +153,15 @@ pub fn run(args: &CompactArgs) -> Result<(), CliError> {
         _ => None,
     };
     crate::data::refuse_bits_per_key_under_stored_filters(&args.db, args.bits_per_key)?;
-    let builder = crate::data::with_filter_flags(
-        siftdb::Db::builder(&args.db),
-        args.bits_per_key,
-        args.filters.as_ref(),
-        args.filter_budget,
-        args.prefix_len,
-    );
-    let builder = match &args.compression {
-        Some(c) => builder.compression(c.clone()),
-        None => builder,
+    let layout = crate::data::LayoutFlags {
+        bits_per_key: args.bits_per_key,
+        filters: args.filters.as_ref(),
+        filter_budget: args.filter_budget,
+        prefix_len: args.prefix_len,
+        compression: args.compression.as_ref(),
+        ..Default::default()
     };
+    let builder = layout.builder(siftdb::Db::builder(&args.db));
     if args.filters_only && crate::keyspace::selected() != crate::keyspace::DEFAULT {
         return Err(CliError::usage(
             "compact --filters-only rebuilds the default keyspace's filters only; leave out \
@@ -171,7 +169,7 @@ pub fn run(args: &CompactArgs) -> Result<(), CliError> {
         ));
     }
     let db = open_existing_waiting(&args.db, builder, args.wait.wait)?;
-    let ks = crate::keyspace::existing(&db)?;
+    let ks = layout.keyspace(&db, crate::keyspace::existing(&db)?)?;
     for w in layout_changes(&ks, &ks.options()) {
         let _ = writeln!(io::stderr(), "kvctl: warning: {w}");
     }

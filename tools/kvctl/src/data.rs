@@ -83,6 +83,102 @@ pub fn with_filter_flags(
     builder
 }
 
+/// The per-keyspace settings a writing command's flags give (`import`,
+/// `compact`): for the default keyspace they go to the database's builder
+/// (and are stored in `OPTIONS`); for another keyspace (`--keyspace`), to
+/// that keyspace's settings, stored in the manifest (a new-user trial
+/// found them changing the default keyspace instead).
+#[derive(Default)]
+pub struct LayoutFlags<'a> {
+    pub bits_per_key: Option<u32>,
+    pub filters: Option<&'a crate::filter_spec::FilterSpec>,
+    pub filter_budget: Option<f64>,
+    pub prefix_len: Option<u16>,
+    pub compression: Option<&'a siftdb::CompressionPolicy>,
+    pub write_buffer_size: Option<usize>,
+    pub target_file_size: Option<u64>,
+}
+
+impl LayoutFlags<'_> {
+    /// `builder` with the flags set, if `--keyspace` selects the default
+    /// keyspace; unchanged otherwise ([`LayoutFlags::keyspace`] applies
+    /// them).
+    pub fn builder(&self, builder: DbBuilder) -> DbBuilder {
+        if crate::keyspace::selected() != crate::keyspace::DEFAULT {
+            return builder;
+        }
+        let mut builder = with_filter_flags(
+            builder,
+            self.bits_per_key,
+            self.filters,
+            self.filter_budget,
+            self.prefix_len,
+        );
+        if let Some(c) = self.compression {
+            builder = builder.compression(c.clone());
+        }
+        if let Some(w) = self.write_buffer_size {
+            builder = builder.write_buffer_size(w);
+        }
+        if let Some(t) = self.target_file_size {
+            builder = builder.target_file_size(t);
+        }
+        builder
+    }
+
+    /// `ks` (the keyspace `--keyspace` names, not the default) with the
+    /// flags stored as its settings over its current ones
+    /// ([`Db::keyspace_with`]); `ks` itself when there are none, or for
+    /// the default keyspace. Each changed setting is printed as a note on
+    /// standard error.
+    ///
+    /// # Errors
+    /// Settings the engine refuses (exit 2), or the manifest write failing.
+    pub fn keyspace(&self, db: &Db, ks: Keyspace) -> Result<Keyspace, CliError> {
+        let name = crate::keyspace::selected();
+        let any = self.bits_per_key.is_some()
+            || self.filters.is_some()
+            || self.filter_budget.is_some()
+            || self.prefix_len.is_some()
+            || self.compression.is_some()
+            || self.write_buffer_size.is_some()
+            || self.target_file_size.is_some();
+        if name == crate::keyspace::DEFAULT || !any {
+            return Ok(ks);
+        }
+        let mut o = siftdb::KeyspaceOptions::from_options(&ks.options());
+        if let Some(b) = self.bits_per_key {
+            o = o.bits_per_key(b);
+        }
+        if let Some(f) = self.filters {
+            o = o.filters(f.0.clone());
+        }
+        if let Some(b) = self.filter_budget {
+            o = o.filter_budget(siftdb::filter::FilterBudget::bits_per_key(b));
+        }
+        if let Some(n) = self.prefix_len {
+            o = o.prefix_extractor(std::sync::Arc::new(siftdb::filter::FixedPrefix::new(
+                usize::from(n),
+            )));
+        }
+        if let Some(c) = self.compression {
+            o = o.compression(c.clone());
+        }
+        if let Some(w) = self.write_buffer_size {
+            o = o.write_buffer_size(w);
+        }
+        if let Some(t) = self.target_file_size {
+            o = o.target_file_size(t);
+        }
+        drop(ks);
+        let (ks, changes) = db.keyspace_with(name, o)?;
+        for c in changes {
+            let _ = writeln!(io::stderr(), "kvctl: keyspace {name:?}: {c}");
+        }
+        Ok(ks)
+    }
+}
+
 /// Parses `--compression`: comma-separated codecs, level 0 first, each
 /// one this build has (zstd only with kvctl's `zstd` feature, which
 /// enables siftdb's).
@@ -596,22 +692,16 @@ fn total_files(ks: &Keyspace) -> (u64, u64) {
 }
 
 pub fn import(args: &ImportArgs) -> Result<(), CliError> {
-    let mut builder = with_filter_flags(
-        Db::builder(&args.db),
-        args.bits_per_key,
-        args.filters.as_ref(),
-        args.filter_budget,
-        args.prefix_len,
-    );
-    if let Some(c) = &args.compression {
-        builder = builder.compression(c.clone());
-    }
-    if let Some(w) = args.write_buffer_size {
-        builder = builder.write_buffer_size(w);
-    }
-    if let Some(t) = args.target_file_size {
-        builder = builder.target_file_size(t as u64);
-    }
+    let layout = LayoutFlags {
+        bits_per_key: args.bits_per_key,
+        filters: args.filters.as_ref(),
+        filter_budget: args.filter_budget,
+        prefix_len: args.prefix_len,
+        compression: args.compression.as_ref(),
+        write_buffer_size: args.write_buffer_size,
+        target_file_size: args.target_file_size.map(|t| t as u64),
+    };
+    let builder = layout.builder(Db::builder(&args.db));
     let format = if args.raw {
         LineFormat::Raw
     } else if args.escaped {
@@ -650,7 +740,7 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     let input = open_input(file, &args.file, &progress)?;
     let new_database = !args.db.exists();
     let db = open_or_create_waiting(builder, args.wait.wait)?;
-    let ks = crate::keyspace::creating(&db)?;
+    let ks = layout.keyspace(&db, crate::keyspace::creating(&db)?)?;
     let before = ks.stats();
     crate::interrupt::on_interrupt(crate::interrupt::Task::Import {
         source: source.clone(),

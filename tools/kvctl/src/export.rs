@@ -81,6 +81,20 @@ pub fn export(args: &ExportArgs) -> Result<(), CliError> {
     if args.salvage {
         return export_salvage(args);
     }
+    // clap's `requires = "salvage"` lets these through when `--from` or
+    // `--to` (which conflict with --salvage) is given: refuse them here
+    // rather than ignore them (a new-user trial exported the default
+    // keyspace for `--from a --to b --keyspace-id 2`).
+    let salvage_only = [
+        (args.keyspace_id.is_some(), "--keyspace-id"),
+        (args.json, "--json"),
+        (args.stale_keys.is_some(), "--stale-keys"),
+    ];
+    if let Some((_, flag)) = salvage_only.iter().find(|(given, _)| *given) {
+        return Err(CliError::usage(format!(
+            "{flag} works only with --salvage (which takes no --from or --to)"
+        )));
+    }
     let bounded = args.from.is_some() || args.to.is_some();
     let range = if bounded {
         crate::scan::checked_key_range(

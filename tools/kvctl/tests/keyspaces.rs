@@ -678,6 +678,88 @@ fn options_shows_the_keyspace_s_own_settings() {
     assert_eq!(std::fs::read(dir.join("OPTIONS")).unwrap(), before);
 }
 
+/// The options of `export --salvage` alone are refused without it, also
+/// beside `--from`/`--to` (which clap let through: a new-user trial got
+/// the default keyspace exported for `--keyspace-id 2`, TSV for `--json`,
+/// and no `--stale-keys` file, all with exit 0).
+#[test]
+fn salvage_only_export_options_are_refused_without_salvage() {
+    let (_tmp, dir) = two_keyspaces();
+    let d = p(&dir);
+    let out = dir.parent().unwrap().join("out.tsv");
+    let stale = dir.parent().unwrap().join("stale.txt");
+    for extra in [
+        &["--keyspace-id", "1"][..],
+        &["--json"],
+        &["--stale-keys", p(&stale)],
+    ] {
+        let mut args = vec!["export", d, p(&out), "--from", "a", "--to", "z"];
+        args.extend_from_slice(extra);
+        let o = kvctl(&args);
+        assert_eq!(code(&o), 2, "{extra:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("only with --salvage"), "{}", stderr(&o));
+        assert!(!out.exists() && !stale.exists(), "{extra:?}");
+    }
+}
+
+/// `compact` and `import` with layout flags and `--keyspace NAME` store
+/// the flags as keyspace NAME's settings (and compact it with them), not
+/// as the default keyspace's: a new-user trial found `compact
+/// --compression none,lz4 --keyspace urls` changing the default's OPTIONS
+/// and rewriting nothing, and `import --bits-per-key 4 --keyspace urls`
+/// the same.
+#[test]
+fn layout_flags_with_keyspace_change_that_keyspace() {
+    let (_tmp, dir) = two_keyspaces();
+    let d = p(&dir);
+    let options = |ks: &str| stored(&json(kvctl(&["options", d, "--json", "--keyspace", ks])));
+    let database_before = std::fs::read(dir.join("OPTIONS")).unwrap();
+
+    let o = ok(kvctl(&[
+        "compact",
+        d,
+        "--compression",
+        "lz4",
+        "--keyspace",
+        "logs",
+    ]));
+    assert!(stderr(&o).contains("compression"), "{}", stderr(&o));
+    assert_eq!(setting(&options("logs"), "compression"), "lz4");
+    assert_eq!(setting(&options("default"), "compression"), "none");
+    assert_eq!(std::fs::read(dir.join("OPTIONS")).unwrap(), database_before);
+    // The keyspace's table was rewritten with LZ4; its data kept.
+    {
+        let db = siftdb::Db::open_read_only(&dir, siftdb::Options::default()).unwrap();
+        let files = db.existing_keyspace("logs").unwrap().live_files();
+        assert!(!files.is_empty());
+        for f in &files {
+            let codec = f.properties.compression.as_ref().map(|c| c.codec.as_str());
+            assert_eq!(codec, Some("lz4"), "{f:?}");
+        }
+    }
+    assert_eq!(
+        pairs(&dir, "logs"),
+        kv(&[("k", "in logs"), ("l1", "1"), ("l2", "2"), ("m", "3")])
+    );
+
+    let input = dir.parent().unwrap().join("in.tsv");
+    std::fs::write(&input, "n\t4\n").unwrap();
+    ok(kvctl(&[
+        "import",
+        d,
+        p(&input),
+        "--bits-per-key",
+        "4",
+        "--keyspace",
+        "logs",
+    ]));
+    assert_eq!(setting(&options("logs"), "bits_per_key"), "4");
+    assert_eq!(setting(&options("logs"), "compression"), "lz4");
+    assert_eq!(setting(&options("default"), "bits_per_key"), "10");
+    assert_eq!(std::fs::read(dir.join("OPTIONS")).unwrap(), database_before);
+    assert_eq!(pairs(&dir, "logs").len(), 5);
+}
+
 /// The commands that cover the whole database (or one file whatever its
 /// keyspace, or no database) refuse `--keyspace`, an existing keyspace's
 /// or a missing one's, even `default`: exit 2, one line saying so, and
