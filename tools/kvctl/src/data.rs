@@ -740,6 +740,7 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     let input = open_input(file, &args.file, &progress)?;
     let new_database = !args.db.exists();
     let db = open_or_create_waiting(builder, args.wait.wait)?;
+    let new_keyspace = db.existing_keyspace(crate::keyspace::selected()).is_err();
     let ks = layout.keyspace(&db, crate::keyspace::creating(&db)?)?;
     let before = ks.stats();
     crate::interrupt::on_interrupt(crate::interrupt::Task::Import {
@@ -751,13 +752,19 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     let sum = match result {
         Ok(sum) => sum,
         Err(e) => {
-            if new_database && ks.iter().next().is_none() {
-                // The import created the database and stopped before its
-                // first write: leave no empty database behind. (Best
-                // effort: the error is what matters.)
+            if ks.iter().next().is_none() {
+                // The import created the database (or the keyspace) and
+                // stopped before its first write: leave no empty one
+                // behind (a new-user trial found an empty keyspace after
+                // "nothing was imported"). Best effort: the error is what
+                // matters.
                 drop(ks);
-                drop(db);
-                let _ = std::fs::remove_dir_all(&args.db);
+                if new_database {
+                    drop(db);
+                    let _ = std::fs::remove_dir_all(&args.db);
+                } else if new_keyspace {
+                    let _ = db.drop_keyspace(crate::keyspace::selected());
+                }
             }
             return Err(e);
         }

@@ -678,6 +678,25 @@ fn options_shows_the_keyspace_s_own_settings() {
     assert_eq!(std::fs::read(dir.join("OPTIONS")).unwrap(), before);
 }
 
+/// An import into a new keyspace that stops before its first write (a
+/// bad first line) leaves no empty keyspace behind, as an import into a
+/// new database leaves no database; an existing keyspace stays.
+#[test]
+fn a_failed_import_leaves_no_new_keyspace() {
+    let (_tmp, dir) = two_keyspaces();
+    let d = p(&dir);
+    let bad = dir.parent().unwrap().join("bad.txt");
+    std::fs::write(&bad, "a line without a tab\n").unwrap();
+    for name in ["fresh", "logs"] {
+        let o = kvctl(&["import", d, p(&bad), "--keyspace", name]);
+        assert_eq!(code(&o), 2, "{}", stderr(&o));
+    }
+    let db = siftdb::Db::open_read_only(&dir, siftdb::Options::default()).unwrap();
+    assert_eq!(db.keyspaces(), ["default", "logs"]);
+    drop(db);
+    assert_eq!(pairs(&dir, "logs").len(), 4);
+}
+
 /// The options of `export --salvage` alone are refused without it, also
 /// beside `--from`/`--to` (which clap let through: a new-user trial got
 /// the default keyspace exported for `--keyspace-id 2`, TSV for `--json`,
