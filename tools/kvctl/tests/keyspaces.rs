@@ -678,6 +678,33 @@ fn options_shows_the_keyspace_s_own_settings() {
     assert_eq!(std::fs::read(dir.join("OPTIONS")).unwrap(), before);
 }
 
+/// `info --keyspace NAME` shows the settings keyspace NAME stores (the
+/// manifest's), not the database's `OPTIONS` (a new-user trial saw the
+/// default's compression listed for a keyspace).
+#[test]
+fn info_shows_the_keyspace_s_own_settings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    {
+        let db = siftdb::Db::open(&dir).unwrap();
+        let o = siftdb::KeyspaceOptions::default().compression("lz4".parse().unwrap());
+        let (logs, _) = db.keyspace_with("logs", o).unwrap();
+        logs.put("k", "v").unwrap();
+        db.close().unwrap();
+    }
+    let d = p(&dir);
+    let logs = json(kvctl(&["info", d, "--json", "--keyspace", "logs"]));
+    assert_eq!(logs["options"]["stored"]["compression"], "lz4", "{logs}");
+    let default = json(kvctl(&["info", d, "--json"]));
+    assert_eq!(default["options"]["stored"]["compression"], "none");
+    let text = stdout(&ok(kvctl(&["info", d, "--keyspace", "logs"])));
+    assert!(
+        text.contains("keyspace logs: stored in the manifest"),
+        "{text}"
+    );
+    assert!(text.contains("compression lz4"), "{text}");
+}
+
 /// An import into a new keyspace that stops before its first write (a
 /// bad first line) leaves no empty keyspace behind, as an import into a
 /// new database leaves no database; an existing keyspace stays.

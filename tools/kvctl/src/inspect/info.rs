@@ -18,8 +18,9 @@ use crate::stats::levels_table;
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  kvctl info ./db\n\n\
 The `options` lines show the settings stored in the database's OPTIONS file (which \
-later opens keep), then what the SSTables' properties reveal about the ones they \
-were written with.")]
+later opens keep), or with --keyspace NAME those keyspace NAME stores in the \
+manifest, then what the SSTables' properties reveal about the ones they were written \
+with.")]
 pub struct InfoArgs {
     /// Database directory
     pub db: PathBuf,
@@ -41,6 +42,31 @@ fn level_json(l: &LevelStats) -> Value {
     })
 }
 
+/// The settings keyspace `tree` stores: the database's `OPTIONS` for the
+/// default keyspace (`None` without the file), the manifest's (tags 13,
+/// 15) for another.
+fn stored_settings(
+    s: &DbSnapshot,
+    tree: &KeyspaceTree,
+) -> siftdb::Result<Option<Vec<(String, String)>>> {
+    if tree.id == 0 {
+        return siftdb::Db::stored_options(&s.dir);
+    }
+    let text = s
+        .state
+        .keyspaces
+        .get(&tree.id)
+        .map_or("", |k| k.options_text.as_str());
+    Ok(Some(
+        text.lines()
+            .map(|line| {
+                let (k, v) = line.split_once(' ').unwrap_or((line, ""));
+                (k.to_string(), v.to_string())
+            })
+            .collect(),
+    ))
+}
+
 /// The JSON document `info --json` prints: the database's files, and
 /// the levels and range tombstones of keyspace `tree`.
 pub fn info_json(s: &DbSnapshot, tree: &KeyspaceTree) -> Value {
@@ -48,7 +74,7 @@ pub fn info_json(s: &DbSnapshot, tree: &KeyspaceTree) -> Value {
     let (levels, total) = level_summaries(&tables, NUM_LEVELS);
     let blocks: u64 = tables.iter().map(|t| t.data_blocks).sum();
     let block_bytes: u64 = tables.iter().map(|t| t.data_bytes).sum();
-    let stored = siftdb::Db::stored_options(&s.dir).ok().flatten().map(|v| {
+    let stored = stored_settings(s, tree).ok().flatten().map(|v| {
         v.into_iter()
             .map(|(k, v)| (k, Value::String(v)))
             .collect::<serde_json::Map<String, Value>>()
@@ -153,7 +179,17 @@ pub fn info_text(s: &DbSnapshot, tree: &KeyspaceTree) -> String {
             group(tree.version.range_tombstones.len() as u64)
         ),
     );
-    match siftdb::Db::stored_options(&s.dir) {
+    match stored_settings(s, tree) {
+        Ok(Some(settings)) if tree.id != 0 => {
+            kv(
+                "options",
+                format!("keyspace {}: stored in the manifest:", tree.name),
+            );
+            for (name, value) in settings {
+                kv("", format!("{name} {value}"));
+            }
+            kv("", "the SSTables' properties show:".into());
+        }
         Ok(Some(settings)) => {
             kv("options", "stored in OPTIONS:".into());
             for (name, value) in settings {
