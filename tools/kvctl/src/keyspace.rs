@@ -90,6 +90,31 @@ pub fn tree(snap: &DbSnapshot) -> Result<&KeyspaceTree, CliError> {
         .map_err(|e| keyspace_error(&snap.dir, e))
 }
 
+/// The settings keyspace `tree` stores: the database's `OPTIONS` for the
+/// default keyspace (`None` without the file), the manifest's (tags 13,
+/// 15) for another.
+pub fn stored_settings(
+    s: &DbSnapshot,
+    tree: &KeyspaceTree,
+) -> siftdb::Result<Option<Vec<(String, String)>>> {
+    if tree.id == 0 {
+        return siftdb::Db::stored_options(&s.dir);
+    }
+    let text = s
+        .state
+        .keyspaces
+        .get(&tree.id)
+        .map_or("", |k| k.options_text.as_str());
+    Ok(Some(
+        text.lines()
+            .map(|line| {
+                let (k, v) = line.split_once(' ').unwrap_or((line, ""));
+                (k.to_string(), v.to_string())
+            })
+            .collect(),
+    ))
+}
+
 /// The keyspaces of `stats` as JSON (DESIGN.md 12.9), the default first.
 pub fn keyspaces_json(stats: &[KeyspaceStats]) -> serde_json::Value {
     stats.iter().map(keyspace_json).collect()

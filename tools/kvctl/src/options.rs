@@ -162,16 +162,8 @@ fn keyspace_settings(args: &OptionsArgs, name: &str) -> Result<(), CliError> {
         )));
     }
     let snap = DbSnapshot::open(&args.db)?;
-    let id = crate::keyspace::tree(&snap)?.id;
-    let text = snap
-        .state
-        .keyspaces
-        .get(&id)
-        .map_or("", |k| k.options_text.as_str());
-    let stored: Vec<(&str, &str)> = text
-        .lines()
-        .map(|line| line.split_once(' ').unwrap_or((line, "")))
-        .collect();
+    let tree = crate::keyspace::tree(&snap)?;
+    let stored = crate::keyspace::stored_settings(&snap, tree)?.unwrap_or_default();
     if args.json {
         return emit_json(&json!({
             "keyspace": name,

@@ -42,31 +42,6 @@ fn level_json(l: &LevelStats) -> Value {
     })
 }
 
-/// The settings keyspace `tree` stores: the database's `OPTIONS` for the
-/// default keyspace (`None` without the file), the manifest's (tags 13,
-/// 15) for another.
-fn stored_settings(
-    s: &DbSnapshot,
-    tree: &KeyspaceTree,
-) -> siftdb::Result<Option<Vec<(String, String)>>> {
-    if tree.id == 0 {
-        return siftdb::Db::stored_options(&s.dir);
-    }
-    let text = s
-        .state
-        .keyspaces
-        .get(&tree.id)
-        .map_or("", |k| k.options_text.as_str());
-    Ok(Some(
-        text.lines()
-            .map(|line| {
-                let (k, v) = line.split_once(' ').unwrap_or((line, ""));
-                (k.to_string(), v.to_string())
-            })
-            .collect(),
-    ))
-}
-
 /// The JSON document `info --json` prints: the database's files, and
 /// the levels and range tombstones of keyspace `tree`.
 pub fn info_json(s: &DbSnapshot, tree: &KeyspaceTree) -> Value {
@@ -74,11 +49,14 @@ pub fn info_json(s: &DbSnapshot, tree: &KeyspaceTree) -> Value {
     let (levels, total) = level_summaries(&tables, NUM_LEVELS);
     let blocks: u64 = tables.iter().map(|t| t.data_blocks).sum();
     let block_bytes: u64 = tables.iter().map(|t| t.data_bytes).sum();
-    let stored = stored_settings(s, tree).ok().flatten().map(|v| {
-        v.into_iter()
-            .map(|(k, v)| (k, Value::String(v)))
-            .collect::<serde_json::Map<String, Value>>()
-    });
+    let stored = crate::keyspace::stored_settings(s, tree)
+        .ok()
+        .flatten()
+        .map(|v| {
+            v.into_iter()
+                .map(|(k, v)| (k, Value::String(v)))
+                .collect::<serde_json::Map<String, Value>>()
+        });
     json!({
         "path": s.dir.display().to_string(),
         "format_version": s.manifest.format_version(),
@@ -179,7 +157,7 @@ pub fn info_text(s: &DbSnapshot, tree: &KeyspaceTree) -> String {
             group(tree.version.range_tombstones.len() as u64)
         ),
     );
-    match stored_settings(s, tree) {
+    match crate::keyspace::stored_settings(s, tree) {
         Ok(Some(settings)) if tree.id != 0 => {
             kv(
                 "options",
