@@ -57,37 +57,12 @@ pub fn open_existing_waiting(
     warn_dropped(retry_locked(wait, || b.clone().open())?)
 }
 
-/// `builder` with the filter flags of `import` and `compact` set (only the
-/// ones given: the others keep the database's stored settings).
-pub fn with_filter_flags(
-    mut builder: DbBuilder,
-    bits_per_key: Option<u32>,
-    filters: Option<&crate::filter_spec::FilterSpec>,
-    filter_budget: Option<f64>,
-    prefix_len: Option<u16>,
-) -> DbBuilder {
-    if let Some(b) = bits_per_key {
-        builder = builder.bits_per_key(b);
-    }
-    if let Some(f) = filters {
-        builder = builder.filters(f.0.clone());
-    }
-    if let Some(b) = filter_budget {
-        builder = builder.filter_budget(siftdb::filter::FilterBudget::bits_per_key(b));
-    }
-    if let Some(n) = prefix_len {
-        builder = builder.prefix_extractor(std::sync::Arc::new(siftdb::filter::FixedPrefix::new(
-            usize::from(n),
-        )));
-    }
-    builder
-}
-
 /// The per-keyspace settings a writing command's flags give (`import`,
-/// `compact`): for the default keyspace they go to the database's builder
-/// (and are stored in `OPTIONS`); for another keyspace (`--keyspace`), to
-/// that keyspace's settings, stored in the manifest (a new-user trial
-/// found them changing the default keyspace instead).
+/// `compact`; only the ones given: the others keep the stored settings):
+/// for the default keyspace they go to the database's builder (and are
+/// stored in `OPTIONS`); for another keyspace (`--keyspace`), to that
+/// keyspace's settings, stored in the manifest (a new-user trial found
+/// them changing the default keyspace instead).
 #[derive(Default)]
 pub struct LayoutFlags<'a> {
     pub bits_per_key: Option<u32>,
@@ -99,6 +74,40 @@ pub struct LayoutFlags<'a> {
     pub target_file_size: Option<u64>,
 }
 
+/// `$target` (a [`DbBuilder`] or a [`siftdb::KeyspaceOptions`], whose
+/// setters share their names) with the flags of `$flags` set: the one list
+/// of what [`LayoutFlags`] sets, for both.
+macro_rules! with_layout_flags {
+    ($flags:expr, $target:expr) => {{
+        let f: &LayoutFlags = $flags;
+        let mut t = $target;
+        if let Some(b) = f.bits_per_key {
+            t = t.bits_per_key(b);
+        }
+        if let Some(spec) = f.filters {
+            t = t.filters(spec.0.clone());
+        }
+        if let Some(b) = f.filter_budget {
+            t = t.filter_budget(siftdb::filter::FilterBudget::bits_per_key(b));
+        }
+        if let Some(n) = f.prefix_len {
+            t = t.prefix_extractor(std::sync::Arc::new(siftdb::filter::FixedPrefix::new(
+                usize::from(n),
+            )));
+        }
+        if let Some(c) = f.compression {
+            t = t.compression(c.clone());
+        }
+        if let Some(w) = f.write_buffer_size {
+            t = t.write_buffer_size(w);
+        }
+        if let Some(size) = f.target_file_size {
+            t = t.target_file_size(size);
+        }
+        t
+    }};
+}
+
 impl LayoutFlags<'_> {
     /// `builder` with the flags set, if `--keyspace` selects the default
     /// keyspace; unchanged otherwise ([`LayoutFlags::keyspace`] applies
@@ -107,71 +116,25 @@ impl LayoutFlags<'_> {
         if crate::keyspace::selected() != crate::keyspace::DEFAULT {
             return builder;
         }
-        let mut builder = with_filter_flags(
-            builder,
-            self.bits_per_key,
-            self.filters,
-            self.filter_budget,
-            self.prefix_len,
-        );
-        if let Some(c) = self.compression {
-            builder = builder.compression(c.clone());
-        }
-        if let Some(w) = self.write_buffer_size {
-            builder = builder.write_buffer_size(w);
-        }
-        if let Some(t) = self.target_file_size {
-            builder = builder.target_file_size(t);
-        }
-        builder
+        with_layout_flags!(self, builder)
     }
 
-    /// `ks` (the keyspace `--keyspace` names, not the default) with the
-    /// flags stored as its settings over its current ones
-    /// ([`Db::keyspace_with`]); `ks` itself when there are none, or for
-    /// the default keyspace. Each changed setting is printed as a note on
-    /// standard error.
+    /// `ks` (the keyspace `--keyspace` names) with the flags stored as its
+    /// settings over its current ones ([`Db::keyspace_with`], which writes
+    /// nothing when they change nothing); `ks` itself for the default
+    /// keyspace. Each changed setting is printed as a note on standard
+    /// error.
     ///
     /// # Errors
     /// Settings the engine refuses (exit 2), or the manifest write failing.
     pub fn keyspace(&self, db: &Db, ks: Keyspace) -> Result<Keyspace, CliError> {
         let name = crate::keyspace::selected();
-        let any = self.bits_per_key.is_some()
-            || self.filters.is_some()
-            || self.filter_budget.is_some()
-            || self.prefix_len.is_some()
-            || self.compression.is_some()
-            || self.write_buffer_size.is_some()
-            || self.target_file_size.is_some();
-        if name == crate::keyspace::DEFAULT || !any {
+        if name == crate::keyspace::DEFAULT {
             return Ok(ks);
         }
-        let mut o = siftdb::KeyspaceOptions::from_options(&ks.options());
-        if let Some(b) = self.bits_per_key {
-            o = o.bits_per_key(b);
-        }
-        if let Some(f) = self.filters {
-            o = o.filters(f.0.clone());
-        }
-        if let Some(b) = self.filter_budget {
-            o = o.filter_budget(siftdb::filter::FilterBudget::bits_per_key(b));
-        }
-        if let Some(n) = self.prefix_len {
-            o = o.prefix_extractor(std::sync::Arc::new(siftdb::filter::FixedPrefix::new(
-                usize::from(n),
-            )));
-        }
-        if let Some(c) = self.compression {
-            o = o.compression(c.clone());
-        }
-        if let Some(w) = self.write_buffer_size {
-            o = o.write_buffer_size(w);
-        }
-        if let Some(t) = self.target_file_size {
-            o = o.target_file_size(t);
-        }
+        let wanted = with_layout_flags!(self, siftdb::KeyspaceOptions::from_options(&ks.options()));
         drop(ks);
-        let (ks, changes) = db.keyspace_with(name, o)?;
+        let (ks, changes) = db.keyspace_with(name, wanted)?;
         for c in changes {
             let _ = writeln!(io::stderr(), "kvctl: keyspace {name:?}: {c}");
         }
