@@ -364,38 +364,37 @@ impl MemTableIter {
             return false;
         }
         let list = &self.mem.list;
-        let below_hi = |n: &Node<'_>| match &self.hi {
-            Bound::Included(k) => n.key() <= k.key(),
-            Bound::Excluded(k) => n.key() < k.key(),
-            Bound::Unbounded => true,
-        };
-        let above_lo = |n: &Node<'_>| match &self.lo {
-            Bound::Included(k) => n.key() >= k.key(),
-            Bound::Excluded(k) => n.key() > k.key(),
-            Bound::Unbounded => true,
-        };
-        let mut taken: Vec<Entry> = Vec::new();
+        // The bounds as keys once per refill (each computes its prefix).
+        let lo = self.lo.as_ref().map(BoundKey::key);
+        let hi = self.hi.as_ref().map(BoundKey::key);
+        let copy = |n: Node<'_>| (n.encoded().to_vec(), Slice::copy_from_slice(n.value()));
         let mut edge = None;
         if from_front {
-            let mut at = match &self.lo {
-                Bound::Included(k) => list.seek(&k.key(), true),
-                Bound::Excluded(k) => list.seek(&k.key(), false),
+            let mut at = match &lo {
+                Bound::Included(k) => list.seek(k, true),
+                Bound::Excluded(k) => list.seek(k, false),
                 Bound::Unbounded => list.first(),
             };
-            while let Some(n) = at.filter(|n| taken.len() < CHUNK && below_hi(n)) {
-                taken.push((n.encoded().to_vec(), Slice::copy_from_slice(n.value())));
+            for _ in 0..CHUNK {
+                let Some(n) = at.filter(|n| !beyond(&n.key(), &hi, true)) else {
+                    break;
+                };
+                self.front.push_back(copy(n));
                 edge = Some(n);
                 at = n.next();
             }
         } else {
             // No back links: each step is a search for the node before.
-            let mut at = match &self.hi {
-                Bound::Included(k) => list.seek_back(&k.key(), true),
-                Bound::Excluded(k) => list.seek_back(&k.key(), false),
+            let mut at = match &hi {
+                Bound::Included(k) => list.seek_back(k, true),
+                Bound::Excluded(k) => list.seek_back(k, false),
                 Bound::Unbounded => list.last(),
             };
-            while let Some(n) = at.filter(|n| taken.len() < CHUNK && above_lo(n)) {
-                taken.push((n.encoded().to_vec(), Slice::copy_from_slice(n.value())));
+            for _ in 0..CHUNK {
+                let Some(n) = at.filter(|n| !beyond(&n.key(), &lo, false)) else {
+                    break;
+                };
+                self.back.push_back(copy(n));
                 edge = Some(n);
                 at = list.seek_back(&n.key(), false);
             }
@@ -406,12 +405,21 @@ impl MemTableIter {
         };
         if from_front {
             self.lo = Bound::Excluded(edge);
-            self.front.extend(taken);
         } else {
             self.hi = Bound::Excluded(edge);
-            self.back.extend(taken);
         }
         true
+    }
+}
+
+/// Whether `k` lies outside `bound`: above it if `upper`, else below it.
+fn beyond(k: &Key<'_>, bound: &Bound<Key<'_>>, upper: bool) -> bool {
+    match bound {
+        Bound::Included(b) if upper => k > b,
+        Bound::Included(b) => k < b,
+        Bound::Excluded(b) if upper => k >= b,
+        Bound::Excluded(b) => k <= b,
+        Bound::Unbounded => false,
     }
 }
 
