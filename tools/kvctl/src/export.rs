@@ -57,14 +57,14 @@ pub struct ExportArgs {
     /// With --salvage: the keyspace to salvage by its id (`kvctl keyspace
     /// list`), for a database whose manifest is gone: the tables name their
     /// keyspace by id only
-    #[arg(long, value_name = "N", requires = "salvage")]
+    #[arg(long, value_name = "N", requires = "salvage", conflicts_with_all = ["from", "to"])]
     pub keyspace_id: Option<u32>,
     /// With --salvage: print the report as JSON on stdout (needs an output FILE)
-    #[arg(long, requires = "salvage")]
+    #[arg(long, requires = "salvage", conflicts_with_all = ["from", "to"])]
     pub json: bool,
     /// With --salvage: write the keys flagged as possibly stale to this file,
     /// escaped, one per line
-    #[arg(long, value_name = "FILE", requires = "salvage")]
+    #[arg(long, value_name = "FILE", requires = "salvage", conflicts_with_all = ["from", "to"])]
     pub stale_keys: Option<PathBuf>,
     /// No progress bar and no "exported N keys" line (errors, and what a
     /// salvage lost, still go to stderr)
@@ -80,20 +80,6 @@ pub struct ExportArgs {
 pub fn export(args: &ExportArgs) -> Result<(), CliError> {
     if args.salvage {
         return export_salvage(args);
-    }
-    // clap's `requires = "salvage"` lets these through when `--from` or
-    // `--to` (which conflict with --salvage) is given: refuse them here
-    // rather than ignore them (a new-user trial exported the default
-    // keyspace for `--from a --to b --keyspace-id 2`).
-    let salvage_only = [
-        (args.keyspace_id.is_some(), "--keyspace-id"),
-        (args.json, "--json"),
-        (args.stale_keys.is_some(), "--stale-keys"),
-    ];
-    if let Some((_, flag)) = salvage_only.iter().find(|(given, _)| *given) {
-        return Err(CliError::usage(format!(
-            "{flag} works only with --salvage (which takes no --from or --to)"
-        )));
     }
     let bounded = args.from.is_some() || args.to.is_some();
     let range = if bounded {
