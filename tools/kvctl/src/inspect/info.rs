@@ -158,18 +158,13 @@ pub fn info_text(s: &DbSnapshot, tree: &KeyspaceTree) -> String {
         ),
     );
     match crate::keyspace::stored_settings(s, tree) {
-        Ok(Some(settings)) if tree.id != 0 => {
-            kv(
-                "options",
-                format!("keyspace {}: stored in the manifest:", tree.name),
-            );
-            for (name, value) in settings {
-                kv("", format!("{name} {value}"));
-            }
-            kv("", "the SSTables' properties show:".into());
-        }
         Ok(Some(settings)) => {
-            kv("options", "stored in OPTIONS:".into());
+            let source = if tree.id == 0 {
+                "stored in OPTIONS:".to_string()
+            } else {
+                format!("keyspace {}: stored in the manifest:", tree.name)
+            };
+            kv("options", source);
             for (name, value) in settings {
                 kv("", format!("{name} {value}"));
             }
