@@ -104,6 +104,7 @@ impl DbBuilder {
         plain {
             table_reads: TableReads,
             sync: bool,
+            adaptive_write_yield: bool,
             create_if_missing: bool,
             error_if_exists: bool,
             max_manifest_file_size: u64,
