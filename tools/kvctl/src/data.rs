@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use flate2::read::MultiGzDecoder;
 use indicatif::{ProgressBar, ProgressStyle};
+use siftdb::inspect::DbSnapshot;
 use siftdb::{Db, DbBuilder, Keyspace, Options, WriteBatch};
 
 use crate::error::{write_failed, CliError};
@@ -151,15 +152,20 @@ pub fn parse_compression(s: &str) -> Result<siftdb::CompressionPolicy, String> {
     Ok(policy)
 }
 
-/// Refuses `--bits-per-key N` (exit 2) for a database whose stored options
-/// (OPTIONS) have a per-level filter spec or a filter budget: either one
-/// takes precedence over `bits_per_key`, so N would change no filter yet
-/// be stored. Checked before the open, which would store N. A spec or
-/// budget given on the same command line is refused by clap already.
+/// Refuses `--bits-per-key N` (exit 2) when the stored settings of the
+/// keyspace `--keyspace` names have a per-level filter spec or a filter
+/// budget: either one takes precedence over `bits_per_key`, so N would
+/// change no filter yet be stored. Those settings are the database's
+/// OPTIONS for the default keyspace, and for a keyspace not yet created
+/// (`import` creates it with them); the manifest's for another
+/// ([`crate::keyspace::stored_settings`]). Checked before the open, which
+/// would store N. A spec or budget given on the same command line is
+/// refused by clap already.
 ///
 /// # Errors
 /// Exit 2 naming the stored setting and the flag that changes it; a
-/// damaged OPTIONS file as [`Db::stored_options`] reports it.
+/// damaged OPTIONS file as [`Db::stored_options`] reports it, a damaged
+/// database (with `--keyspace`) as [`DbSnapshot::open`] does.
 pub fn refuse_bits_per_key_under_stored_filters(
     path: &Path,
     bits_per_key: Option<u32>,
@@ -170,7 +176,32 @@ pub fn refuse_bits_per_key_under_stored_filters(
     if !siftdb::inspect::filename::current_path(path).exists() {
         return Ok(());
     }
-    let stored = Db::stored_options(path)?.unwrap_or_default();
+    let name = crate::keyspace::selected();
+    // A keyspace not yet created has none of its own: `import` creates it
+    // with the database's (and `compact`'s open refuses it as missing).
+    let own = match name {
+        crate::keyspace::DEFAULT => None,
+        _ => {
+            let snap = DbSnapshot::open(path)?;
+            match crate::keyspace::tree(&snap) {
+                Ok(tree) => Some(crate::keyspace::stored_settings(&snap, tree)?),
+                Err(_) => None,
+            }
+        }
+    };
+    let (stored, holder, shown_by) = match own {
+        Some(stored) => (
+            stored,
+            format!("keyspace {name}"),
+            format!("kvctl options DB --keyspace {name}"),
+        ),
+        None => (
+            Db::stored_options(path)?,
+            "the database".to_string(),
+            "kvctl options DB".to_string(),
+        ),
+    };
+    let stored = stored.unwrap_or_default();
     let value = |name: &str| {
         stored
             .iter()
@@ -181,24 +212,24 @@ pub fn refuse_bits_per_key_under_stored_filters(
     let instead = if n == 0 { "none" } else { spec.as_str() };
     if let Some(f) = value("filters").filter(|v| *v != "default") {
         return Err(CliError::usage(format!(
-            "--bits-per-key {n} would change no filter: the database stores the per-level \
+            "--bits-per-key {n} would change no filter: {holder} stores the per-level \
              filter spec `{f}` (set by --filters), which takes precedence"
         ))
         .with_hint(format!(
             "give --filters instead, e.g. --filters bloom:{instead} for a classic Bloom \
-             filter at {n} bits per key on every level (`kvctl options DB` shows the stored \
+             filter at {n} bits per key on every level (`{shown_by}` shows the stored \
              settings)",
         )));
     }
     if let Some(b) = value("filter_budget").filter(|v| *v != "none") {
         return Err(CliError::usage(format!(
-            "--bits-per-key {n} would change no filter: the database stores the filter budget \
+            "--bits-per-key {n} would change no filter: {holder} stores the filter budget \
              `{b}` (set by --filter-budget), which sizes every filter"
         ))
-        .with_hint(
-            "give --filter-budget BITS to change the budget (`kvctl options DB` shows the \
-             stored settings)",
-        ));
+        .with_hint(format!(
+            "give --filter-budget BITS to change the budget (`{shown_by}` shows the stored \
+             settings)",
+        )));
     }
     Ok(())
 }

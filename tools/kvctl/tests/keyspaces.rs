@@ -813,6 +813,141 @@ fn layout_flags_with_keyspace_change_that_keyspace() {
     assert_eq!(pairs(&dir, "logs").len(), 5);
 }
 
+/// `--bits-per-key N` with `--keyspace NAME` is refused (exit 2, nothing
+/// stored) when NAME's own settings (the manifest's) have a per-level
+/// filter spec or a filter budget, which would take precedence over N.
+/// It was checked against the database's `OPTIONS` only, so the flag was
+/// accepted, stored as NAME's, and changed no filter.
+#[test]
+fn bits_per_key_is_refused_where_the_keyspace_s_own_filter_spec_rules() {
+    let (_tmp, dir) = two_keyspaces();
+    let d = p(&dir);
+    let input = dir.parent().unwrap().join("in.tsv");
+    std::fs::write(&input, "n\t4\n").unwrap();
+    let options = |ks: &str| stored(&json(kvctl(&["options", d, "--json", "--keyspace", ks])));
+    ok(kvctl(&[
+        "compact",
+        d,
+        "-q",
+        "--filters",
+        "ribbon:1%",
+        "--keyspace",
+        "logs",
+    ]));
+    let logs_before = options("logs");
+    for cmd in [
+        &["compact", d, "--bits-per-key", "6", "--keyspace", "logs"][..],
+        &[
+            "import",
+            d,
+            p(&input),
+            "--bits-per-key",
+            "6",
+            "--keyspace",
+            "logs",
+        ],
+    ] {
+        let o = kvctl(cmd);
+        assert_eq!(code(&o), 2, "{cmd:?}: {}", stderr(&o));
+        assert_eq!(
+            stderr(&o),
+            "kvctl: --bits-per-key 6 would change no filter: keyspace logs stores the \
+             per-level filter spec `ribbon:1%` (set by --filters), which takes precedence\n\
+             hint: give --filters instead, e.g. --filters bloom:6 for a classic Bloom filter \
+             at 6 bits per key on every level (`kvctl options DB --keyspace logs` shows the \
+             stored settings)\n"
+        );
+        // Nothing stored, nothing imported.
+        assert_eq!(options("logs"), logs_before);
+        assert_eq!(pairs(&dir, "logs").len(), 4);
+    }
+
+    // Under a keyspace's own budget, likewise.
+    ok(kvctl(&[
+        "import",
+        d,
+        p(&input),
+        "-q",
+        "--filter-budget",
+        "8",
+        "--keyspace",
+        "sized",
+    ]));
+    let o = kvctl(&["compact", d, "--bits-per-key", "0", "--keyspace", "sized"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with(
+            "kvctl: --bits-per-key 0 would change no filter: keyspace sized stores the filter \
+             budget `8` (set by --filter-budget)"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(setting(&options("sized"), "bits_per_key"), "10");
+}
+
+/// `--bits-per-key N` with `--keyspace NAME` applies when NAME's own
+/// settings have no filter spec, whatever the database's `OPTIONS` have
+/// (it was refused for the default keyspace's spec). A keyspace `import`
+/// creates takes the database's settings, so there the database's spec
+/// still refuses it, and no keyspace is left behind.
+#[test]
+fn bits_per_key_applies_to_a_keyspace_without_a_filter_spec() {
+    let (_tmp, dir) = two_keyspaces();
+    let d = p(&dir);
+    let input = dir.parent().unwrap().join("in.tsv");
+    std::fs::write(&input, "n\t4\n").unwrap();
+    let options = |ks: &str| stored(&json(kvctl(&["options", d, "--json", "--keyspace", ks])));
+    ok(kvctl(&["compact", d, "-q", "--filters", "ribbon:1%"]));
+    assert_eq!(setting(&options("logs"), "filters"), "default");
+    let database_before = std::fs::read(dir.join("OPTIONS")).unwrap();
+
+    ok(kvctl(&[
+        "compact",
+        d,
+        "-q",
+        "--bits-per-key",
+        "6",
+        "--keyspace",
+        "logs",
+    ]));
+    assert_eq!(setting(&options("logs"), "bits_per_key"), "6");
+    ok(kvctl(&[
+        "import",
+        d,
+        p(&input),
+        "-q",
+        "--bits-per-key",
+        "7",
+        "--keyspace",
+        "logs",
+    ]));
+    assert_eq!(setting(&options("logs"), "bits_per_key"), "7");
+    assert_eq!(pairs(&dir, "logs").len(), 5);
+    assert_eq!(std::fs::read(dir.join("OPTIONS")).unwrap(), database_before);
+
+    let o = kvctl(&[
+        "import",
+        d,
+        p(&input),
+        "--bits-per-key",
+        "6",
+        "--keyspace",
+        "fresh",
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with(
+            "kvctl: --bits-per-key 6 would change no filter: the database stores the \
+             per-level filter spec `ribbon:1%`"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    let db = siftdb::Db::open_read_only(&dir, siftdb::Options::default()).unwrap();
+    assert_eq!(db.keyspaces(), ["default", "logs"]);
+}
+
 /// The commands that cover the whole database (or one file whatever its
 /// keyspace, or no database) refuse `--keyspace`, an existing keyspace's
 /// or a missing one's, even `default`: exit 2, one line saying so, and
