@@ -73,11 +73,12 @@ pub struct CompactArgs {
     pub wait: crate::wait::WaitArg,
 }
 
-/// What a compaction under `options` would change in the filters of the
-/// live tables, one line per kind of change, so that a database built with
-/// other filter settings is not silently re-laid out (the database does
-/// not store its options yet: issue 16). Under a filter budget, sizes
-/// differ by design and only kinds are compared.
+/// What a compaction under `options` would change in the filters of
+/// keyspace `ks`'s live tables, one line per kind of change, so that
+/// tables built with other filter settings are not silently re-laid out
+/// (a database from before siftdb stored its options does not know them).
+/// Under a filter budget, sizes differ by design and only kinds are
+/// compared.
 fn layout_changes(ks: &siftdb::Keyspace, options: &Options) -> Vec<String> {
     let files = ks.live_files();
     let deepest = files.iter().map(|f| f.level).max().unwrap_or(0);
@@ -116,14 +117,22 @@ fn layout_changes(ks: &siftdb::Keyspace, options: &Options) -> Vec<String> {
             lost_prefix += 1;
         }
     }
+    // Whose stored settings the flags go over; only the database's can
+    // predate siftdb storing them (keyspaces came later).
+    let over = if ks.id() == 0 {
+        "the database's stored settings; a database from before siftdb stored them does not \
+         know what it was built with: give the flags --bits-per-key, --filters, \
+         --filter-budget to keep its filters"
+            .to_string()
+    } else {
+        format!("keyspace {}'s stored settings", ks.name())
+    };
     let mut out: Vec<String> = filters
         .into_iter()
         .map(|((from, to), n)| {
             format!(
                 "{} with {from} will be rewritten with {to} (the options in use: the \
-                 flags given, over the database's stored settings; a database from before \
-                 siftdb stored them does not know what it was built with: give the flags \
-                 --bits-per-key, --filters, --filter-budget to keep its filters)",
+                 flags given, over {over})",
                 count(n, "SSTable")
             )
         })

@@ -208,16 +208,19 @@ pub fn refuse_bits_per_key_under_stored_filters(
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
     };
-    let spec = n.to_string();
-    let instead = if n == 0 { "none" } else { spec.as_str() };
+    // The spec that does what the flag meant (`bloom:0` does not parse).
+    let instead = if n == 0 {
+        "none for no filter on any level".to_string()
+    } else {
+        format!("bloom:{n} for a classic Bloom filter at {n} bits per key on every level")
+    };
     if let Some(f) = value("filters").filter(|v| *v != "default") {
         return Err(CliError::usage(format!(
             "--bits-per-key {n} would change no filter: {holder} stores the per-level \
              filter spec `{f}` (set by --filters), which takes precedence"
         ))
         .with_hint(format!(
-            "give --filters instead, e.g. --filters bloom:{instead} for a classic Bloom \
-             filter at {n} bits per key on every level (`{shown_by}` shows the stored \
+            "give --filters instead, e.g. --filters {instead} (`{shown_by}` shows the stored \
              settings)",
         )));
     }

@@ -1869,6 +1869,27 @@ fn bits_per_key_is_refused_where_a_stored_filter_spec_rules() {
     }
     let listed = stdout(&ok(kvctl(&["options", p(&db)])));
     assert!(listed.contains("\n  bits_per_key 10\n"), "{listed}");
+    // `--bits-per-key 0` (no filter) is refused likewise, and its hint
+    // names the spec for no filter, which the parser takes.
+    let o = kvctl(&["compact", p(&db), "--bits-per-key", "0"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).ends_with(
+            "hint: give --filters instead, e.g. --filters none for no filter on any level \
+             (`kvctl options DB` shows the stored settings)\n"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    let copy = tmp.path().join("copy");
+    std::fs::create_dir(&copy).unwrap();
+    for e in std::fs::read_dir(&db).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), copy.join(e.file_name())).unwrap();
+    }
+    ok(kvctl(&["compact", p(&copy), "--filters", "none", "-q"]));
+    let listed = stdout(&ok(kvctl(&["options", p(&copy)])));
+    assert!(listed.contains("\n  filters none\n"), "{listed}");
     // The flag the hint names works.
     ok(kvctl(&["compact", p(&db), "--filters", "bloom:6", "-q"]));
     let listed = stdout(&ok(kvctl(&["options", p(&db)])));

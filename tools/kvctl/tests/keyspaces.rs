@@ -902,7 +902,7 @@ fn bits_per_key_applies_to_a_keyspace_without_a_filter_spec() {
     assert_eq!(setting(&options("logs"), "filters"), "default");
     let database_before = std::fs::read(dir.join("OPTIONS")).unwrap();
 
-    ok(kvctl(&[
+    let o = ok(kvctl(&[
         "compact",
         d,
         "-q",
@@ -912,6 +912,16 @@ fn bits_per_key_applies_to_a_keyspace_without_a_filter_spec() {
         "logs",
     ]));
     assert_eq!(setting(&options("logs"), "bits_per_key"), "6");
+    // The warning about the rewrite names whose settings the flag went
+    // over: the keyspace's.
+    assert!(
+        stderr(&o).contains(
+            "will be rewritten with siftdb.bloom.xxh3.v1 (6 bits/key) (the options in use: \
+             the flags given, over keyspace logs's stored settings)"
+        ),
+        "{}",
+        stderr(&o)
+    );
     ok(kvctl(&[
         "import",
         d,
