@@ -219,7 +219,10 @@ impl Version {
         let mut largest_seq = SequenceNumber(0);
         for (level, meta, map) in mapped {
             let path = map.path().to_path_buf();
-            let table = Table::decode(map, meta.number).map_err(|e| (path, e))?;
+            let table = Table::decode(map, meta.number).map_err(|e| (path.clone(), e))?;
+            if let Some(why) = manifest_mismatch(meta, table.file_size(), table.properties()) {
+                return Err((path.clone(), Error::corruption(&path, 0, why)));
+            }
             largest_seq = largest_seq.max(table.properties().largest_seq);
             opened.insert(meta.number, Arc::new(table));
             all.new_files.push((level, meta.clone()));
@@ -242,6 +245,44 @@ impl Version {
             files.sort_by(|a, b| a.meta.smallest.cmp(&b.meta.smallest));
         }
     }
+}
+
+/// Why a table file whose size is `file_size` and whose properties are
+/// `p` is not the table its manifest record `meta` describes, if it is
+/// not: its size, entry count or key range differ. A valid table copied or
+/// restored over another's name would otherwise be read as that table,
+/// its keys in place of the manifest's (`kvctl verify` compares the same
+/// record with the whole table, its keys read).
+pub(crate) fn manifest_mismatch(
+    meta: &FileMetaData,
+    file_size: u64,
+    p: &crate::sstable::TableProperties,
+) -> Option<String> {
+    let show = |first: &[u8], last: &[u8]| {
+        format!(
+            "keys {}..{}",
+            crate::escape::escape_bytes(first),
+            crate::escape::escape_bytes(last)
+        )
+    };
+    let recorded = (
+        meta.file_size,
+        meta.num_entries,
+        show(meta.smallest.user_key(), meta.largest.user_key()),
+    );
+    let found = (
+        file_size,
+        p.num_entries,
+        show(&p.smallest_user_key, &p.largest_user_key),
+    );
+    (recorded != found).then(|| {
+        format!(
+            "the manifest records {} bytes, {} entries and {} for table {:06}, but the file has \
+             {} bytes, {} entries and {}: not the table the manifest names (a file copied or \
+             restored over it?)",
+            recorded.0, recorded.1, recorded.2, meta.number, found.0, found.1, found.2
+        )
+    })
 }
 
 fn bad_edit(detail: String) -> Error {

@@ -109,8 +109,9 @@ impl SkippedBlock {
 /// Why a table was skipped whole.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnreadTable {
-    /// Which part failed: `"file"` (missing or unreadable), `"footer"` or
-    /// `"index block"`.
+    /// Which part failed: `"file"` (missing, unreadable, or another table
+    /// than the manifest records under its name), `"footer"` or `"index
+    /// block"`.
     pub what: String,
     /// Byte offset of the damage in the table, when known.
     pub offset: Option<u64>,

@@ -16,6 +16,7 @@ use crate::sstable::format::{BLOCK_TRAILER_LEN, FOOTER_LEN};
 use crate::sstable::table::checked_data_entries;
 use crate::sstable::{BlockHandle, TableBlocks};
 use crate::version::edit::FileMetaData;
+use crate::version::set::manifest_mismatch;
 use crate::{Error, Result};
 
 /// Reads one table's data blocks in order, skipping damaged ones.
@@ -98,6 +99,19 @@ impl Salvage {
         let mut policy_name = None;
         match table.properties() {
             Ok(p) => {
+                let mismatch = meta.and_then(|m| manifest_mismatch(m, table.file_size(), &p));
+                if let Some(why) = mismatch {
+                    // Another table under this one's name: reading it would
+                    // return its keys as this table's. Lost, as if missing.
+                    t.unreadable = Some(UnreadTable {
+                        what: "file".into(),
+                        offset: None,
+                        detail: why,
+                    });
+                    self.pending.push(Lost::unknown(t.keys.clone()));
+                    self.report.tables.push(t);
+                    return Ok(());
+                }
                 if p.keyspace != self.report.keyspace {
                     // Only the manifest lists a table in a keyspace its
                     // property does not name: the manifest is followed.
