@@ -103,11 +103,11 @@ fn filter_memory_line(stats: &Stats) -> String {
         return String::new();
     }
     format!(
-        "filters {} for {} keys ({:.2} filter bits per key): {:.5} expected false positives \
+        "filters {} for {} ({:.2} filter bits per key): {:.5} expected false positives \
          per absent-key lookup; {:.5} with the same bits as uniform bits per key, {:.5} spread \
          optimally (per level: kvctl filters)\n",
         human_bytes(m.filter_bytes),
-        group(m.keys),
+        crate::format::count(m.keys, "key"),
         m.filter_bits as f64 / m.keys as f64,
         m.expected_false_positives,
         m.uniform_false_positives,
@@ -181,7 +181,8 @@ pub fn run(args: &StatsArgs) -> Result<(), CliError> {
     // The default's stats are the database's (memory summed over every
     // keyspace); another keyspace's are its own tree's.
     let whole = db.stats();
-    let stats = match ks.id() {
+    let ks_id = ks.id();
+    let stats = match ks_id {
         0 => whole.clone(),
         _ => ks.stats(),
     };
@@ -203,7 +204,16 @@ pub fn run(args: &StatsArgs) -> Result<(), CliError> {
         if empty {
             s.push_str("(no SSTables yet: writes since the last flush are in the WAL)\n");
         }
-        s.push_str(&write_amplification_line(&stats));
+        if ks_id == 0 {
+            s.push_str(&write_amplification_line(&stats));
+        } else {
+            // Flushes and compactions are counted for the database, not
+            // per keyspace.
+            s.push_str(&format!(
+                "write amplification of the whole database {}\n",
+                write_amplification(&stats)
+            ));
+        }
         s.push_str(&filter_memory_line(&stats));
         s.push_str(&memory_line(&stats));
         if stats.range_tombstones > 0 {

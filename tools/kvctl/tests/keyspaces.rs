@@ -402,6 +402,19 @@ fn stats_and_info_list_the_keyspaces() {
             .collect();
         assert_eq!(names, ["default", "logs"], "{cmd}: {text}");
     }
+    // Write amplification is counted for the whole database, and a
+    // keyspace's stats say so; the default has 1 key (singular).
+    let text = stdout(&ok(kvctl(&["stats", d, "--keyspace", "logs"])));
+    assert!(
+        text.contains("\nwrite amplification of the whole database "),
+        "{text}"
+    );
+    let text = stdout(&ok(kvctl(&["stats", d])));
+    assert!(
+        text.contains("\nwrite amplification ") && !text.contains("whole database"),
+        "{text}"
+    );
+    assert!(text.contains(" for 1 key ("), "{text}");
     // A database with the default only: the text is as it was.
     let plain = tmp.path().join("plain");
     ok(kvctl(&["put", p(&plain), "a", "1"]));
