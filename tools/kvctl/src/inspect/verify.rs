@@ -137,7 +137,19 @@ pub fn run(args: &VerifyArgs) -> Result<(), CliError> {
         for n in &r.notes {
             out.push_str(&format!("note: {n}\n"));
         }
-        if r.is_clean() {
+        if r.is_clean() && !r.notes.is_empty() {
+            // A note may be a torn WAL tail, which damage to the last
+            // record looks the same as: not "no problems" alone.
+            let which = if r.notes.len() == 1 {
+                "the note"
+            } else {
+                "the notes"
+            };
+            out.push_str(&format!(
+                "OK: checked {}; no damage, but see {which} above\n",
+                summary(&r)
+            ));
+        } else if r.is_clean() {
             out.push_str(&format!("OK: checked {}; no problems\n", summary(&r)));
         } else if args.all {
             out.push_str(&format!(
