@@ -521,8 +521,11 @@ impl Db {
     /// [`Error::ReadOnly`]. The view is fixed at open, and it is a prefix
     /// of the writer's acknowledged writes: nothing is missing before the
     /// newest write it shows (an open that a writer's flush or compaction
-    /// overtakes reads the manifest again). Reads work on after another
-    /// process compacts the files away: each table stays mapped.
+    /// overtakes reads the manifest again; one that finds a WAL damaged
+    /// while a process has the database open for writing reads that WAL
+    /// again, as it may have caught a record being copied in). Reads work
+    /// on after another process compacts the files away: each table stays
+    /// mapped.
     ///
     /// # Errors
     /// As [`Db::open_with`], and [`Error::NotADatabase`] if there is no
@@ -1193,7 +1196,11 @@ mod write;
 use recovery::{
     acquire_lock, check_fresh_directory, recover, replay_manifest, Replayed, StoredOptionsFound,
 };
-pub(crate) use recovery::{is_directory, live_wals, no_database, pin_wals, PinnedWal};
+pub(crate) use recovery::{
+    is_directory, live_wals, no_database, pin_wals, reread_while_a_writer_appends, PinnedWal,
+};
+#[cfg(test)]
+pub(crate) use recovery::{test_support as recovery_test_support, LIVE_WAL_REREADS};
 pub use recovery::{RecoveryReport, WalReplay};
 use write::WriteQueue;
 

@@ -23,16 +23,23 @@
 //! copies its first 4 bytes (the first record's length, not zero: no WAL
 //! record is empty), then all the others but those at [`PUBLISHED_LAST`],
 //! then, after a release fence, those: the first record's length
-//! checksum. A process killed in the middle of the copy, or a reader in
-//! another process that reads the file while a group is being copied (a
-//! read-only open, `kvctl`), therefore finds the group whole, or a first
+//! checksum. A process killed in the middle of the copy therefore leaves
+//! the group whole, or not begun (zeros: the end of the log), or a first
 //! header with its length and a zero checksum: a torn tail by rule 2.
 //! (Copy order alone would not do: `memcpy` stores the first bytes of a
-//! large copy last.) A killed process leaves a store whole or undone; a
-//! reader in another process could, in a window of nanoseconds, catch
-//! the checksum's store half done where it straddles a cache line: that
-//! reads as corruption (a checksum zero in part is what one flipped byte
-//! leaves), and reading again finds the group whole.
+//! large copy last.) Every state of the file is one of those, so a reader
+//! in another process (a read-only open, `kvctl`) that read the file at
+//! one instant would find no more. But a read is no snapshot: one that
+//! reads a header before the writer copies its group and the bytes after
+//! it once they are copied finds a zeroed header (or a zero length)
+//! followed by data, and one can, in a window of nanoseconds, catch the
+//! checksum's store half done where it straddles a cache line (a checksum
+//! zero in part). Both read as corruption by rule 2, and reading again
+//! finds the group whole: `kvctl verify` reported the first in 2 of 240
+//! runs beside a process writing with 8 threads. So a reader that takes
+//! no lock reads a WAL again before it reports damage while a process
+//! holds the database open for writing
+//! (`db::recovery::reread_while_a_writer_appends`).
 //!
 //! The mapping is `SIGBUS`-prone in the way the SSTable maps are: a file
 //! truncated under it by another program, or a disk that fails to read a

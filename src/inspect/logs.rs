@@ -8,7 +8,7 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use super::{missing_live_file, missing_or, number_of, read_manifest, with_retries, LoadError};
-use crate::db::{live_wals, no_database, pin_wals, PinnedWal};
+use crate::db::{live_wals, no_database, pin_wals, reread_while_a_writer_appends, PinnedWal};
 use crate::filename;
 use crate::fs::StdFs;
 use crate::key::{SequenceNumber, ValueType};
@@ -139,12 +139,23 @@ impl WalContents {
 /// Reads every record of the WAL at `path` with [`LogReader`] and decodes
 /// its batch. Damage (a bad record, or a payload that is not a batch) ends
 /// reading and is returned in [`WalContents::corruption`], with the
-/// records before it.
+/// records before it. If a process has the database in the WAL's
+/// directory open for writing, damage is read again before it counts: that
+/// process may be copying a record in at that moment
+/// ([`crate::Db::held_by_a_writer`]; DESIGN.md 10).
 ///
 /// # Errors
 /// [`Error::Io`] if the file cannot be read.
 pub fn read_wal(path: &Path) -> Result<WalContents> {
-    read_wal_from(LogReader::open(path)?)
+    let file = crate::util::file::open_regular(path)
+        .map_err(|e| Error::io(format!("read log {}", path.display()), e))?;
+    let read = || read_wal_from(LogReader::from_start(&file, path)?);
+    reread_while_a_writer_appends(crate::log::parent_dir(path), read, damaged)
+}
+
+/// Whether reading a WAL found damage.
+fn damaged(read: &Result<WalContents>) -> bool {
+    matches!(read, Ok(w) if w.corruption.is_some())
 }
 
 /// As [`read_wal`], from a reader.
@@ -184,7 +195,7 @@ pub(super) fn read_wals(
 /// at open (`db::recovery`): if a writer's flush deleted it before it was
 /// pinned, the later WALs alone would show newer writes with older ones
 /// missing. It is then [`LoadError::Missing`], and the caller reads
-/// again.
+/// again. Damage in a WAL is read again, as [`read_wal`] says.
 pub(super) fn read_pinned_wals(
     pinned: Vec<PinnedWal>,
     dir: &Path,
@@ -200,8 +211,11 @@ pub(super) fn read_pinned_wals(
             ));
         }
     }
-    live.into_iter()
-        .map(|w| Ok(read_wal_from(LogReader::from_file(w.file, &w.path)?)?))
+    live.iter()
+        .map(|w| {
+            let read = || read_wal_from(w.reader()?);
+            Ok(reread_while_a_writer_appends(dir, read, damaged)?)
+        })
         .collect()
 }
 

@@ -15,6 +15,9 @@
 //! reported as an [`Error::Io`] of kind `NotFound` whose message names the
 //! file and says it vanished. A live file missing while the manifest stays
 //! unchanged is [`Error::Corruption`] naming the manifest, as at open.
+//! That process may also be copying a record into a WAL while it is read:
+//! damage found in a WAL then is read again before it counts
+//! ([`read_wal`]).
 //!
 //! **Unstable.** This module is for tools (kvctl, the benchmarks) and
 //! tests: its items, and the engine internals it re-exports (`sstable`,

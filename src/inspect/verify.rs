@@ -146,7 +146,9 @@ impl<'p> Checker<'p> {
 /// every live table exists and passes [`verify_file`]'s checks and matches
 /// its manifest entry (size, smallest and largest internal keys, entries,
 /// tombstones), that levels ≥ 1 do not overlap, and that every live WAL
-/// reads to its end (a torn tail is a note). Stops at the first problem
+/// reads to its end (a torn tail is a note; damage found while a process
+/// has the database open for writing is read again before it counts, as
+/// [`read_wal`] says). Stops at the first problem
 /// unless `all`. `progress(done, total)` is called with table bytes
 /// checked.
 ///

@@ -77,6 +77,14 @@
 //! never append after a torn tail, or the records it appends become
 //! unreachable on the next read: start a new log, or cut the tail off first
 //! with [`LogWriter::open_truncated`].
+//!
+//! The rules judge the bytes as read. A log that another process is
+//! appending to can be read while a record is being copied in, its header
+//! before the copy and the bytes after it once copied: that reads as
+//! corruption by rule 2, although no state of the file was. Readers of a
+//! live database's WALs read again before they report it
+//! ([`crate::fs::mapped_log`]); recovery holds the lock, so no writer is
+//! live then, and the rules stand alone.
 
 mod reader;
 mod writer;

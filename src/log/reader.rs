@@ -118,6 +118,20 @@ impl LogReader {
         Ok(LogReader::from_file_prefix(file, path, len))
     }
 
+    /// As [`LogReader::from_file`], through a duplicate of `file`'s
+    /// descriptor rewound to the start (the two share a position): a log
+    /// kept open can be read again, whole as long as it is by then.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the descriptor cannot be duplicated, or the file
+    /// cannot be rewound or its length read.
+    pub fn from_start(file: &File, path: &Path) -> Result<LogReader> {
+        let context = || format!("read log {}", path.display());
+        let mut file = file.try_clone().context(context)?;
+        std::io::Seek::rewind(&mut file).context(context)?;
+        LogReader::from_file(file, path)
+    }
+
     /// A reader of the first `len` bytes of `file` (open, at its start):
     /// a log read once already, read again up to where the first reading
     /// ended, whatever was appended since.
@@ -501,6 +515,48 @@ mod tests {
             b.extend_from_slice(&g);
             assert_eq!(corruption_offset(parse(&b).unwrap_err()), 44, "byte {i}");
         }
+    }
+
+    #[test]
+    fn a_group_read_across_its_copy_reads_as_damage_and_whole_once_copied() {
+        // A writer copies a group into a preallocated WAL first length
+        // first, checksum last (src/fs/mapped_log.rs): every state of the
+        // file is the end of the log or a torn tail.
+        let group = frame(b"group");
+        let with = |g: &[u8]| {
+            let mut b = three();
+            b.extend_from_slice(g);
+            b.resize(b.len() + 100, 0);
+            parse(&b)
+        };
+        let not_begun = vec![0; group.len()];
+        let mut no_checksum = group.clone();
+        no_checksum[4..8].fill(0);
+        for state in [&not_begun, &no_checksum] {
+            let c = with(state).unwrap();
+            assert_eq!(c.records.len(), 3);
+        }
+        // A read is no snapshot: one that reads the header before the
+        // copy begins and the bytes after it once they are copied finds a
+        // zeroed header followed by data (or, its copy cut inside the
+        // header, a zero length beside a payload checksum): damage by
+        // rule 2, with the message of a user's report.
+        let mut header_before = group.clone();
+        header_before[..12].fill(0);
+        let mut length_before = group.clone();
+        length_before[..8].fill(0);
+        for caught in [&header_before, &length_before] {
+            let e = with(caught).unwrap_err();
+            assert!(
+                e.to_string().contains(
+                    "offset 44: length checksum mismatch: stored 0x00000000, computed 0x2144df1c"
+                ),
+                "{e}"
+            );
+        }
+        // Read again once the copy is done: whole.
+        let c = with(&group).unwrap();
+        assert_eq!(payloads(&c)[3], b"group");
     }
 
     #[test]
