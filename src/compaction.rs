@@ -27,7 +27,7 @@
 //! value sits in a deeper level (it would come back). This is LevelDB's rule
 //! (`db/db_impl.cc`, `DoCompactionWork`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -347,14 +347,17 @@ pub(crate) fn pick_manual_bottommost(
 ) -> Vec<Compaction> {
     debug_assert!(level >= 1, "level 0 is never compacted into itself");
     let files = manual_inputs(v, level, range);
+    // A table that may hold versions a range tombstone hides is rewritten
+    // to drop them (and let the tombstone go). The tables on some
+    // tombstone's list, gathered once: asking every tombstone about every
+    // table was quadratic (DESIGN.md 13).
+    let on_a_list: HashSet<u64> = v
+        .range_tombstones
+        .iter()
+        .flat_map(|t| t.pending.iter().copied())
+        .collect();
     let skip = |f: &Arc<TableFile>| {
-        // A table that may hold versions a range tombstone hides is
-        // rewritten to drop them (and let the tombstone go).
-        let hides = v
-            .range_tombstones
-            .iter()
-            .any(|t| t.pending.contains(&f.meta.number));
-        if hides {
+        if on_a_list.contains(&f.meta.number) {
             return false;
         }
         let last_block_offset = f.table.index().last().map_or(0, |e| e.handle.offset);

@@ -77,35 +77,49 @@ pub(super) fn set_log_number(e: &mut VersionEdit, id: u32, n: u64) {
 /// The `(tombstone, table)` pairs a compaction's edit records: the outputs
 /// that may hold a version a range tombstone of `version` (the current
 /// one, under the versions lock) hides. For a tombstone the merge applied
-/// (`known`), the outputs that kept such a version; for one flushed while
+/// (`known`, sorted: the version's tombstones when the merge started, in
+/// its order), the outputs that kept such a version; for one flushed while
 /// the merge ran, every output overlapping it, if an input was one of its
-/// tables (the merge could not drop what it hides).
+/// tables (the merge could not drop what it hides). In the version's
+/// order, each tombstone's outputs in output order.
+///
+/// `O((T + P) log T + U · O)` for the version's `T` tombstones, the `P`
+/// pairs the outputs kept, the `U` tombstones the merge did not know and
+/// the `O` outputs. (Looking each tombstone up in a list of the others,
+/// once per output, made compactions beside many small deletions held by a
+/// snapshot quadratic: DESIGN.md 13.)
 pub(super) fn range_tombstone_files(
     c: &Compaction,
     outputs: &[compaction::Output],
     version: &Version,
     known: &[SequenceNumber],
 ) -> Vec<(SequenceNumber, u64)> {
+    debug_assert!(known.is_sorted(), "known tombstones come sorted");
+    // The outputs that kept a version each known tombstone hides, in
+    // output order.
+    let mut kept_in: BTreeMap<SequenceNumber, Vec<u64>> = BTreeMap::new();
+    for o in outputs {
+        for &seq in &o.range_tombstones_kept {
+            kept_in.entry(seq).or_default().push(o.meta.number);
+        }
+    }
     let mut files = Vec::new();
     for t in version.range_tombstones.iter() {
         let seq = t.tombstone.seq;
-        let hidden_in = |o: &compaction::Output| {
-            if known.contains(&seq) {
-                o.range_tombstones_kept.contains(&seq)
-            } else {
-                c.inputs
-                    .iter()
-                    .any(|(_, f)| t.pending.contains(&f.meta.number))
-                    && t.tombstone
-                        .overlaps(o.meta.smallest.user_key(), o.meta.largest.user_key())
-            }
-        };
-        files.extend(
-            outputs
-                .iter()
-                .filter(|o| hidden_in(o))
-                .map(|o| (seq, o.meta.number)),
-        );
+        if known.binary_search(&seq).is_ok() {
+            let kept = kept_in.get(&seq).map_or(&[][..], Vec::as_slice);
+            files.extend(kept.iter().map(|&number| (seq, number)));
+        } else if c
+            .inputs
+            .iter()
+            .any(|(_, f)| t.pending.contains(&f.meta.number))
+        {
+            let overlapping = outputs.iter().filter(|o| {
+                t.tombstone
+                    .overlaps(o.meta.smallest.user_key(), o.meta.largest.user_key())
+            });
+            files.extend(overlapping.map(|o| (seq, o.meta.number)));
+        }
     }
     files
 }
@@ -292,7 +306,8 @@ impl DbInner {
         } else {
             compaction::predict_distinct_keys(c)
         };
-        // The range tombstones the merge applies (none for a move).
+        // The range tombstones the merge applies (none for a move), oldest
+        // first as the version lists them: sorted.
         let mut known_tombstones: Vec<SequenceNumber> = Vec::new();
         let (outputs, counts) = if c.trivial_move {
             (Vec::new(), compaction::CompactionCounts::default())
@@ -599,5 +614,115 @@ pub(super) fn background_main(inner: Arc<DbInner>) {
         }
         let _bg = inner.bg.lock();
         inner.bg_cv.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::compaction::Output;
+    use crate::key::{InternalKey, ValueType};
+    use crate::range_tombstone::RangeTombstone;
+    use crate::sstable::TableBuilder;
+    use crate::version::range_tombstones::RangeTombstoneSet;
+    use crate::version::set::TableFile;
+
+    /// Table `number` in `dir` holding keys `k{first:05}` to
+    /// `k{last:05}`, as a compaction output that kept a version the
+    /// tombstones `kept` hide.
+    fn output(dir: &Path, number: u64, first: u32, last: u32, kept: &[u64]) -> Output {
+        let path = filename::table_path(dir, number);
+        let mut b = TableBuilder::new(&path, TableOptions::default()).unwrap();
+        for k in first..=last {
+            let ik = InternalKey::new(
+                format!("k{k:05}").as_bytes(),
+                SequenceNumber(1),
+                ValueType::Value,
+            );
+            b.add(ik.encoded(), b"v").unwrap();
+        }
+        let mut o = compaction::finish_output(dir, number, b).unwrap();
+        o.range_tombstones_kept = kept.iter().map(|&s| SequenceNumber(s)).collect();
+        o
+    }
+
+    /// `[k{start:05}, k{end:05})` at `seq`.
+    fn tomb(start: u32, end: u32, seq: u64) -> RangeTombstone {
+        RangeTombstone {
+            start: format!("k{start:05}").into_bytes(),
+            end: Some(format!("k{end:05}").into_bytes()),
+            seq: SequenceNumber(seq),
+        }
+    }
+
+    #[test]
+    fn range_tombstone_files_lists_kept_known_and_overlapped_unknown_tombstones() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let input = |number, first, last| {
+            let o = output(d, number, first, last, &[]);
+            Arc::new(TableFile::new(o.meta, o.table))
+        };
+        // Inputs 1 and 2; table 3 stays outside the compaction.
+        let c = Compaction {
+            inputs: vec![(0, input(1, 0, 299)), (1, input(2, 0, 299))],
+            output_level: 1,
+            older: Vec::new(),
+            trivial_move: false,
+            copy_every_entry: false,
+        };
+        // Outputs 10, 11, 12 of keys 0-99, 100-199, 200-299; each lists
+        // the known tombstones hiding a version it kept.
+        let outputs = [
+            output(d, 10, 0, 99, &[4, 5]),
+            output(d, 11, 100, 199, &[7]),
+            output(d, 12, 200, 299, &[5, 7]),
+        ];
+        // The merge knew 4 to 7; 4 has left the version since. 20 to 23
+        // were flushed while it ran.
+        let known = [4, 5, 6, 7].map(SequenceNumber);
+        let live = [
+            (tomb(0, 300, 5), vec![1, 3]),   // kept in 10 and 12
+            (tomb(0, 300, 6), vec![1, 2]),   // known, kept nowhere
+            (tomb(50, 250, 7), vec![2, 3]),  // kept in 11 and 12
+            (tomb(150, 250, 20), vec![1]),   // unknown, on input 1: 11, 12
+            (tomb(0, 300, 21), vec![3]),     // unknown, on no input
+            (tomb(500, 600, 22), vec![2]),   // unknown, on input 2, overlaps none
+            (tomb(99, 100, 23), vec![2, 3]), // unknown, on input 2: 10 only
+        ];
+        let mut version = Version::empty();
+        version.range_tombstones = RangeTombstoneSet::default()
+            .apply(
+                &VersionEdit {
+                    new_range_tombstones: live.to_vec(),
+                    ..Default::default()
+                },
+                |_| true,
+            )
+            .unwrap();
+        let files = range_tombstone_files(&c, &outputs, &version, &known);
+        let s = SequenceNumber;
+        assert_eq!(
+            files,
+            [
+                (s(5), 10),
+                (s(5), 12),
+                (s(7), 11),
+                (s(7), 12),
+                (s(20), 11),
+                (s(20), 12),
+                (s(23), 10),
+            ]
+        );
+        // Nothing kept and nothing unknown: nothing to list.
+        let bare = [output(d, 13, 0, 299, &[])];
+        let known_all: Vec<SequenceNumber> = version
+            .range_tombstones
+            .iter()
+            .map(|t| t.tombstone.seq)
+            .collect();
+        assert!(range_tombstone_files(&c, &bare, &version, &known_all).is_empty());
     }
 }

@@ -96,8 +96,10 @@ impl RangeTombstoneSet {
     /// `(seq, file)` pairs extend lists; a tombstone whose list is then
     /// empty leaves the set. Only the lists the edit adds to are checked
     /// against `is_live`: the others held live tables before it, and it
-    /// removed the tables it deletes from them. `O(tombstones × tables
-    /// deleted + the edit's own tombstone fields)`.
+    /// removed the tables it deletes from them. `O(Σ min(list, tables
+    /// deleted) · log)` over the tombstones, plus the lists it changes and
+    /// the edit's own tombstone fields: linear in the tombstones, not
+    /// tombstones × tables deleted.
     ///
     /// # Errors
     /// What is wrong (the caller reports it as corruption of the edit): a
@@ -118,14 +120,21 @@ impl RangeTombstoneSet {
         let before = self.live.len();
         let mut emptied = false;
         let readded: BTreeSet<u64> = edit.new_files.iter().map(|(_, f)| f.number).collect();
-        for &(_, number) in &edit.deleted_files {
-            if readded.contains(&number) {
-                continue;
-            }
+        let gone: BTreeSet<u64> = edit
+            .deleted_files
+            .iter()
+            .map(|&(_, number)| number)
+            .filter(|number| !readded.contains(number))
+            .collect();
+        // One pass over the tombstones, not one per table deleted (a
+        // manual compaction deletes every table of a level). A list that
+        // shares a table with `gone` is rewritten in `O(list)`, what
+        // copying it away from the version before costs anyway.
+        if !gone.is_empty() {
             for t in self.live.values_mut() {
-                if t.pending.contains(&number) {
+                if shares_a_table(&t.pending, &gone) {
                     let t = Arc::make_mut(t);
-                    t.pending.remove(&number);
+                    t.pending.retain(|n| !gone.contains(n));
                     emptied |= t.pending.is_empty();
                 }
             }
@@ -173,6 +182,12 @@ impl RangeTombstoneSet {
             .map(|t| (t.tombstone.clone(), t.pending.iter().copied().collect()))
             .collect()
     }
+}
+
+/// True if `a` and `b` share a file number: `O(min · log max)`.
+fn shares_a_table(a: &BTreeSet<u64>, b: &BTreeSet<u64>) -> bool {
+    let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    small.iter().any(|n| large.contains(n))
 }
 
 #[cfg(test)]
@@ -284,6 +299,48 @@ mod tests {
         let s = s.apply(&gone, live).unwrap();
         assert!(s.is_empty());
         assert!(s.index().is_empty());
+    }
+
+    #[test]
+    fn an_edit_deleting_many_tables_shortens_only_the_lists_naming_one() {
+        let live = |n: u64| n < 100;
+        let add = VersionEdit {
+            new_range_tombstones: vec![
+                (tomb(5), vec![1, 2, 3, 4, 5, 15, 16]),
+                (tomb(6), vec![6]),
+                (tomb(7), vec![9]),
+                (tomb(8), vec![10, 11]),
+            ],
+            ..Default::default()
+        };
+        let s = RangeTombstoneSet::default().apply(&add, live).unwrap();
+        // Deletes 2, 6, 9 (moved: added back) and 12, 13, 14 (on no list):
+        // lists longer and shorter than the five tables gone.
+        let edit = VersionEdit {
+            deleted_files: [2, 6, 9, 12, 13, 14].map(|n| (1, n)).to_vec(),
+            new_files: vec![(2, meta(9))],
+            ..Default::default()
+        };
+        let next = s.apply(&edit, live).unwrap();
+        let pending = |s: &RangeTombstoneSet, seq| {
+            s.get(SequenceNumber(seq))
+                .map(|t| t.pending.iter().copied().collect::<Vec<_>>())
+        };
+        assert_eq!(pending(&next, 5), Some(vec![1, 3, 4, 5, 15, 16]));
+        assert_eq!(pending(&next, 6), None, "its only table went");
+        assert_eq!(pending(&next, 7), Some(vec![9]), "a move keeps it");
+        assert_eq!(pending(&next, 8), Some(vec![10, 11]));
+        for seq in [7, 8] {
+            let seq = SequenceNumber(seq);
+            assert!(
+                std::ptr::eq(s.get(seq).unwrap(), next.get(seq).unwrap()),
+                "an unchanged tombstone stays shared"
+            );
+        }
+        assert_eq!(
+            next.index().max_covering(b"c", SequenceNumber(100)),
+            SequenceNumber(8)
+        );
     }
 
     #[test]
