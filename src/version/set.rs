@@ -258,31 +258,36 @@ pub(crate) fn manifest_mismatch(
     file_size: u64,
     p: &crate::sstable::TableProperties,
 ) -> Option<String> {
-    let show = |first: &[u8], last: &[u8]| {
-        format!(
-            "keys {}..{}",
-            crate::escape::escape_bytes(first),
-            crate::escape::escape_bytes(last)
-        )
-    };
     let recorded = (
         meta.file_size,
         meta.num_entries,
-        show(meta.smallest.user_key(), meta.largest.user_key()),
+        meta.smallest.user_key(),
+        meta.largest.user_key(),
     );
     let found = (
         file_size,
         p.num_entries,
-        show(&p.smallest_user_key, &p.largest_user_key),
+        p.smallest_user_key.as_slice(),
+        p.largest_user_key.as_slice(),
     );
-    (recorded != found).then(|| {
+    if recorded == found {
+        // The common case (every table, every open): nothing formatted.
+        return None;
+    }
+    let show = |(bytes, entries, first, last): (u64, u64, &[u8], &[u8])| {
         format!(
-            "the manifest records {} bytes, {} entries and {} for table {:06}, but the file has \
-             {} bytes, {} entries and {}: not the table the manifest names (a file copied or \
-             restored over it?)",
-            recorded.0, recorded.1, recorded.2, meta.number, found.0, found.1, found.2
+            "{bytes} bytes, {entries} entries and keys {}..{}",
+            crate::escape::escape_bytes(first),
+            crate::escape::escape_bytes(last)
         )
-    })
+    };
+    Some(format!(
+        "the manifest records {} for table {:06}, but the file has {}: not the table the \
+         manifest names (a file copied or restored over it?)",
+        show(recorded),
+        meta.number,
+        show(found)
+    ))
 }
 
 fn bad_edit(detail: String) -> Error {
