@@ -225,6 +225,19 @@ impl WriteQueue {
         ))
     }
 
+    /// Waits on `waiter` for its signal: if `yields`, yielding first for
+    /// up to [`Self::spin_bound`] and counting the wait in the average;
+    /// else parked at once.
+    fn wait(&self, waiter: &Waiter, yields: bool) -> Signal {
+        if !yields {
+            return waiter.wait(Duration::ZERO);
+        }
+        let started = Instant::now();
+        let signal = waiter.wait(self.spin_bound());
+        self.record_wait(started.elapsed());
+        signal
+    }
+
     /// Adds one writer's wait to the recent average.
     fn record_wait(&self, waited: Duration) {
         let waited = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
@@ -325,22 +338,12 @@ impl DbInner {
         if q.leading {
             // Wait for a leader to commit this batch, or to hand over.
             drop(q);
-            let started = Instant::now();
             // Only a sync write yields: its wait is mostly an `fdatasync`,
             // during which the CPUs have little else to run. Writers that
             // wait for a leader's CPU work (copies, memtable inserts) would
             // take the CPU from it: yielding, 4 threads of plain puts on
             // 2 cores went from 720k to 430k per second.
-            let yields = sync && self.options.adaptive_write_yield;
-            let spin = if yields {
-                queue.spin_bound()
-            } else {
-                Duration::ZERO
-            };
-            let signal = waiter.wait(spin);
-            if yields {
-                queue.record_wait(started.elapsed());
-            }
+            let signal = queue.wait(&waiter, sync && self.options.adaptive_write_yield);
             match signal {
                 Signal::Done(outcome) => return outcome,
                 Signal::Lead => {}
