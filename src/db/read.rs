@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use crate::filter::{hash_key, KeyHash, PrefixExtractor};
 use crate::iter::{DbIterator, Source};
-use crate::key::{SequenceNumber, ValueType};
+use crate::key::{user_key_prefix, SequenceNumber, ValueType};
 use crate::key_range::overlaps;
 use crate::range_tombstone::FragmentedRangeTombstones;
 use crate::sstable::block_cache::BlockCache;
-use crate::sstable::TableGet;
+use crate::sstable::{Screen, TableGet};
 use crate::stats::{Counters, GetCounts};
 use crate::version::set::TableFile;
 use crate::{Result, Slice};
@@ -134,8 +134,9 @@ pub(super) fn get_from(
         }
     }
     let hash = hash.unwrap_or_else(|| hash_key(key));
+    let prefix = user_key_prefix(key);
     for f in &sv.version.levels[0] {
-        if let Some((found, vt, v)) = probe(f, key, seq, hash, cache, c)? {
+        if let Some((found, vt, v)) = probe(f, key, prefix, seq, hash, cache, c)? {
             return Ok(visible(found, vt, v));
         }
     }
@@ -145,7 +146,7 @@ pub(super) fn get_from(
         let i = files.partition_point(|f| f.largest_user_key() < key);
         match files.get(i) {
             Some(f) => {
-                if let Some((found, vt, v)) = probe(f, key, seq, hash, cache, c)? {
+                if let Some((found, vt, v)) = probe(f, key, prefix, seq, hash, cache, c)? {
                     return Ok(visible(found, vt, v));
                 }
             }
@@ -173,38 +174,54 @@ pub(super) fn max_range_tombstone(
 /// Looks `key` up in one table: `Some(version)` (the newest version of
 /// the key with sequence `<= seq`: sequence, type, value) ends the search;
 /// `None` means the table holds none, and the search goes on.
+#[inline]
 fn probe(
     f: &TableFile,
     key: &[u8],
+    prefix: u128,
     seq: SequenceNumber,
     hash: KeyHash,
     cache: Option<&BlockCache>,
     c: &mut GetCounts,
 ) -> Result<Option<(SequenceNumber, ValueType, Slice)>> {
-    let has_filter = f.table.has_filter();
-    match f.table.get_cached(key, seq, hash, cache)? {
-        TableGet::OutOfRange => {
+    match f.table.screen(key, prefix, hash) {
+        Screen::OutOfRange => {
             c.range_skips += 1;
             Ok(None)
         }
-        TableGet::FilterNegative => {
+        Screen::FilterNegative => {
             c.filter_probes += 1;
             c.filter_negatives += 1;
             Ok(None)
         }
-        TableGet::Searched { block, entry } => {
-            if has_filter {
-                c.filter_probes += 1;
-            }
-            if block.is_some() {
-                c.data_block_reads += 1;
-            }
-            if entry.is_none() && has_filter {
-                c.filter_false_positives += 1;
-            }
-            Ok(entry)
-        }
+        Screen::Maybe => search(f, key, seq, cache, c),
     }
+}
+
+/// The rest of [`probe`] for a table its screen did not rule out: the
+/// index search and the block read.
+#[inline(never)]
+fn search(
+    f: &TableFile,
+    key: &[u8],
+    seq: SequenceNumber,
+    cache: Option<&BlockCache>,
+    c: &mut GetCounts,
+) -> Result<Option<(SequenceNumber, ValueType, Slice)>> {
+    let has_filter = f.table.has_filter();
+    let TableGet::Searched { block, entry } = f.table.search(key, seq, cache)? else {
+        return Ok(None);
+    };
+    if has_filter {
+        c.filter_probes += 1;
+    }
+    if block.is_some() {
+        c.data_block_reads += 1;
+    }
+    if entry.is_none() && has_filter {
+        c.filter_false_positives += 1;
+    }
+    Ok(entry)
 }
 
 /// The user-key bounds of the keys starting with `p`.

@@ -59,6 +59,18 @@ const MIN_BITS: u64 = 64;
 /// are treated as an unknown encoding.
 pub const MAX_HASHES: u32 = 30;
 
+/// Probes [`BloomFilterPolicy::may_match`] tests together, without a
+/// branch between them, before it may stop at a clear bit. Stopping at the
+/// first clear bit reads the fewest lines, but each stop is a branch on
+/// a bit just loaded, which the CPU guesses wrong about half the time; a
+/// group's loads are all in flight at once. At 10 bits per key (`k = 7`,
+/// half the bits set) a group of 3 ends 7 absent-key probes in 8 after its
+/// first group. Measured
+/// on three level-0 tables of 1M keys (DESIGN.md 13): an absent key costs
+/// 117 ns when the filters are out of the CPU's caches (one probe at a
+/// time: 142; groups of 2: 122) and 85 ns when they are in (75; 81).
+const PROBE_GROUP: usize = 3;
+
 /// Builds and probes Bloom filters over user-key hashes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BloomFilterPolicy {
@@ -172,10 +184,23 @@ impl FilterPolicy for BloomFilterPolicy {
             return true;
         };
         let m = bits.len() as u64 * 8;
-        probes(hash, k, m).all(|bit| {
-            bits.get((bit / 8) as usize)
-                .is_none_or(|byte| byte & (1 << (bit % 8)) != 0)
-        })
+        // 1 if the bit is set (or, in a malformed filter, out of range).
+        let bit_at = |bit: u64| bits.get((bit / 8) as usize).map_or(1, |b| b >> (bit % 8)) & 1;
+        let mut probes = probes(hash, k, m);
+        loop {
+            let mut group = 1;
+            let mut probed = false;
+            for bit in probes.by_ref().take(PROBE_GROUP) {
+                group &= bit_at(bit);
+                probed = true;
+            }
+            if !probed {
+                return true;
+            }
+            if group == 0 {
+                return false;
+            }
+        }
     }
 
     fn shape(&self, filter: &[u8]) -> FilterShape {
@@ -336,6 +361,52 @@ mod tests {
         // h1 = 0, h2 = 2^62 | 1: g_1 = 2^62 + 1 -> 16, g_2 = 2^63 + 2 -> 32.
         let got: Vec<u64> = probes(h, 3, 64).collect();
         assert_eq!(got, [0, 16, 32]);
+    }
+
+    /// `may_match` tests its probes in groups; its answer must still be
+    /// "every probe's bit is set", for every `k` (whole and partial last
+    /// groups), on filters of every fill.
+    #[test]
+    fn may_match_is_true_exactly_when_every_probe_is_set() {
+        let every_probe_set = |f: &[u8], h: KeyHash| {
+            let (bits, k) = parse(f).unwrap();
+            probes(h, k, bits.len() as u64 * 8).all(|b| bits[(b / 8) as usize] >> (b % 8) & 1 == 1)
+        };
+        let absent = hashes(0..20_000, "absent");
+        // k = 1, 2, 3, 4, 5, 6, 7, 10: every remainder modulo the group.
+        for bits_per_key in [1, 3, 4, 6, 7, 8, 10, 14] {
+            let p = BloomFilterPolicy::new(bits_per_key);
+            let f = p.create_filter(&hashes(0..2_000, "present"));
+            let (mut yes, mut no) = (0, 0);
+            for &h in &absent {
+                let want = every_probe_set(&f, h);
+                assert_eq!(p.may_match(&f, h), want, "k = {}", p.num_hashes);
+                if want {
+                    yes += 1;
+                } else {
+                    no += 1;
+                }
+            }
+            assert!(
+                yes > 0 && no > 0,
+                "k = {}: {yes} passed, {no} failed",
+                p.num_hashes
+            );
+        }
+        // Only the last probe's bit clear: a group that stopped early, or a
+        // partial last group skipped, would answer true.
+        for k in 1..=10u32 {
+            let h = hash_key(b"last probe");
+            let m = 1024;
+            let mut f = vec![0xffu8; (m / 8) as usize];
+            f.push(k as u8);
+            let last = probes(h, k, m).last().unwrap();
+            if probes(h, k, m).filter(|&b| b == last).count() > 1 {
+                continue; // an earlier probe hits the same bit
+            }
+            f[(last / 8) as usize] &= !(1 << (last % 8));
+            assert!(!BloomFilterPolicy::new(10).may_match(&f, h), "k = {k}");
+        }
     }
 
     #[test]

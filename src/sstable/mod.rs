@@ -37,5 +37,7 @@ pub use block_builder::BlockBuilder;
 pub use compression::{BlockContents, Compression, CompressionPolicy};
 pub use format::{BlockHandle, Footer};
 pub use properties::{PrefixFilterProperties, TableProperties};
-pub use table::{IndexEntry, MappedTable, Table, TableBlocks, TableGet, TableIter, TableMemory};
+pub use table::{
+    IndexEntry, MappedTable, Screen, Table, TableBlocks, TableGet, TableIter, TableMemory,
+};
 pub use table_builder::{TableBuilder, TableOptions, TableSummary};

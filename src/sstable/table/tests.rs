@@ -467,6 +467,72 @@ fn round_trip_two_thousand_keys() {
     assert_eq!(rev, entries.iter().rev().cloned().collect::<Vec<_>>());
 }
 
+/// The range check compares 16-byte key prefixes and reads the keys only
+/// on a tie: keys that share the bounds' first 16 bytes (longer keys, and
+/// shorter ones that the prefix pads with zeros) are still placed by the
+/// whole key.
+#[test]
+fn key_range_check_decides_prefix_ties_by_the_whole_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let stem = b"sixteen-byte-key";
+    let key = |tail: &[u8]| [&stem[..], tail].concat();
+    let path = build(
+        dir.path(),
+        "000002.sst",
+        opts(4096, 16, true),
+        &[
+            (ik(&key(b"M"), 7, ValueType::Value), b"m".to_vec()),
+            (ik(&key(b"T"), 7, ValueType::Value), b"t".to_vec()),
+        ],
+    );
+    let t = Table::open(&path, 2).unwrap();
+    for outside in [
+        key(b"A"),
+        stem.to_vec(),
+        b"sixteen-byte-ke".to_vec(),
+        key(b"Z"),
+        key(b"T\0"),
+    ] {
+        assert_eq!(get(&t, &outside, 9), TableGet::OutOfRange, "{outside:?}");
+        let h = hash_key(&outside);
+        assert_eq!(
+            t.screen(&outside, user_key_prefix(&outside), h),
+            Screen::OutOfRange
+        );
+    }
+    assert_eq!(
+        found(&t, &key(b"M"), 9),
+        Some((7, ValueType::Value, b"m".to_vec()))
+    );
+    assert_eq!(
+        found(&t, &key(b"T"), 9),
+        Some((7, ValueType::Value, b"t".to_vec()))
+    );
+    for inside in [key(b"M\0"), key(b"P"), key(b"S\xff\xff")] {
+        assert_ne!(get(&t, &inside, 9), TableGet::OutOfRange, "{inside:?}");
+    }
+
+    // Short keys: "ab" and "ab\0" have the same (zero-padded) prefix.
+    let path = build(
+        dir.path(),
+        "000003.sst",
+        opts(4096, 16, true),
+        &[
+            (ik(b"ab\0", 7, ValueType::Value), b"1".to_vec()),
+            (ik(b"ab\0\0\x01", 7, ValueType::Value), b"2".to_vec()),
+        ],
+    );
+    let t = Table::open(&path, 3).unwrap();
+    for outside in [&b"ab"[..], b"ab\0\0\x01\0", b"ab\0\0\x02"] {
+        assert_eq!(get(&t, outside, 9), TableGet::OutOfRange, "{outside:?}");
+    }
+    assert_eq!(
+        found(&t, b"ab\0", 9),
+        Some((7, ValueType::Value, b"1".to_vec()))
+    );
+    assert_ne!(get(&t, b"ab\0\0", 9), TableGet::OutOfRange);
+}
+
 #[test]
 fn single_key_table() {
     let dir = tempfile::tempdir().unwrap();
