@@ -10,7 +10,7 @@ use super::{data_limit, Table};
 use crate::error::{Error, Result};
 use crate::iter::Entry;
 use crate::key::{user_key_of, user_key_prefix, ParsedInternalKey};
-use crate::sstable::block::{Block, BlockLayout, BlockPos};
+use crate::sstable::block::{touch_lines, Block, BlockLayout, BlockPos};
 use crate::sstable::compression::decode_data_block;
 use crate::sstable::residency::ScanReadahead;
 #[cfg(doc)]
@@ -39,6 +39,7 @@ impl Table {
             Bound::Unbounded => n,
         };
         let end = (p + 1).min(n).max(start);
+        let seeking = !matches!(lo, Bound::Unbounded);
         TableIter {
             table: Arc::clone(self),
             lo,
@@ -51,10 +52,12 @@ impl Table {
             done: false,
             block_reads: None,
             readahead: ScanReadahead::default(),
+            seeking,
         }
     }
 
-    /// Reads data block `i` (checking its checksum) and returns its
+    /// Reads data block `i` (checking its checksum), first touching its
+    /// lines if it is the block a `seek` lands in, and returns its
     /// validated layout, the position to decode it from for user keys
     /// in `lo..` (the restart point before `lo`'s first entry, or the
     /// block's start) and, for a compressed block, its decompressed
@@ -64,8 +67,17 @@ impl Table {
     /// # Errors
     /// [`Error::Corruption`] if the block fails its checksum or does not
     /// decode.
-    fn open_block(&self, i: usize, lo: &Bound<Vec<u8>>) -> Result<OpenedBlock> {
+    fn open_block(&self, i: usize, lo: &Bound<Vec<u8>>, seek: bool) -> Result<OpenedBlock> {
         let contents = self.read_data_block(i)?;
+        if seek {
+            // As a point lookup does (`touch_lines`): the restart count,
+            // the restart array, the seek's restart point and the entries
+            // after it are read one after another, each miss waiting for
+            // the last. (Later blocks of a scan are read from their start,
+            // in order, as the CPU's own prefetcher expects: touched too, a
+            // whole-table scan took 3% longer.)
+            touch_lines(&contents);
+        }
         let block = Block::new(&contents, &self.path, self.index[i].handle.offset)?;
         let at = match lo {
             Bound::Included(l) | Bound::Excluded(l) => block.seek_pos(l)?,
@@ -221,6 +233,9 @@ pub struct TableIter {
     block_reads: Option<Arc<AtomicU64>>,
     /// The front's readahead, once it reads block after block.
     readahead: ScanReadahead,
+    /// True until the front opens its first block, if the iterator has a
+    /// lower bound: that block is a seek's.
+    seeking: bool,
 }
 
 impl TableIter {
@@ -274,7 +289,8 @@ impl TableIter {
             if let Some((start, len)) = self.readahead.on_block(offset, data_end) {
                 self.table.will_need(start, len);
             }
-            let (layout, at, decompressed) = self.table.open_block(i, &self.lo)?;
+            let seek = std::mem::take(&mut self.seeking);
+            let (layout, at, decompressed) = self.table.open_block(i, &self.lo, seek)?;
             self.cursor = Some((i, layout, at, decompressed));
         }
     }
