@@ -233,8 +233,9 @@ pub struct TableIter {
     block_reads: Option<Arc<AtomicU64>>,
     /// The front's readahead, once it reads block after block.
     readahead: ScanReadahead,
-    /// True until the front opens its first block, if the iterator has a
-    /// lower bound: that block is a seek's.
+    /// True if the next block the front opens is a seek's, entered at the
+    /// lower bound: its first, if the iterator has one, and the next after
+    /// a `seek_forward` that dropped the cursor.
     seeking: bool,
 }
 
@@ -394,6 +395,8 @@ impl crate::iter::SeekableSource for TableIter {
             user_key_of(&e.last_key) < target
         });
         self.next_block = self.next_block.max(first).min(self.end_block);
+        // The next block the front opens is entered at the new bound.
+        self.seeking |= self.cursor.is_none();
         while self.back.front().is_some_and(below) {
             self.back.pop_front();
         }
