@@ -15,10 +15,21 @@ use siftdb::{CompactionStyle, Db, Options, Snapshot, TableReads, WriteBatch};
 
 fn key(rng: &mut Rng) -> Vec<u8> {
     // A small key space so keys are overwritten and deleted often; a few
-    // empty keys and binary bytes too.
+    // empty keys and binary bytes too, and keys whose 16-byte prefixes tie
+    // (the lookups and the index compare prefixes first, DESIGN.md 3):
+    // keys sharing their first 16 bytes, and keys extended by zero bytes.
     match rng.below(20) {
         0 => Vec::new(),
         1 => vec![0xff, rng.below(4) as u8],
+        2 => {
+            let tails: [&[u8]; 5] = [b"", b"\0", b"a", b"a\0", b"b"];
+            [&b"sixteen-byte-key"[..], tails[rng.below(5) as usize]].concat()
+        }
+        3 => {
+            let mut k = format!("k{:03}", rng.below(300)).into_bytes();
+            k.resize(k.len() + 1 + rng.below(2) as usize, 0);
+            k
+        }
         _ => format!("k{:03}", rng.below(300)).into_bytes(),
     }
 }
