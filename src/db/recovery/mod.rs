@@ -2,7 +2,7 @@
 //! go to, the fresh manifest, and removal of obsolete files.
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use crate::memtable::MemTable;
 use crate::sketch::read_sketch::ReadSketch;
 use crate::sstable::block_cache::BlockCache;
 use crate::stats::Counters;
-use crate::util::file::{check_regular, open_regular};
+use crate::util::file::open_regular;
 use crate::version::edit::VersionEdit;
 use crate::version::manifest::{self, Manifest};
 use crate::version::set::{ReplayedState, Version};
@@ -33,6 +33,11 @@ use super::stored_options;
 use super::{BgState, Db, DbInner, KeyspaceVersion, SuperVersion, VersionState, WriteState};
 use crate::stats::KeyPrediction;
 use crate::version::edit::DEFAULT_KEYSPACE_NAME;
+
+mod lock;
+
+pub(super) use lock::acquire_lock;
+pub(crate) use lock::held_by_a_writer;
 
 /// The siftdb files in a directory, classified (flush.rs uses it from
 /// here).
@@ -125,64 +130,6 @@ impl RecoveryReport {
             .filter_map(|w| w.torn_tail.as_ref().map(|t| w.size - t.offset))
             .sum()
     }
-}
-
-/// How long [`acquire_lock`] keeps retrying a held `LOCK` before it
-/// reports [`Error::Locked`].
-const LOCK_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
-
-/// Takes the exclusive lock (`flock`) on `dir/LOCK`.
-///
-/// A lock that is held is retried for [`LOCK_RETRY`] before giving up. The
-/// retry covers a race of `flock` with `fork`: a process that spawns a
-/// child right before this database was closed may have the child hold a
-/// duplicate of the old handle's descriptor until it calls `exec` (which
-/// closes it), so the lock can look held for a moment after `close`.
-pub(super) fn acquire_lock(dir: &Path) -> Result<File> {
-    let path = filename::lock_path(dir);
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .and_then(|f| check_regular(&f.metadata()?).map(|()| f))
-        .context(|| format!("open {}", path.display()))?;
-    match retry_lock(|| file.try_lock()) {
-        Ok(true) => Ok(file),
-        Ok(false) => Err(Error::Locked(dir.to_path_buf())),
-        Err(e) => Err(Error::io(format!("lock {}", path.display()), e)),
-    }
-}
-
-/// Calls `try_lock` until it takes the lock or [`LOCK_RETRY`] has passed:
-/// `Ok(true)` once taken, `Ok(false)` if still held at the deadline.
-fn retry_lock(
-    mut try_lock: impl FnMut() -> Result<(), std::fs::TryLockError>,
-) -> std::io::Result<bool> {
-    let deadline = std::time::Instant::now() + LOCK_RETRY;
-    loop {
-        match try_lock() {
-            Ok(()) => return Ok(true),
-            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            Err(std::fs::TryLockError::WouldBlock) => return Ok(false),
-            Err(std::fs::TryLockError::Error(e)) => return Err(e),
-        }
-    }
-}
-
-/// Whether a process holds `dir/LOCK`, that is, has the database open for
-/// writing: the lock is tried in shared mode and let go at once, a held
-/// one retried for [`LOCK_RETRY`] as [`acquire_lock`] retries it (the
-/// same race with `fork`: a child spawned right before a handle closed
-/// holds its descriptor until `exec`). `None` if that cannot be told (no
-/// `LOCK` file, or it cannot be opened).
-pub(crate) fn held_by_a_writer(dir: &Path) -> Option<bool> {
-    let lock = open_regular(&filename::lock_path(dir)).ok()?;
-    let taken = retry_lock(|| lock.try_lock_shared()).ok()?;
-    Some(!taken)
 }
 
 /// Times [`reread_while_a_writer_appends`] reads a WAL again.
