@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
@@ -18,8 +18,8 @@ use crate::sketch::read_sketch::ReadSketch;
 use crate::sstable::block_cache::BlockCache;
 use crate::stats::Counters;
 use crate::version::edit::VersionEdit;
-use crate::version::manifest::{self, Manifest};
-use crate::version::set::{ReplayedState, Version};
+use crate::version::manifest::Manifest;
+use crate::version::set::Version;
 use crate::write_batch::decode_batch;
 use crate::{Error, Options, Result};
 
@@ -35,6 +35,7 @@ use crate::version::edit::DEFAULT_KEYSPACE_NAME;
 mod directory;
 mod live_wal_rereads;
 mod lock;
+mod manifest_replay;
 mod wals;
 
 pub(crate) use directory::{check_fresh_directory, is_directory, no_database};
@@ -43,6 +44,8 @@ pub(crate) use live_wal_rereads::reread_while_a_writer_appends;
 pub(crate) use live_wal_rereads::{test_support, LIVE_WAL_REREADS};
 pub(super) use lock::acquire_lock;
 pub(crate) use lock::held_by_a_writer;
+use manifest_replay::missing_live_file;
+pub(super) use manifest_replay::{replay_manifest, Replayed};
 use wals::{check_wal, pin_listed};
 pub(crate) use wals::{live_wals, pin_wals, PinnedWal};
 
@@ -136,99 +139,6 @@ impl RecoveryReport {
             .iter()
             .filter_map(|w| w.torn_tail.as_ref().map(|t| w.size - t.offset))
             .sum()
-    }
-}
-
-/// Replays manifest `number` in `dir` and checks that the files it lists
-/// as live are present.
-///
-/// Replay drops a final record that looks torn, which is right for an edit
-/// cut off by a crash inside `Manifest::log_edit`: nothing depended on it,
-/// so every file the state before it names still exists. A manifest that
-/// lost a durable edit (truncated, or its last record damaged) looks the
-/// same to replay, but the files that edit obsoleted are gone: after a
-/// flush, the WAL that held the flushed writes; after a compaction, its
-/// inputs. Opening anyway would silently lose those writes, so a missing
-/// live table, or a missing WAL at the manifest's log number (the WAL of
-/// the oldest unflushed memtable, created before any edit names it and
-/// deleted only after a later edit moves the log number past it), is
-/// `Corruption` naming the manifest. Found by tests/corruption_campaign.rs;
-/// pinned by tests/regress_manifest_tail.rs.
-pub(super) fn replay_manifest(dir: &Path, number: u64) -> Result<Replayed> {
-    let replay = manifest::replay(dir, number)?;
-    let state = replay.replay_all()?;
-    if state.next_file_number > MAX_FILE_NUMBER {
-        return Err(Error::corruption(
-            &replay.path,
-            0,
-            format!(
-                "next file number {} is above the largest allowed, {MAX_FILE_NUMBER}",
-                state.next_file_number
-            ),
-        ));
-    }
-    // The WAL the log number names is checked by `recover`, among the WALs
-    // it opens.
-    let trees = std::iter::once(&state.files).chain(state.keyspaces.values().map(|k| &k.files));
-    for &n in trees.flatten().flat_map(|level| level.keys()) {
-        let path = filename::table_path(dir, n);
-        match std::fs::metadata(&path) {
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(missing_live_file(
-                    &replay.path,
-                    replay.torn_tail.as_ref(),
-                    &path,
-                ));
-            }
-            Err(e) => return Err(Error::io(format!("stat {}", path.display()), e)),
-        }
-    }
-    Ok(Replayed {
-        manifest: Some(replay.path),
-        state,
-        torn_tail: replay.torn_tail,
-    })
-}
-
-/// The `Corruption` for a file the manifest at `manifest` lists as live
-/// but that is missing, saying so if the manifest ends in a torn record
-/// (it may then have lost the durable edit that obsoleted the file).
-fn missing_live_file(manifest: &Path, torn_tail: Option<&TornTail>, path: &Path) -> Error {
-    let (at, why) = match torn_tail {
-        Some(t) => (
-            t.offset,
-            format!(
-                "; the manifest ends in a torn record at offset {} ({}), so it may have lost edits",
-                t.offset, t.reason
-            ),
-        ),
-        None => (0, String::new()),
-    };
-    manifest::missing_live_file(manifest, at, path, &why)
-}
-
-/// A manifest replayed by [`replay_manifest`], as [`recover`] takes it.
-pub(super) struct Replayed {
-    /// The manifest's path; `None` for a database being created.
-    pub manifest: Option<PathBuf>,
-    /// The live files and counters.
-    pub state: ReplayedState,
-    /// The incomplete final record replay dropped, if any.
-    pub torn_tail: Option<TornTail>,
-}
-
-impl Replayed {
-    /// The state of a database being created: no files, numbering from 1.
-    pub fn fresh() -> Replayed {
-        Replayed {
-            manifest: None,
-            state: ReplayedState {
-                next_file_number: 1,
-                ..ReplayedState::new()
-            },
-            torn_tail: None,
-        }
     }
 }
 
