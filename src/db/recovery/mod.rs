@@ -1,5 +1,13 @@
 //! Opening a database: locking, manifest and WAL replay, the WAL new writes
 //! go to, the fresh manifest, and removal of obsolete files.
+//!
+//! [`recover`], the open itself, and the [`RecoveryReport`] it leaves are
+//! here. Beside them: `lock`, the directory's `LOCK` and whether a writer
+//! holds it; `live_wal_rereads`, reading a WAL again while a writer may be
+//! appending to it; `directory`, what an open makes of the path it is
+//! given; `manifest_replay`, replaying the manifest and checking that the
+//! files it lists are there; `wals`, pinning the WALs, picking the live
+//! ones and checking each before any is replayed.
 
 use std::collections::BTreeMap;
 use std::fs::File;
