@@ -17,8 +17,8 @@
 //! (or, first, by any sync write or `persist` that comes before that), so a
 //! rotation costs the writer no `fdatasync`. A power loss may then keep
 //! records of the new WAL and lose the tail of the old one; recovery stops
-//! at the first gap in sequence numbers (`recovery.rs`), so what survives
-//! is still a prefix of the acknowledged writes.
+//! at the first gap in sequence numbers (`recovery/wals.rs`), so what
+//! survives is still a prefix of the acknowledged writes.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
