@@ -78,6 +78,8 @@ use crate::version::set::ReplayedState;
 pub use crate::log::sync_dir;
 
 mod retry;
+#[cfg(test)]
+mod testutil;
 
 #[cfg(test)]
 pub(crate) use retry::identity;
@@ -469,52 +471,10 @@ pub(crate) fn missing_live_file(manifest: &Path, offset: u64, path: &Path, why: 
 
 #[cfg(test)]
 mod tests {
+    use super::testutil::{corruption, edits, later_edits, snapshot};
     use super::*;
     use crate::fs::StdFs;
-    use crate::key::{InternalKey, SequenceNumber, ValueType};
-    use crate::version::edit::FileMetaData;
     use std::fs::OpenOptions;
-
-    fn file(number: u64, lo: &str, hi: &str) -> FileMetaData {
-        FileMetaData {
-            number,
-            file_size: 4096,
-            smallest: InternalKey::new(lo.as_bytes(), SequenceNumber(1), ValueType::Value),
-            largest: InternalKey::new(hi.as_bytes(), SequenceNumber(2), ValueType::Value),
-            num_entries: 10,
-            num_tombstones: 1,
-        }
-    }
-
-    fn snapshot() -> VersionEdit {
-        VersionEdit {
-            format_version: Some(FORMAT_VERSION),
-            log_number: Some(3),
-            next_file_number: Some(5),
-            last_sequence: Some(SequenceNumber(100)),
-            deleted_files: vec![],
-            new_files: vec![(0, file(4, "a", "m"))],
-            ..VersionEdit::default()
-        }
-    }
-
-    fn later_edits() -> Vec<VersionEdit> {
-        vec![
-            VersionEdit {
-                log_number: Some(6),
-                next_file_number: Some(8),
-                last_sequence: Some(SequenceNumber(250)),
-                new_files: vec![(0, file(7, "c", "z"))],
-                ..VersionEdit::default()
-            },
-            VersionEdit {
-                next_file_number: Some(10),
-                deleted_files: vec![(0, 4), (0, 7)],
-                new_files: vec![(1, file(8, "a", "k")), (1, file(9, "l", "z"))],
-                ..VersionEdit::default()
-            },
-        ]
-    }
 
     /// A manifest with a snapshot and two edits; returns the record offsets.
     fn write_three(dir: &Path) -> Vec<u64> {
@@ -525,21 +485,6 @@ mod tests {
             m.log_edit(&e).unwrap();
         }
         offsets
-    }
-
-    fn edits(c: &ManifestContents) -> Vec<VersionEdit> {
-        c.edits().cloned().collect()
-    }
-
-    fn corruption(e: Error) -> (PathBuf, u64, String) {
-        match e {
-            Error::Corruption {
-                file,
-                offset,
-                detail,
-            } => (file, offset, detail),
-            other => panic!("expected corruption, got {other:?}"),
-        }
     }
 
     #[test]
