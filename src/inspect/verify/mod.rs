@@ -19,12 +19,14 @@ use crate::sstable::Table;
 use crate::version::edit::FileMetaData;
 use crate::{Error, Result};
 
+mod manifest_entry;
 mod report;
 mod table;
 
-use report::{show_internal, Checker};
+use manifest_entry::{check_manifest_entry, ManifestEntry};
+use report::Checker;
 pub use report::{Problem, VerifyReport};
-use table::{check_table, locate_in_table, Contents};
+use table::{check_table, locate_in_table};
 
 /// Checks the database in `dir`: `CURRENT`, that the manifest replays, that
 /// every live table exists and passes [`verify_file`]'s checks and matches
@@ -251,79 +253,6 @@ fn verify_db_once(
         c.report.notes.push(format!("{}: {why}", file_name(&path)));
     }
     Ok(c.report)
-}
-
-/// Where the manifest lists a table, and what it records of it.
-struct ManifestEntry<'a> {
-    keyspace: u32,
-    level: usize,
-    meta: &'a FileMetaData,
-}
-
-/// Checks a table's manifest entry against the table (its keyspace
-/// against its `siftdb.keyspace` property too); true to stop.
-fn check_manifest_entry(
-    c: &mut Checker<'_>,
-    manifest: &Path,
-    entry: &ManifestEntry<'_>,
-    table: &Table,
-    t: &Contents,
-) -> bool {
-    let (meta, level) = (entry.meta, entry.level);
-    let what = match entry.keyspace {
-        0 => format!("manifest entry of {:06}.sst (level {level})", meta.number),
-        k => format!(
-            "manifest entry of {:06}.sst (level {level} of keyspace {k})",
-            meta.number
-        ),
-    };
-    let mut diffs = Vec::new();
-    let property = table.properties().keyspace;
-    if property != entry.keyspace {
-        diffs.push(format!(
-            "it in keyspace {} but its property siftdb.keyspace says {property}",
-            entry.keyspace
-        ));
-    }
-    if meta.file_size != table.file_size() {
-        diffs.push(format!(
-            "size {} but the file has {}",
-            meta.file_size,
-            table.file_size()
-        ));
-    }
-    if meta.smallest.encoded() != t.first_key.as_slice() {
-        diffs.push(format!(
-            "smallest key {} but the table starts with {}",
-            show_internal(meta.smallest.encoded()),
-            show_internal(&t.first_key)
-        ));
-    }
-    if meta.largest.encoded() != t.last_key.as_slice() {
-        diffs.push(format!(
-            "largest key {} but the table ends with {}",
-            show_internal(meta.largest.encoded()),
-            show_internal(&t.last_key)
-        ));
-    }
-    if meta.num_entries != t.entries {
-        diffs.push(format!(
-            "{} entries but the table holds {}",
-            meta.num_entries, t.entries
-        ));
-    }
-    if meta.num_tombstones != t.tombstones {
-        diffs.push(format!(
-            "{} tombstones but the table holds {}",
-            meta.num_tombstones, t.tombstones
-        ));
-    }
-    for d in diffs {
-        if c.problem(manifest, &what, None, format!("records {d}")) {
-            return true;
-        }
-    }
-    false
 }
 
 /// Records a WAL's damage and torn tail, and a write to a keyspace the
