@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use super::logs::{current_manifest, read_wals};
 use super::{
     file_name, missing_live_file, number_of, open_table, read_manifest, read_wal, unless_missing,
-    with_retries, LoadError, WalContents,
+    with_retries, LoadError,
 };
 use crate::escape::escape_bytes;
 use crate::filename::{self, FileType};
@@ -22,11 +22,13 @@ use crate::{Error, Result};
 mod manifest_entry;
 mod report;
 mod table;
+mod wal;
 
 use manifest_entry::{check_manifest_entry, ManifestEntry};
 use report::Checker;
 pub use report::{Problem, VerifyReport};
 use table::{check_table, locate_in_table};
+use wal::check_wal;
 
 /// Checks the database in `dir`: `CURRENT`, that the manifest replays, that
 /// every live table exists and passes [`verify_file`]'s checks and matches
@@ -253,43 +255,6 @@ fn verify_db_once(
         c.report.notes.push(format!("{}: {why}", file_name(&path)));
     }
     Ok(c.report)
-}
-
-/// Records a WAL's damage and torn tail, and a write to a keyspace the
-/// manifest never created (an id at or above its `next_keyspace_id`,
-/// when known: an open refuses such a write as corruption); true to stop.
-fn check_wal(c: &mut Checker<'_>, wal: WalContents, next_keyspace_id: Option<u32>) -> Result<bool> {
-    c.report.wals += 1;
-    c.report.wal_records += wal.records.len() as u64;
-    for r in &wal.records {
-        let unknown = r
-            .ops
-            .iter()
-            .find(|o| next_keyspace_id.is_some_and(|n| o.keyspace >= n));
-        if let Some(op) = unknown {
-            let detail = format!(
-                "a write to keyspace {}, which the manifest does not hold",
-                op.keyspace
-            );
-            if c.problem(&wal.path, "WAL record", Some(r.offset), detail) {
-                return Ok(true);
-            }
-        }
-    }
-    if let Some(t) = &wal.torn_tail {
-        c.report.notes.push(format!(
-            "{}: torn tail at offset {} ({}); recovery drops it ({}, or damage to the last \
-             record, which looks the same)",
-            file_name(&wal.path),
-            t.offset,
-            t.reason,
-            crate::log::TORN_WRITE
-        ));
-    }
-    match wal.corruption {
-        Some(e) => c.corruption(e, "WAL record"),
-        None => Ok(false),
-    }
 }
 
 /// Checks one file by its kind: an `NNNNNN.sst` table (also any file ending
