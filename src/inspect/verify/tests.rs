@@ -1,10 +1,11 @@
 //! Tests of `verify` (`super`): a healthy database, and each kind of
 //! damage it must report.
 
+use std::fs;
 use std::sync::Arc;
 
 use super::super::testutil::{build, key, write_table};
-use super::super::{current_manifest, DbSnapshot};
+use super::super::{current_manifest, open_table, DbSnapshot};
 use super::*;
 use crate::filter::{FilterPolicy, KeyHash, BLOOM_POLICY_NAME};
 use crate::fs::StdFs;
