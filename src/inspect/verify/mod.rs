@@ -1,5 +1,14 @@
 //! [`verify_db`] and [`verify_file`]: every checksum and invariant of a
 //! database or of one file, reported as [`Problem`]s.
+//!
+//! [`verify_db`], the walk over a database (`CURRENT`, the manifest, the
+//! stored options, each live table, levels that must not overlap, the
+//! WALs, files the manifest does not reference), is here. Beside it:
+//! `report`, the [`Problem`]s, the [`VerifyReport`] and the `Checker` that
+//! collects them; `table`, one table's checks; `manifest_entry`, a table's
+//! manifest entry against the table; `wal`, a WAL's checks; `file`,
+//! [`verify_file`], one file checked by its kind; `tests`, the tests of
+//! them all.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

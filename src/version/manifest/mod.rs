@@ -2,6 +2,15 @@
 //! describes which files make up the database, and `CURRENT`, which names
 //! the live manifest.
 //!
+//! [`Manifest`], which creates a manifest and appends edits to it, and
+//! [`FORMAT_VERSION`] are here. Beside them: `current`, the `CURRENT` file
+//! (pointing it at a new manifest, reading it, and the error when it names
+//! one that does not exist); `read`, reading a manifest back
+//! ([`read_manifest`], [`replay`], [`ManifestContents`]) and the error for
+//! a live file that is missing; `retry`, running a read again while
+//! another process changes the manifest; `testutil`, the fixtures their
+//! tests share.
+//!
 //! # Format
 //!
 //! A manifest is a log in the framing of [`crate::inspect::log`] (12-byte header:
