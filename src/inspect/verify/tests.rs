@@ -1,16 +1,16 @@
 //! Tests of `verify` (`super`): a healthy database, and each kind of
 //! damage it must report.
 
+use std::fs;
 use std::sync::Arc;
 
 use super::super::testutil::{build, key, write_table};
-use super::super::{current_manifest, DbSnapshot};
+use super::super::{current_manifest, open_table, DbSnapshot};
 use super::*;
 use crate::filter::{FilterPolicy, KeyHash, BLOOM_POLICY_NAME};
 use crate::fs::StdFs;
-use crate::key::InternalKey;
-use crate::key::SequenceNumber;
-use crate::sstable::format::BlockHandle;
+use crate::key::{InternalKey, ParsedInternalKey, SequenceNumber, ValueType};
+use crate::sstable::format::{BlockHandle, Footer, BLOCK_TRAILER_LEN};
 use crate::sstable::TableProperties;
 use crate::version::edit::{KeyspaceAdd, KeyspaceEdit, VersionEdit};
 use crate::version::manifest::{Manifest, FORMAT_VERSION};
