@@ -1158,6 +1158,7 @@ fn live_files_of(ks: &KeyspaceState) -> Vec<LiveFile> {
             path: f.table.path().to_path_buf(),
             file_size: f.meta.file_size,
             properties: f.table.properties().clone(),
+            table: Arc::clone(&f.table),
         })
         .collect()
 }
@@ -1177,6 +1178,26 @@ pub struct LiveFile {
     /// The table's properties block: counts, key and sequence ranges, and
     /// filter parameters.
     pub properties: crate::sstable::TableProperties,
+    /// The open table, so that what the listing names can be read after
+    /// a compaction deletes its file (its map keeps the bytes, and the
+    /// disk space, until the last `LiveFile` of it is dropped).
+    table: Arc<crate::sstable::Table>,
+}
+
+impl LiveFile {
+    /// The HyperLogLog of the table's distinct user keys (DESIGN.md 6.8),
+    /// or `None` for a table written without one (before sketches existed,
+    /// or with `Options::key_sketch_precision = None`). Read from the table
+    /// this listing holds open, not from [`LiveFile::path`]: a compaction
+    /// that has deleted the file since (in this process, or in the writer
+    /// a read-only handle reads beside) does not disturb it.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if the sketch block's handle leaves the file,
+    /// its checksum fails, or it does not decode.
+    pub fn key_sketch(&self) -> Result<Option<crate::sketch::hyperloglog::HyperLogLog>> {
+        self.table.key_sketch()
+    }
 }
 
 mod background;

@@ -9,7 +9,6 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::json;
 use siftdb::inspect::sketch::hyperloglog::HyperLogLog;
-use siftdb::inspect::sstable::Table as SsTable;
 
 use crate::data::open_read_only;
 use crate::error::{write_failed, CliError};
@@ -71,14 +70,15 @@ pub fn run(args: &DistinctArgs) -> Result<(), CliError> {
     let mut tables = Vec::new();
     let mut notes = Vec::new();
     for f in ks.live_files() {
-        let t = SsTable::open(&f.path, f.number)?;
         let file = f
             .path
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
         // A damaged sketch costs its estimates, not the command (the engine
         // counts such a table by its exact keys too).
-        let sketch = t.key_sketch().unwrap_or_else(|e| {
+        // Read from the table the read-only handle holds open: a writer's
+        // compaction may have deleted the file since the open.
+        let sketch = f.key_sketch().unwrap_or_else(|e| {
             notes.push(format!(
                 "{file}: key sketch unreadable, counted by its exact keys ({e}; kvctl verify reports it)"
             ));
@@ -87,7 +87,7 @@ pub fn run(args: &DistinctArgs) -> Result<(), CliError> {
         tables.push(TableSketch {
             file,
             level: f.level,
-            distinct_keys: t.properties().num_distinct_keys,
+            distinct_keys: f.properties.num_distinct_keys,
             sketch,
         });
     }
