@@ -22,6 +22,11 @@ pub struct HotArgs {
     pub json: bool,
 }
 
+/// Characters of a key the text table shows (escaped, then cut with `…`;
+/// `--json` has every key whole): one long key would otherwise widen
+/// every row to its length.
+const KEY_SHOWN: usize = 64;
+
 /// The JSON document `hot --json` prints.
 pub fn hot_json(h: &HotKeys) -> serde_json::Value {
     let keys: Vec<serde_json::Value> = h
@@ -85,7 +90,7 @@ fn text(h: &HotKeys) -> String {
     for (i, k) in h.keys.iter().enumerate() {
         t.row(vec![
             (i + 1).to_string(),
-            escape_bytes(&k.key),
+            crate::inspect::Show { hex: false }.short(&k.key, KEY_SHOWN),
             group(k.total()),
             group(k.found),
             group(k.absent),

@@ -90,3 +90,34 @@ fn hot_on_a_damaged_file_exits_3_and_without_one_exits_2() {
     let o = kvctl(&["hot", p(&db.join("missing"))]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
 }
+
+/// A long hot key is shortened in the text table (every row was padded
+/// to its width, 65,565 characters for a 65,535-byte key); `--json` has
+/// it whole.
+#[test]
+fn hot_shortens_long_keys_in_text_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let mut o = Options::default();
+    o.hot_keys = Some(HotKeyOptions::default());
+    let db = Db::open_with(&dir, o).unwrap();
+    let long = vec![b'k'; 5_000];
+    for _ in 0..3 {
+        db.get(&long).unwrap();
+        db.get("short").unwrap();
+    }
+    db.close().unwrap();
+    let out = stdout(&ok(kvctl(&["hot", p(&dir)])));
+    let widest = out.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(widest < 200, "a line of {widest} characters");
+    assert!(out.contains("kkk…"), "{out}");
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&ok(kvctl(&["hot", p(&dir), "--json"])))).unwrap();
+    let keys: Vec<usize> = json["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["key"].as_str().unwrap().len())
+        .collect();
+    assert!(keys.contains(&5_000), "{keys:?}");
+}
