@@ -771,6 +771,19 @@ fn explain_tombstones_memtable_and_hex() {
     assert_eq!(j["value"], "6d656d");
 }
 
+/// An empty value was printed as nothing: "answer: value  (step 1, ...)".
+#[test]
+fn explain_names_an_empty_value() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let db = siftdb::Db::open(&dir).unwrap();
+    db.put("e", "").unwrap();
+    db.close().unwrap();
+    let out = stdout(&ok(kvctl(&["explain", p(&dir), "e"])));
+    assert!(out.contains("answer: an empty value (step 1, "), "{out}");
+    assert_eq!(json_ok(&["explain", p(&dir), "e"])["value"], "");
+}
+
 #[test]
 fn explain_agrees_with_get() {
     let (_tmp, db) = layout();

@@ -301,6 +301,8 @@ pub fn explain_text(e: &Explain, show: Show) -> String {
     };
     const NOT_FOUND: &str = "not found: no memtable or SSTable holds a version of the key";
     let answer = match &e.verdict {
+        // An empty value would print as nothing after "value".
+        Verdict::Value(v) if v.is_empty() => format!("an empty value (step {step}, {from})"),
         Verdict::Value(v) => format!("value {} (step {step}, {from})", show.value(v)),
         Verdict::Tombstone => {
             format!("deleted (tombstone at step {step}, {from}): get returns nothing")
