@@ -92,6 +92,7 @@ fn value_arg(s: &str) -> Result<ValueArg, String> {
 
 #[derive(Debug, Args)]
 #[command(
+    override_usage = "kvctl put [OPTIONS] <DB> <KEY> <VALUE | --value-file F>",
     after_help = "Example:\n  kvctl put ./db 'user:42' '{\"name\":\"Ada\"}'\n  \
 kvctl put ./db photo:1 --value-file photo.jpg\n  \
 cat page.json | kvctl put ./db page:1 -\n  \

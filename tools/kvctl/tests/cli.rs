@@ -2277,3 +2277,18 @@ fn a_zstd_database_reads_or_names_the_missing_feature() {
         stderr(&o)
     );
 }
+
+/// `put` without a value named only `<VALUE>` in its usage line, not the
+/// `--value-file` that also satisfies it.
+#[test]
+fn put_without_a_value_names_both_ways_to_give_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = kvctl(&["put", p(&tmp.path().join("db")), "k"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("Usage: kvctl put [OPTIONS] <DB> <KEY> <VALUE | --value-file F>"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!tmp.path().join("db").exists(), "nothing created");
+}
