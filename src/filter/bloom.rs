@@ -65,10 +65,10 @@ pub const MAX_HASHES: u32 = 30;
 /// a bit just loaded, which the CPU guesses wrong about half the time; a
 /// group's loads are all in flight at once. At 10 bits per key (`k = 7`,
 /// half the bits set) a group of 3 ends 7 absent-key probes in 8 after its
-/// first group. Measured
-/// on three level-0 tables of 1M keys (DESIGN.md 13): an absent key costs
-/// 117 ns when the filters are out of the CPU's caches (one probe at a
-/// time: 142; groups of 2: 122) and 85 ns when they are in (75; 81).
+/// first group. Measured on three level-0 tables of 1M keys (DESIGN.md
+/// 13): an absent key costs 117 ns when the filters are out of the CPU's
+/// caches (one probe at a time: 142; groups of 2: 122) and 85 ns when they
+/// are in (75; 81).
 const PROBE_GROUP: usize = 3;
 
 /// Builds and probes Bloom filters over user-key hashes.
