@@ -209,6 +209,7 @@ fn search(
     c: &mut GetCounts,
 ) -> Result<Option<(SequenceNumber, ValueType, Slice)>> {
     let has_filter = f.table.has_filter();
+    // `Table::search` answers only `Searched` (the screen is behind it).
     let TableGet::Searched { block, entry } = f.table.search(key, seq, cache)? else {
         return Ok(None);
     };
