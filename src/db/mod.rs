@@ -1011,7 +1011,9 @@ impl Db {
     }
 
     /// The SSTables of the current version, level 0 first (newest first
-    /// within level 0, by smallest key in deeper levels).
+    /// within level 0, by smallest key in deeper levels). Each
+    /// [`LiveFile`] holds its table open, so a table a compaction deletes
+    /// meanwhile keeps its disk space until the list is dropped.
     pub fn live_files(&self) -> Vec<LiveFile> {
         live_files_of(&self.inner.default)
     }
