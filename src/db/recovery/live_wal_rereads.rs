@@ -80,6 +80,22 @@ pub(crate) mod test_support {
     /// Removes the hook [`before_each_reread`] set when dropped.
     pub(crate) struct RereadHook;
 
+    /// A hook that counts the re-reads of a WAL (the count, shared, and
+    /// the guard), and completes the group caught if `complete` is given.
+    pub(crate) fn count_rereads(
+        mut complete: Option<Box<dyn FnMut()>>,
+    ) -> (std::rc::Rc<std::cell::Cell<usize>>, RereadHook) {
+        let n = std::rc::Rc::new(std::cell::Cell::new(0));
+        let counted = std::rc::Rc::clone(&n);
+        let hook = before_each_reread(move || {
+            counted.set(counted.get() + 1);
+            if let Some(f) = complete.as_mut() {
+                f();
+            }
+        });
+        (n, hook)
+    }
+
     impl Drop for RereadHook {
         fn drop(&mut self) {
             BEFORE_REREAD.with(|h| *h.borrow_mut() = None);
@@ -163,28 +179,9 @@ pub(crate) mod test_support {
 
 #[cfg(test)]
 mod tests {
-    use std::cell::Cell;
-    use std::rc::Rc;
-
-    use super::test_support::{before_each_reread, CaughtGroup};
+    use super::test_support::{count_rereads, CaughtGroup};
     use super::*;
     use crate::{Db, Error, Options};
-
-    /// A hook that counts the re-reads, and completes the group caught
-    /// if `complete` is given.
-    fn count_rereads(
-        mut complete: Option<Box<dyn FnMut()>>,
-    ) -> (Rc<Cell<usize>>, test_support::RereadHook) {
-        let n = Rc::new(Cell::new(0));
-        let counted = Rc::clone(&n);
-        let hook = before_each_reread(move || {
-            counted.set(counted.get() + 1);
-            if let Some(f) = complete.as_mut() {
-                f();
-            }
-        });
-        (n, hook)
-    }
 
     /// A user's report: `kvctl scan DB; kvctl verify DB` in a loop beside
     /// a process writing with 8 threads failed now and then with "length

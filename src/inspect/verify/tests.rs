@@ -397,25 +397,6 @@ fn verify_finds_overlapping_files_in_a_sorted_level() {
     assert_eq!(r.problems.len(), 1);
 }
 
-/// A hook that counts the re-reads of a WAL, and completes the group
-/// caught if `complete` is given.
-fn count_rereads(
-    mut complete: Option<Box<dyn FnMut()>>,
-) -> (
-    std::rc::Rc<std::cell::Cell<usize>>,
-    crate::db::recovery_test_support::RereadHook,
-) {
-    let n = std::rc::Rc::new(std::cell::Cell::new(0));
-    let counted = std::rc::Rc::clone(&n);
-    let hook = crate::db::recovery_test_support::before_each_reread(move || {
-        counted.set(counted.get() + 1);
-        if let Some(f) = complete.as_mut() {
-            f();
-        }
-    });
-    (n, hook)
-}
-
 /// A user's report: `kvctl verify` beside a process writing with 8
 /// threads exited 3 in 2 of 240 runs with "WAL record at offset 49868:
 /// length checksum mismatch: stored 0x00000000", and was clean when run
@@ -423,7 +404,7 @@ fn count_rereads(
 /// in, and the bytes after it once they were copied.
 #[test]
 fn verify_reads_again_a_wal_group_a_writer_is_copying() {
-    use crate::db::recovery_test_support::CaughtGroup;
+    use crate::db::recovery_test_support::{count_rereads, CaughtGroup};
     let tmp = tempfile::tempdir().unwrap();
     let caught = CaughtGroup::new(tmp.path());
     let (rereads, _hook) = count_rereads(Some(Box::new(caught.completer())));
@@ -441,7 +422,7 @@ fn verify_reads_again_a_wal_group_a_writer_is_copying() {
 
 #[test]
 fn verify_reports_wal_damage_that_persists_or_has_no_writer() {
-    use crate::db::recovery_test_support::CaughtGroup;
+    use crate::db::recovery_test_support::{count_rereads, CaughtGroup};
     use crate::db::LIVE_WAL_REREADS;
     let tmp = tempfile::tempdir().unwrap();
     let caught = CaughtGroup::new(tmp.path());
