@@ -194,7 +194,7 @@ fn probe(
             c.filter_negatives += 1;
             Ok(None)
         }
-        Screen::Maybe => search(f, key, seq, cache, c),
+        Screen::Maybe => search(f, key, prefix, seq, cache, c),
     }
 }
 
@@ -204,13 +204,14 @@ fn probe(
 fn search(
     f: &TableFile,
     key: &[u8],
+    prefix: u128,
     seq: SequenceNumber,
     cache: Option<&BlockCache>,
     c: &mut GetCounts,
 ) -> Result<Option<(SequenceNumber, ValueType, Slice)>> {
     let has_filter = f.table.has_filter();
     // `Table::search` answers only `Searched` (the screen is behind it).
-    let TableGet::Searched { block, entry } = f.table.search(key, seq, cache)? else {
+    let TableGet::Searched { block, entry } = f.table.search(key, prefix, seq, cache)? else {
         return Ok(None);
     };
     if has_filter {

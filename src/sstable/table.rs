@@ -448,10 +448,11 @@ impl Table {
         hash: KeyHash,
         cache: Option<&BlockCache>,
     ) -> Result<TableGet> {
-        match self.screen(user_key, user_key_prefix(user_key), hash) {
+        let prefix = user_key_prefix(user_key);
+        match self.screen(user_key, prefix, hash) {
             Screen::OutOfRange => Ok(TableGet::OutOfRange),
             Screen::FilterNegative => Ok(TableGet::FilterNegative),
-            Screen::Maybe => self.search(user_key, seq, cache),
+            Screen::Maybe => self.search(user_key, prefix, seq, cache),
         }
     }
 
@@ -487,16 +488,17 @@ impl Table {
     }
 
     /// The index search and block read of [`Table::get_cached`], for a key
-    /// [`Table::screen`] did not rule out.
+    /// [`Table::screen`] did not rule out. `target` is
+    /// [`user_key_prefix`]`(user_key)`, for the index search and the
+    /// restart summary.
     #[inline(never)]
     pub(crate) fn search(
         &self,
         user_key: &[u8],
+        target: u128,
         seq: SequenceNumber,
         cache: Option<&BlockCache>,
     ) -> Result<TableGet> {
-        // The key's prefix, for the index search and the restart summary.
-        let target = user_key_prefix(user_key);
         let i = self.partition_index(target, |e| {
             compare_to_seek(&e.last_key, user_key, seq) == Ordering::Less
         });
