@@ -187,20 +187,16 @@ impl FilterPolicy for BloomFilterPolicy {
         // 1 if the bit is set (or, in a malformed filter, out of range).
         let bit_at = |bit: u64| bits.get((bit / 8) as usize).map_or(1, |b| b >> (bit % 8)) & 1;
         let mut probes = probes(hash, k, m);
-        loop {
-            let mut group = 1;
-            let mut probed = false;
-            for bit in probes.by_ref().take(PROBE_GROUP) {
-                group &= bit_at(bit);
-                probed = true;
-            }
-            if !probed {
-                return true;
-            }
+        for _ in 0..(k as usize).div_ceil(PROBE_GROUP) {
+            let group = probes
+                .by_ref()
+                .take(PROBE_GROUP)
+                .fold(1, |g, bit| g & bit_at(bit));
             if group == 0 {
                 return false;
             }
         }
+        true
     }
 
     fn shape(&self, filter: &[u8]) -> FilterShape {
